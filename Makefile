@@ -1,0 +1,64 @@
+# The two commands of the README: `make reproduce` and `make test`. Both set up .venv from nothing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SCALE ?= small
+OUT ?= .
+# torch first, pinned: its CPU wheel; a bare `torch` would pull a multi-GB CUDA build
+TORCH := torch==2.13.0
+export HOI_AUDIT_LABELS ?= $(abspath ../shared/data/labels)
+
+.PHONY: venv reproduce test check-export nbtest pytest docs check-docs readme check-readme bench clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: settings.ini setup.py
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+## make reproduce: every experiment notebook at the small scale -> figures/, results/, runs/
+reproduce: venv
+	$(BIN)/hoi-audit reproduce --scale $(SCALE) --out $(OUT)
+
+## make test: library in sync with the notebooks, nbdev_test, the offline docs build, pytest
+test: venv check-export check-readme nbtest docs pytest
+
+# nbdev_export must not change the library: the notebooks are the source
+check-export: venv
+	@before=$$(find hoi_audit -name '*.py' | sort | xargs sha256sum); \
+	$(BIN)/nbdev_export; \
+	after=$$(find hoi_audit -name '*.py' | sort | xargs sha256sum); \
+	if [ "$$before" != "$$after" ]; then echo "nbdev_export changed hoi_audit/: commit the exported library (never edit hoi_audit/*.py by hand)"; diff <(echo "$$before") <(echo "$$after"); exit 1; fi; \
+	echo "hoi_audit/ is in sync with nbs/"
+
+# library notebooks only: experiment notebooks run through papermill (make reproduce, tests/test_reproduce.py)
+nbtest: venv
+	@out=$$($(BIN)/nbdev_test --skip_folder_re '^(experiments|[_.].*)$$' --do_print 2>&1); status=$$?; echo "$$out"; \
+	if echo "$$out" | grep -q "No files were eligible"; then echo "nbdev_test tested nothing"; exit 1; fi; exit $$status
+
+pytest: venv
+	$(BIN)/python -m pytest tests -q -ra
+
+## make docs: offline docs. nbdev_proc_nbs's processing (without its Quarto install step), then an HTML render into _docs/
+docs: venv
+	rm -rf _proc _docs
+	$(BIN)/python -c "from nbdev.serve import proc_nbs; proc_nbs(force=True, n_workers=0)"
+	$(BIN)/python tools/render_docs.py _proc _docs
+
+## make readme: README.md from nbs/index.ipynb
+readme: venv
+	$(BIN)/jupyter nbconvert --log-level WARN --to markdown --stdout nbs/index.ipynb > README.md.tmp && mv README.md.tmp README.md
+
+check-readme: venv
+	@$(BIN)/jupyter nbconvert --log-level WARN --to markdown --stdout nbs/index.ipynb | diff -q - README.md >/dev/null \
+	  || { echo "README.md is out of date with nbs/index.ipynb: run make readme"; exit 1; }
+
+bench: venv
+	$(BIN)/python bench/bench_core.py
+
+clean:
+	rm -rf _proc _docs runs store raw

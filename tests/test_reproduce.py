@@ -1,0 +1,92 @@
+"`hoi-audit reproduce` end to end: outputs under --out, SIGKILL and resume, byte-identical results, honest errors."
+import json, subprocess, sys, time
+from pathlib import Path
+import nbformat
+import pytest
+from conftest import hoi_audit, sigkill_tree
+
+DEMO = ["--only", "demo_provenance", "--quiet"]
+SLOW_UNITS = ["-p", "n_train=8000"]   # ~0.3 s a unit, so that a kill lands mid-run
+
+def test_help_lists_the_subcommands():
+    r = hoi_audit("--help")
+    assert r.returncode == 0 and "reproduce" in r.stdout and "status" in r.stdout
+
+def test_sigkill_then_rerun_resumes_and_matches_an_uninterrupted_run(tmp_path):
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    exe = Path(sys.executable).parent / "hoi-audit"
+    proc = subprocess.Popen([str(exe), "reproduce", "--out", str(killed), *DEMO, *SLOW_UNITS],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    units = killed / "store" / "demo_provenance" / "units"
+    deadline = time.time() + 240
+    while len(list(units.rglob("manifest.json"))) < 5:
+        assert proc.poll() is None, "reproduce ended before it could be killed"
+        assert time.time() < deadline, "no unit finished in time"
+        time.sleep(0.05)
+    sigkill_tree(proc)
+    done_before = {p: p.stat().st_mtime_ns for p in units.rglob("manifest.json")}
+    assert 5 <= len(done_before) < 48, f"the kill did not land mid-run ({len(done_before)} of 48 units done)"
+    assert not (killed / "results" / "demo_provenance.json").exists()
+
+    status = hoi_audit("status", str(killed))
+    assert status.returncode == 0 and "pending" in status.stdout, status.stdout + status.stderr
+
+    again = hoi_audit("reproduce", "--out", str(killed), *DEMO, *SLOW_UNITS)
+    assert again.returncode == 0, again.stderr[-3000:]
+    for manifest, mtime in done_before.items():
+        assert manifest.stat().st_mtime_ns == mtime, f"{manifest.parent} was recomputed instead of skipped"
+    assert len(list(units.rglob("manifest.json"))) == 48
+
+    fresh = hoi_audit("reproduce", "--out", str(clean), *DEMO, *SLOW_UNITS)
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    a = (killed / "results" / "demo_provenance.json").read_bytes()
+    b = (clean / "results" / "demo_provenance.json").read_bytes()
+    assert a == b, "a resumed run's results JSON differs from an uninterrupted run's"
+
+    # everything went below --out, and the executed notebook is there
+    for sub in ["figures/demo_provenance.png", "results/demo_provenance.json", "runs/demo_provenance.ipynb"]:
+        assert (clean / sub).exists(), sub
+    payload = json.loads(b)
+    assert payload["experiment"] == "demo_provenance" and payload["scale"] == "small"
+    assert payload["config"]["n_train"] == 8000, "the -p parameter did not reach the notebook"
+    gap = [r for r in payload["records"] if r["metric"] == "gap_act1"][0]
+    assert gap["ci_low"] > 0, "the planted privileged-history gap was not detected"
+
+def test_unknown_parameter_is_refused(tmp_path):
+    r = hoi_audit("reproduce", "--out", str(tmp_path), *DEMO, "-p", "n_trian=10")
+    assert r.returncode == 2 and "n_trian" in r.stderr
+
+def test_unknown_experiment_is_refused(tmp_path):
+    r = hoi_audit("reproduce", "--out", str(tmp_path), "--only", "table99", "--quiet")
+    assert r.returncode == 2 and "table99" in r.stderr and "demo_provenance" in r.stderr
+
+def test_notebook_without_parameters_tag_is_refused(tmp_path, repo):
+    "papermill would silently run the defaults of an untagged notebook: reproduce must refuse it."
+    nb = nbformat.read(repo / "nbs" / "experiments" / "demo_provenance.ipynb", as_version=4)
+    for cell in nb.cells: cell.metadata.pop("tags", None)
+    folder = tmp_path / "nbs"; folder.mkdir()
+    nbformat.write(nb, folder / "untagged.ipynb")
+    r = hoi_audit("reproduce", "--out", str(tmp_path / "out"), "--notebooks", str(folder), "--quiet")
+    assert r.returncode == 2 and "tagged 'parameters'" in r.stderr
+
+def test_every_experiment_notebook_has_a_tagged_parameters_cell(repo):
+    "nbdev_clean strips cell tags unless settings.ini allows them; this catches a notebook that lost its tag."
+    for path in sorted((repo / "nbs" / "experiments").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged 'parameters'"
+        assert "scale" in tagged[0].source and "out_dir" in tagged[0].source, path.name
+
+def test_status_of_a_missing_store_is_a_clear_error(tmp_path):
+    r = hoi_audit("status", str(tmp_path))
+    assert r.returncode == 2 and "no result store" in r.stderr
+
+def test_failed_experiment_keeps_its_notebook_and_names_it(tmp_path, repo):
+    nb = nbformat.read(repo / "nbs" / "experiments" / "demo_provenance.ipynb", as_version=4)
+    nb.cells.insert(2, nbformat.v4.new_code_cell("raise ValueError('planted failure')"))
+    folder = tmp_path / "nbs"; folder.mkdir()
+    nbformat.write(nb, folder / "broken.ipynb")
+    r = hoi_audit("reproduce", "--out", str(tmp_path / "out"), "--notebooks", str(folder), "--quiet")
+    assert r.returncode == 2 and "broken" in r.stderr and "planted failure" in r.stderr
+    assert (tmp_path / "out" / "runs" / "broken.failed.ipynb").exists()
+    assert not (tmp_path / "out" / "runs" / "broken.ipynb").exists()
