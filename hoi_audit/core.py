@@ -197,7 +197,7 @@ def sha256_array(array) -> str:
     a = np.ascontiguousarray(np.asarray(array))
     if a.dtype.hasobject: raise TypeError("sha256_array: object arrays have no stable bytes; convert them first")
     h = hashlib.sha256(f"{a.dtype.str}|{a.shape}|".encode())
-    h.update(a.tobytes())
+    h.update(memoryview(a).cast("B") if a.size else b"")   # no copy of a contiguous (or memory-mapped) array
     return h.hexdigest()
 
 def sha256_json(obj) -> str:

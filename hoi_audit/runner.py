@@ -4,15 +4,15 @@
 
 # %% ../nbs/15_runner.ipynb #0d469195
 from __future__ import annotations
-import argparse, json, os, sys, time
+import argparse, importlib, json, os, sys, time
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
 from .core import SCALES, HoiAuditError, ResultStore, _ensure_folder
 
 # %% auto #0
-__all__ = ['experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'run_experiment', 'reproduce',
-           'store_status', 'build_parser', 'main']
+__all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'run_experiment',
+           'reproduce', 'store_status', 'build_parser', 'main']
 
 # %% ../nbs/15_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -132,8 +132,10 @@ def _cmd_status(args):
     if args.units: print(table.to_string(index=False))
     return 0
 
+STAGE_COMMANDS = ()  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
+
 def build_parser() -> argparse.ArgumentParser:
-    "The `hoi-audit` argument parser; each stage registers its subcommand here."
+    "The `hoi-audit` argument parser: `reproduce`, `status`, and each stage module's own subcommand."
     parser = argparse.ArgumentParser(prog="hoi-audit", description="Audit privileged information in video-anticipation "
                                      "and world-model benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -150,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="a store folder, or an output root with store/<experiment>/")
     p.add_argument("--units", action="store_true", help="list every unit, not only the counts")
     p.set_defaults(func=_cmd_status)
+    for name in STAGE_COMMANDS: importlib.import_module(f"hoi_audit.{name}").add_subcommand(sub)
     return parser
 
 def main(argv:Sequence[str]|None=None) -> int:
