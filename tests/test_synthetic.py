@@ -1,0 +1,277 @@
+"Integration tests of hoi_audit.synthetic: determinism, the MS-TCN layout, exact Bayes values vs Monte-Carlo, preset shapes, real-label mode."
+import os, shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hoi_audit.core import DataError, read_json, sha256_folder
+from hoi_audit.procedural import read_mstcn
+from hoi_audit.synthetic import (PRESETS, PREDICTORS, FeatureSpec, Grammar, Task, bayes_accuracy, preset, seq,
+                                 synthesize_features_for_labels, synthetic_dataset, write_synthetic)
+
+PRESET_NAMES = ("breakfast", "50salads", "gtea")
+
+
+def labels_root():
+    root = os.environ.get("HOI_AUDIT_LABELS")
+    if not root: pytest.skip("HOI_AUDIT_LABELS is unset: set it to the real label folder (e.g. ../shared/data/labels) to run this test")
+    return Path(root)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    "Every preset at tiny size, written once."
+    base = tmp_path_factory.mktemp("synthetic")
+    return {name: (synthetic_dataset(name, "tiny", seed=7), write_synthetic(synthetic_dataset(name, "tiny", seed=7), base / name))
+            for name in PRESET_NAMES}
+
+
+# ---------------------------------------------------------------- determinism
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_same_preset_size_seed_gives_identical_bytes(written, tmp_path, name):
+    _, root = written[name]
+    again = write_synthetic(synthetic_dataset(name, "tiny", seed=7), tmp_path / "again")
+    assert sha256_folder(again) == sha256_folder(root)
+    other = write_synthetic(synthetic_dataset(name, "tiny", seed=8), tmp_path / "other")
+    assert sha256_folder(other) != sha256_folder(root)
+
+
+def test_shards_written_separately_equal_one_run(written, tmp_path):
+    "Video k never needs the others: writing the videos in two shards (in reverse order) gives the same folder."
+    ds, root = written["breakfast"]
+    names = [v.name for v in ds.videos]
+    out = tmp_path / "sharded"
+    write_synthetic(ds, out, videos=names[20:][::-1])
+    write_synthetic(ds, out, videos=names[:20])
+    assert sha256_folder(out) == sha256_folder(root)
+
+
+def test_float16_storage_halves_the_bytes(written, tmp_path):
+    ds, root = written["gtea"]
+    half = write_synthetic(ds, tmp_path / "f16", dtype="float16")
+    v = ds.videos[0].name
+    a, b = np.load(root / "features" / f"{v}.npy"), np.load(half / "features" / f"{v}.npy")
+    assert b.dtype == np.float16 and a.shape == b.shape
+    np.testing.assert_allclose(b.astype(np.float32), a, rtol=1e-3, atol=1e-2)
+    assert read_json(half / "truth.json")["dtype"] == "float16"
+
+
+# ---------------------------------------------------------------- layout
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_layout_reads_back_through_read_mstcn(written, name):
+    ds, root = written[name]
+    data = read_mstcn(root)
+    assert data.has_features
+    assert data.classes == list(ds.classes)
+    assert sorted(data.videos) == sorted(v.name for v in ds.videos)
+    assert data.splits == ds.splits
+    assert {data.classes[b] for b in data.background} == set(ds.grammar.background)   # the reader's default background agrees
+    mapping = (root / "mapping.txt").read_text().splitlines()
+    assert mapping == [f"{i} {c}" for i, c in enumerate(ds.classes)]
+    for bundle in (root / "splits").glob("*.bundle"):
+        lines = bundle.read_text().splitlines()
+        assert lines and all(line.endswith(".txt") for line in lines)
+    p = ds.preset
+    for spec in ds.videos[:6]:
+        v = data.video(spec.name)
+        raw = np.load(root / "features" / f"{spec.name}.npy")
+        assert raw.shape == (ds.feature_spec.dim, v.n_frames) and raw.dtype == np.float32   # D x T like the public I3D files
+        assert np.isfinite(raw).all()
+        assert v.trimmed is None or v.trimmed.n_frames == v.n_frames
+        names = [data.classes[c] for c in v.transcript]
+        assert names[0] == p.start_background
+        actions = tuple(n for n in names if n not in ds.grammar.background)
+        assert actions == ds.transcript(spec)                                            # labels carry exactly the transcript
+        if p.gap_background is None: assert all(n not in ds.grammar.background for n in names[1:-1])
+    truth = read_json(root / "truth.json")
+    assert truth["n_videos"] == len(ds.videos) and len(truth["bayes"]) == 2 * len(PREDICTORS) * 2
+
+
+def test_refuses_a_folder_with_another_dataset(written, tmp_path):
+    _, root = written["gtea"]
+    with pytest.raises(DataError, match="another dataset"):
+        write_synthetic(synthetic_dataset("gtea", "tiny", seed=99), root)
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(DataError, match="no generator.json"):
+        write_synthetic(synthetic_dataset("gtea", "tiny"), tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown preset"): synthetic_dataset("epic")
+    with pytest.raises(ValueError, match="unknown size"): synthetic_dataset("gtea", "huge")
+    with pytest.raises(ValueError, match="latent_dim"): synthetic_dataset("gtea", dim=4)
+    with pytest.raises(DataError, match="back to back"): Grammar(("x", "a"), ("x",), (Task("t", seq("a", "a")),))
+    with pytest.raises(DataError, match="not in the class list"): Grammar(("a",), ("SIL",), (Task("t", "a"),))
+
+
+# ---------------------------------------------------------------- exact Bayes vs Monte-Carlo
+
+def _key(predictor, task, history):
+    "Independent of the module: what each predictor sees."
+    return {"majority": (), "bigram": history[-1:], "latest_action": history[-1:], "completed_set": frozenset(history),
+            "full_history": history, "full_history_and_task": (task, history)}[predictor]
+
+
+def _monte_carlo(grammar, include_first, n, seed):
+    "Fit every predictor by counting on n sampled videos; score it on n fresh ones (pooled over queries)."
+    rng = np.random.default_rng(seed)
+    train, test = [grammar.sample(rng) for _ in range(n)], [grammar.sample(rng) for _ in range(n)]
+    def queries(videos):
+        for task, tr in videos:
+            for i in range(0 if include_first else 1, len(tr)): yield task, tuple(tr[:i]), tr[i]
+    out = {}
+    for predictor in PREDICTORS:
+        counts = defaultdict(Counter)
+        for task, h, y in queries(train): counts[_key(predictor, task, h)][y] += 1
+        fallback = Counter(y for _, _, y in queries(train)).most_common(1)[0][0]
+        guess = {k: c.most_common(1)[0][0] for k, c in counts.items()}
+        hits = [guess.get(_key(predictor, task, h), fallback) == y for task, h, y in queries(test)]
+        in_sample = sum(c.most_common(1)[0][1] for c in counts.values()) / sum(sum(c.values()) for c in counts.values())
+        out[predictor] = (float(np.mean(hits)), in_sample)
+    return out
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+@pytest.mark.parametrize("include_first", [False, True])
+def test_bayes_accuracy_matches_monte_carlo(name, include_first):
+    grammar = preset(name).grammar
+    mc = _monte_carlo(grammar, include_first, n=3000, seed=10 * PRESET_NAMES.index(name) + include_first)
+    for predictor, (held_out, in_sample) in mc.items():
+        exact = bayes_accuracy(name, predictor, include_first=include_first)
+        assert abs(exact - held_out) < 0.025, (name, predictor, exact, held_out)
+        assert exact <= in_sample + 0.02, (name, predictor, exact, in_sample)      # a plug-in fit on the sample can only do better
+    assert bayes_accuracy(name, "bigram", include_first=include_first) == bayes_accuracy(name, "latest_action", include_first=include_first)
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_bayes_values_are_ordered(name):
+    "More of the history can only help the Bayes predictor."
+    acc = {p: bayes_accuracy(name, p, include_first=False) for p in PREDICTORS}
+    eps = 1e-12   # equal values may differ in the last bits (different summation orders)
+    assert acc["majority"] <= acc["latest_action"] + eps <= acc["full_history"] + 2 * eps <= acc["full_history_and_task"] + 3 * eps <= 1 + 4 * eps
+    assert acc["completed_set"] <= acc["full_history"] + eps
+    assert bayes_accuracy(name, "full_history", include_first=False, top_k=5) >= acc["full_history"]
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_written_transcripts_are_in_the_enumerated_support(written, name):
+    "What the reader sees (non-background segments of each label file) is a transcript the enumeration gave its task."
+    ds, root = written[name]
+    support = {(task, tr) for task, tr, p in ds.grammar.distribution() if p > 0}
+    data = read_mstcn(root)
+    for spec in ds.videos:
+        acts = tuple(data.classes[c] for c in data.video(spec.name).transcript if c not in data.background)
+        assert (spec.task, acts) in support, (spec.name, acts)
+
+
+# ---------------------------------------------------------------- preset shapes
+
+def test_preset_class_lists_and_tasks():
+    bf, sal, gt = (preset(n).grammar for n in PRESET_NAMES)
+    assert (len(bf.classes), bf.classes[0], len(bf.tasks), bf.background) == (48, "SIL", 10, ("SIL",))
+    assert (len(sal.classes), len(sal.tasks)) == (19, 1) and {"action_start", "action_end"} <= set(sal.classes)
+    assert (len(gt.classes), len(gt.tasks), gt.background) == (11, 7, ("background",))
+    for g in (bf, sal, gt):   # every non-background class is some task's step
+        used = {a for _, tr, _ in g.distribution() for a in tr}
+        assert used == set(g.classes) - set(g.background)
+
+
+@pytest.mark.parametrize("name,counts", [("breakfast", (40, 520, 1712)), ("50salads", (20, 50, 50)), ("gtea", (28, 28, 28))])
+def test_video_counts_per_size(name, counts):
+    assert tuple(len(synthetic_dataset(name, size).videos) for size in ("tiny", "small", "full")) == counts
+    assert synthetic_dataset(name, "full").feature_spec.dim == 2048
+
+
+@pytest.mark.parametrize("name,n_splits,test_sizes", [("breakfast", 4, None), ("50salads", 5, 10), ("gtea", 4, 7)])
+def test_participant_group_splits(name, n_splits, test_sizes):
+    ds = synthetic_dataset(name, "full")
+    assert sorted(ds.splits) == list(range(1, n_splits + 1))
+    who = {v.name: v.participant for v in ds.videos}
+    tested = []
+    for n, s in ds.splits.items():
+        train_p, test_p = {who[v] for v in s["train"]}, {who[v] for v in s["test"]}
+        assert not train_p & test_p                                         # a participant is never on both sides
+        assert sorted(s["train"] + s["test"]) == sorted(who)
+        if test_sizes: assert len(s["test"]) == test_sizes
+        tested += s["test"]
+    assert sorted(tested) == sorted(who)                                    # the test sets partition the videos
+
+
+def test_breakfast_full_matches_the_real_shape():
+    ds = synthetic_dataset("breakfast", "full")
+    groups = [sorted({ds.video(v).participant for v in s["test"]}) for s in ds.splits.values()]
+    assert groups == [[f"P{i:02d}" for i in range(a, a + 13)] for a in (3, 16, 29, 42)]
+    assert Counter(v.task for v in ds.videos).keys() == {t.name for t in ds.grammar.tasks}
+    frames = [ds.labels(v).size for v in ds.videos[::8]]
+    assert 1800 < np.mean(frames) < 2400                                    # ~2,097 frames per video (3.6M in all)
+    assert len({v.session for v in ds.videos}) == 520                      # 52 participants x 10 tasks, each seen by 3-4 cameras
+    assert set(Counter(v.session for v in ds.videos).values()) == {3, 4}
+    assert all(v.name == f"{v.participant}_{v.camera}_{v.participant}_{v.task}" for v in ds.videos)
+
+
+def test_breakfast_splits_match_the_real_participant_groups():
+    real = labels_root() / "breakfast" / "splits"
+    ds = synthetic_dataset("breakfast", "full")
+    for n in range(1, 5):
+        real_p = sorted({line[:3] for line in (real / f"test.split{n}.bundle").read_text().split()})
+        assert sorted({ds.video(v).participant for v in ds.splits[n]["test"]}) == real_p
+
+
+# ---------------------------------------------------------------- real-label mode
+
+def _copy_labels(src, dst, videos):
+    (dst / "groundTruth").mkdir(parents=True); (dst / "splits").mkdir()
+    shutil.copy(src / "mapping.txt", dst / "mapping.txt")
+    for v in videos: shutil.copy(src / "groundTruth" / f"{v}.txt", dst / "groundTruth" / f"{v}.txt")
+    for b in (src / "splits").glob("*.bundle"):
+        keep = [line for line in b.read_text().split() if line[:-4] in videos]
+        (dst / "splits" / b.name).write_text("".join(f"{line}\n" for line in keep))
+
+
+@pytest.mark.parametrize("dataset,videos", [("breakfast", ["P03_cam01_P03_cereals", "P16_cam01_P16_tea", "P42_webcam01_P42_juice"]),
+                                            ("gtea", ["S1_Cheese_C1", "S2_Tea_C1"]), ("50salads", ["rgb-01-1"])])
+def test_real_label_mode(tmp_path, dataset, videos):
+    src = labels_root() / dataset
+    copy = tmp_path / "labels"
+    _copy_labels(src, copy, videos)
+    spec = FeatureSpec(dim=24, latent_dim=8)
+    out = synthesize_features_for_labels(copy, tmp_path / "out", spec)
+    data = read_mstcn(out)
+    assert sorted(data.videos) == sorted(videos) and data.has_features
+    for v in videos:
+        assert (out / "groundTruth" / f"{v}.txt").read_bytes() == (src / "groundTruth" / f"{v}.txt").read_bytes()
+        raw = np.load(out / "features" / f"{v}.npy")
+        assert raw.shape == (24, data.video(v).n_frames)
+    again = synthesize_features_for_labels(copy, tmp_path / "again", spec)
+    assert sha256_folder(again / "features") == sha256_folder(out / "features")
+    truth = read_json(out / "truth.json")
+    assert truth["bayes"] is None and sorted(truth["label_sha256"]) == sorted(videos)
+
+
+def test_real_label_mode_refuses_unknown_labels(tmp_path):
+    src = tmp_path / "labels"
+    (src / "groundTruth").mkdir(parents=True); (src / "splits").mkdir()
+    (src / "mapping.txt").write_text("0 SIL\n1 take_cup\n")
+    (src / "groundTruth" / "P03_cam01_P03_tea.txt").write_text("SIL\ntake_cup\nfly_away\n")
+    with pytest.raises(DataError, match="P03_cam01_P03_tea.txt.*fly_away"):
+        synthesize_features_for_labels(src, tmp_path / "out")
+
+
+# ---------------------------------------------------------------- feature knobs
+
+def test_next_action_cue_is_planted_and_can_be_switched_off():
+    "At the end of a segment the latent feature leans toward the next action's prototype, by next_signal."
+    labels = np.repeat([0, 1, 2, 0], [5, 200, 200, 5])
+    spec = FeatureSpec(dim=32, latent_dim=8, frame_noise=0.0, segment_noise=0.0, participant_shift=0, camera_shift=0, next_signal=0.5)
+    from hoi_audit.synthetic import synthesize_features
+    x = synthesize_features(labels, spec, 3, background=[0])
+    mu, latent = spec.prototypes(3), (spec.embedding() @ x).T
+    np.testing.assert_allclose(latent[204], mu[1] + 0.5 * mu[2], atol=1e-4)    # last frame of action 1: full cue of action 2
+    np.testing.assert_allclose(latent[404], mu[2], atol=1e-4)                  # action 2 is the last action: no cue
+    off = synthesize_features(labels, FeatureSpec(**{**spec.__dict__, "next_signal": 0.0}), 3, background=[0])
+    np.testing.assert_allclose((spec.embedding() @ off).T[204], mu[1], atol=1e-4)
