@@ -1,0 +1,117 @@
+"EPIC protocol: extraction accounts for every narration, provenance of the target segment, LOPO against sklearn, the CLI."
+import argparse, json
+from pathlib import Path
+import numpy as np
+import pandas as pd
+import pytest
+from hoi_audit.core import DataError, TrackedArray, assert_never_read
+from hoi_audit.decode import BinSpec, open_decord
+from hoi_audit.epic import (DEPLOYABLE_SETS, EPIC_COLUMNS, add_subcommand, anticipation_protocol, extract, feature_sets,
+                            lopo_scores, read_narrations)
+from hoi_audit.encoder import PooledMotionEncoder
+from hoi_audit import stats
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("imageio_ffmpeg", reason="the EPIC-like videos need imageio-ffmpeg (a dev dependency)")
+    from hoi_audit.clips import write_epic_like
+    root = tmp_path_factory.mktemp("epic")
+    return write_epic_like(root / "videos", "tiny", seed=0)
+
+def run_cli(*argv):
+    p = argparse.ArgumentParser(); sub = p.add_subparsers(); add_subcommand(sub)
+    args = p.parse_args(["extract", *argv]); return args.func(args)
+
+class Recording:
+    """A decord reader that logs every frame index asked of it once `read_bins` starts (its first multi-frame batch); the
+    decoder's frame-count probe of the last frame, made while the video is opened, is not part of an action's reads."""
+    log, armed = [], False
+    def __init__(self, path): self.r = open_decord(path)
+    def __len__(self): return len(self.r)
+    def get_avg_fps(self): return self.r.get_avg_fps()
+    def get_batch(self, idx):
+        if len(idx) > 1: Recording.armed = True
+        if Recording.armed: Recording.log.extend(int(i) for i in idx)
+        return self.r.get_batch(idx)
+
+def test_every_narration_is_accounted_for(tiny):
+    feats = extract(tiny["folder"], tiny["narrations"], PooledMotionEncoder())
+    narr = pd.read_csv(tiny["narrations"])
+    assert [r.action_id for r in feats.records] == narr.narration_id.tolist()
+    s = feats.summary
+    assert s["actions"] == len(narr)
+    # hand check: an action has a full window iff it starts at least 6 s into its video
+    early = (narr.start_frame - 1) / 12 < 6.0
+    assert set(s["error_ids"]) == set(narr.narration_id[early])
+    assert s["actions_affected"] >= 1 and all(i.startswith(tiny["damaged"]["video_id"]) for i in s["affected_ids"])
+
+def test_deployable_extraction_never_decodes_the_target(tiny):
+    narr = read_narrations(tiny["narrations"])
+    clean = narr[(narr.start_s >= 6.0) & (narr.video_id != tiny["damaged"]["video_id"])].groupby("video_id").head(2)
+    for _, row in clean.iterrows():
+        one = narr[narr.narration_id == row.narration_id]
+        gap_start = int(np.ceil((row.start_s - 1.0) * 12 - 1e-6))       # first frame of the one-second gap
+        first_target_frame = int(np.ceil(row.start_s * 12 - 1e-6))
+        for with_target in (False, True):
+            Recording.log, Recording.armed = [], False
+            feats = extract(tiny["folder"], one, PooledMotionEncoder(), with_target=with_target,
+                            decoder_kwargs={"open_reader": Recording})
+            assert feats.records[0].ok
+            if with_target: assert max(Recording.log) >= first_target_frame   # the recorder does see target reads
+            else: assert max(Recording.log) < gap_start, (row.narration_id, max(Recording.log), gap_start)
+
+def test_deployable_sets_never_read_the_target():
+    rng = np.random.default_rng(0)
+    ctx = rng.normal(size=(10, 4, 8))
+    target = TrackedArray(rng.normal(size=(10, 8)), "target_segment_latent")
+    forecaster = type("F", (), {"predict": lambda self, c: c[:, -1] * 0.5})()
+    sets = feature_sets(ctx, forecaster, target=target, include=DEPLOYABLE_SETS)
+    assert_never_read(target)
+    assert set(sets) == set(DEPLOYABLE_SETS) and all(c.deployable for c, _ in sets.values())
+    sets = feature_sets(ctx, forecaster, target=target)               # the oracle row does read it, and is not deployable
+    assert target.was_read and not sets["oracle"][0].deployable
+    assert {sets[k][1].shape[1] for k in ("persistence", "linear", "forecast", "oracle")} == {8}
+
+def test_lopo_matches_sklearn_reference():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 4, 120); g = np.repeat(np.arange(6), 20)
+    X = np.eye(4)[y] + rng.normal(size=(120, 4))
+    scores, seen = lopo_scores(X, y, g)
+    ref = cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)), X, y, groups=g, cv=LeaveOneGroupOut())
+    np.testing.assert_array_equal(scores.argmax(1), ref)
+    assert seen.all()
+    assert abs(stats.topk_accuracy(y, scores, k=1) - (ref == y).mean()) < 1e-12
+
+def test_protocol_on_planted_signal():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 6, 300); g = np.repeat(np.arange(5), 60)
+    ctx = rng.normal(size=(300, 4, 6)); target = np.eye(6)[y] * 3 + rng.normal(size=(300, 6))
+    forecaster = type("F", (), {"predict": lambda self, c: c[:, -1]})()
+    res = anticipation_protocol(feature_sets(ctx, forecaster, target=target), y, g, n_boot=50)
+    assert res.table.loc["oracle", "top1_accuracy"] > 0.9                 # the target shows the verb
+    assert res.table.loc["persistence", "top1_accuracy"] < 0.35           # noise: chance is 1/6
+    d = res.records.query("comparison == 'forecast-persistence' and metric == 'delta_top1_accuracy' and subset == 'all'")
+    assert abs(d.value.iloc[0]) < 1e-12                                   # forecast == persistence here
+    assert res.seen_fraction == 1.0
+
+def test_cli_writes_records_and_flags_errors(tiny, tmp_path):
+    code = run_cli("--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(tmp_path / "o"))
+    out = json.loads((tmp_path / "o" / "substitutions.json").read_text())
+    assert code == 1 and out["summary"]["actions_with_errors"] > 0          # the early actions are reported, not dropped
+    with np.load(tmp_path / "o" / "latents.npz") as z:
+        assert z["context"].shape[:2] == (out["summary"]["actions"], 4) and z["ok"].sum() == out["summary"]["actions"] - out["summary"]["actions_with_errors"]
+
+def test_cli_missing_video_and_bad_csv(tiny, tmp_path):
+    narr = pd.read_csv(tiny["narrations"])
+    narr.loc[0, "video_id"] = "P99_01"; narr.loc[0, "participant_id"] = "P99"
+    narr.to_csv(tmp_path / "n.csv", index=False)
+    run_cli("--videos", str(tiny["folder"]), "--narrations", str(tmp_path / "n.csv"), "--out", str(tmp_path / "o"))
+    rec = json.loads((tmp_path / "o" / "substitutions.json").read_text())["records"][0]
+    assert "P99_01 not found" in rec["error"] and rec["action_id"] == narr.narration_id[0]
+    narr.drop(columns="verb_class").to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(DataError, match=r"bad.csv: missing EPIC-100 column\(s\) \['verb_class'\]"):
+        run_cli("--videos", str(tiny["folder"]), "--narrations", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o2"))
