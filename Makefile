@@ -57,8 +57,12 @@ check-readme: venv
 	@$(BIN)/jupyter nbconvert --log-level WARN --to markdown --stdout nbs/index.ipynb | diff -q - README.md >/dev/null \
 	  || { echo "README.md is out of date with nbs/index.ipynb: run make readme"; exit 1; }
 
+## make bench: speed and memory figures (prints; the Breakfast-scale reading bench writes ~29 GB: run it alone)
 bench: venv
 	$(BIN)/python bench/bench_core.py
+	$(BIN)/python bench/bench_decode.py
+	$(BIN)/python bench/bench_ranking.py
+	@echo "Breakfast-scale reading (about 20 min, 29 GB of disk): $(BIN)/python bench/bench_procedural.py"
 
 clean:
 	rm -rf _proc _docs runs store raw
