@@ -132,7 +132,7 @@ def _cmd_status(args):
     if args.units: print(table.to_string(index=False))
     return 0
 
-STAGE_COMMANDS = ("probes", "success", "ranking", "epic")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
+STAGE_COMMANDS = ("audit", "probes", "success", "ranking", "epic")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
     "The `hoi-audit` argument parser: `reproduce`, `status`, and each stage module's own subcommand."

@@ -1,0 +1,76 @@
+"""Throughput of the four-condition audit at the Breakfast-sized preset (prints; not a test).
+
+Measured: (1) training throughput (queries/s) of the default TrainConfig (2 layers, d=64, 4 video tokens of 2048-d features,
+16 history tokens); (2) per-video cost of pooling window tokens and of boundary-aware / boundary-free recovery on a subset of
+full-size videos (2048-d, ~2100 frames); (3) one recognizer fit. The full audit (4 splits x 3 seeds x 5 conditions) is then
+EXTRAPOLATED from these rates and the preset's expected query count; it is not run end to end (its features alone are ~14 GB
+in float16).
+
+    python bench/bench_audit.py [--videos 12] [--epochs-expected 15]
+"""
+import argparse, tempfile, time
+from pathlib import Path
+import numpy as np, torch
+from hoi_audit.core import Block, Condition
+from hoi_audit.models import TrainConfig, fit_anticipation, video_window_tokens
+from hoi_audit.procedural import read_mstcn
+from hoi_audit.queries import next_action_queries
+from hoi_audit.recovery import WindowRecognizer, recover_history_boundary_aware, recover_history_boundary_free
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic, expected_queries
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--videos", type=int, default=12, help="full-size videos written for the per-video rates")
+    ap.add_argument("--train-queries", type=int, default=2000, help="queries in the throughput fit")
+    ap.add_argument("--epochs-expected", type=float, default=15, help="epochs a fit runs before early stopping (for the extrapolation)")
+    a = ap.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads available; training uses TrainConfig.threads=1")
+
+    # (1) training throughput at full dimensions
+    cfg = TrainConfig()
+    n, rng = a.train_queries, np.random.default_rng(0)
+    blocks = [Block("video", "video", rng.normal(size=(n, 4, 2048)).astype(np.float32)),
+              Block("history", "oracle", np.sort(rng.integers(0, 48, (n, 16)), axis=1))]
+    y = rng.integers(0, 48, n)
+    fit_cfg = TrainConfig(epochs=2, patience=10, val_fraction=0.0)
+    t = time.perf_counter()
+    fit_anticipation(Condition("gt", {"video", "oracle"}, deployable=False), blocks, y, 48, config=fit_cfg, seed=42)
+    qps = 2 * n / (time.perf_counter() - t)
+    print(f"training throughput (d=64, 2 layers, 4x2048 video + 16 history tokens): {qps:.0f} queries/s")
+
+    # (2) per-video costs on full-size videos
+    syn = synthetic_dataset("breakfast", "full", seed=0)
+    split = syn.splits[1]
+    names = split["train"][: a.videos - a.videos // 3] + split["test"][: a.videos // 3]
+    tmp = Path(tempfile.mkdtemp(prefix="bench_audit_"))
+    t = time.perf_counter()
+    write_synthetic(syn, tmp / "b", dtype="float16", videos=names)
+    write_s = (time.perf_counter() - t) / len(names)
+    for f in (tmp / "b" / "splits").glob("*.bundle"): f.unlink()    # the subset's own split: its written videos only
+    (tmp / "b" / "splits" / "train.split1.bundle").write_text("".join(f"{v}.txt\n" for v in names if v in split["train"]))
+    (tmp / "b" / "splits" / "test.split1.bundle").write_text("".join(f"{v}.txt\n" for v in names if v in split["test"]))
+    ds = read_mstcn(tmp / "b")
+    train_v = [v for v in names if v in split["train"]]
+    q = next_action_queries(ds, names, window=32)
+    t = time.perf_counter(); video_window_tokens(ds, q, 4); pool_s = (time.perf_counter() - t) / len(names)
+    t = time.perf_counter(); rec = WindowRecognizer().fit(ds, train_v, window=16, stride=8, seed=42); fit_rec_s = time.perf_counter() - t
+    t = time.perf_counter(); recover_history_boundary_aware(ds, q, rec); ba_s = (time.perf_counter() - t) / len(names)
+    t = time.perf_counter(); recover_history_boundary_free(ds, q, rec); bfr_s = (time.perf_counter() - t) / len(names)
+    print(f"per video: write {write_s:.2f}s, pool tokens {pool_s:.3f}s, BA recovery {ba_s:.3f}s, BFR recovery {bfr_s:.3f}s; "
+          f"recognizer fit on {len(train_v)} videos {fit_rec_s:.1f}s (it reads every train video's windows, then subsamples 8000)")
+
+    # (3) extrapolation to the full audit
+    n_videos, per_video = len(syn.videos), expected_queries(syn, True)
+    n_queries = n_videos * per_video
+    train_q = 0.75 * n_queries * 0.85           # 3 of 4 participant groups train; 15% of train videos validate
+    fit_s = cfg.epochs and a.epochs_expected * train_q / qps
+    fits = 4 * 3 * 5
+    per_split_prep = n_videos * (pool_s + ba_s + bfr_s) + fit_rec_s * 0.75 * n_videos / max(len(train_v), 1)   # the fit reads every train video's windows: linear
+    total = fits * fit_s + 4 * per_split_prep
+    print(f"full preset: {n_videos} videos, ~{n_queries:.0f} queries; one fit ~{fit_s:.0f}s ({a.epochs_expected:g} epochs x {train_q:.0f} queries)")
+    print(f"EXTRAPOLATED full audit (4 splits x 3 seeds x 5 conditions = {fits} fits, sequential, 1 thread each): "
+          f"{total / 3600:.1f} h ({fits * fit_s / 3600:.1f} h training + {4 * per_split_prep / 60:.0f} min features/recovery); "
+          f"about half if two units run at once on the 2 cores; writing the features once: {n_videos * write_s / 60:.0f} min")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"The audit: validity on planted data, restart, results JSON, the command line."
+import argparse, json, shutil
+import numpy as np, pandas as pd, pytest
+import hoi_audit.audit as audit
+from hoi_audit.audit import AuditConfig, CONDITIONS, four_condition_audit, intervention_2x2, add_subcommand
+from hoi_audit.core import DataError, ResultStore, read_results
+from hoi_audit.models import TrainConfig
+from hoi_audit.procedural import read_mstcn, write_mstcn
+from hoi_audit.recovery import noisy_history
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic, bayes_accuracy
+
+CFG = AuditConfig(n_tokens=2, train=TrainConfig(d_model=16, n_heads=2, n_layers=1, batch_size=32, lr=3e-3, epochs=10, patience=3))
+PAIR = ("recognizer_ba", "gt_history")
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return read_mstcn(write_synthetic(synthetic_dataset("breakfast", "tiny", seed=0), tmp_path_factory.mktemp("a") / "breakfast"))
+
+def noisy_recognizer(rate):
+    "A stand-in recognizer of controlled quality: GT histories with a fraction `rate` of items edited (test only)."
+    def fn(dataset, split, train_q, test_q, kind, config):
+        return (list(noisy_history(train_q["history"], rate, len(dataset.classes), seed=split, exclude=dataset.background)),
+                list(noisy_history(test_q["history"], rate, len(dataset.classes), seed=100 + split, exclude=dataset.background)))
+    fn.name = f"noisy_{rate}"
+    return fn
+
+def test_perfect_recognizer_gap_covers_zero(tmp_path):
+    clean = synthetic_dataset("breakfast", "tiny", seed=0, current_signal=4.0, segment_noise=0.0, frame_noise=0.2,
+                              participant_shift=0.0, camera_shift=0.0)
+    ds = read_mstcn(write_synthetic(clean, tmp_path / "clean"))
+    res = four_condition_audit(ds, seeds=(42,), conditions=PAIR, config=CFG, store=ResultStore(tmp_path / "store"))
+    gap = res.gap.iloc[0]
+    assert gap["comparison"] == "gt_history - recognizer_ba" and gap["n"] == 4
+    assert gap["ci_low"] <= 0 <= gap["ci_high"], gap.to_dict()
+
+def test_gap_grows_with_recognizer_noise(tiny, tmp_path):
+    store = ResultStore(tmp_path / "store")            # the GT units are trained once and shared by both noise levels
+    gaps = [four_condition_audit(tiny, seeds=(42,), conditions=PAIR, config=CFG, store=store, history_fn=noisy_recognizer(r)).gap.iloc[0]
+            for r in (0.3, 0.9)]
+    assert gaps[0]["oracle"] == gaps[1]["oracle"]
+    assert 0 < gaps[0]["gap"] < gaps[1]["gap"]
+    assert gaps[1]["ci_low"] > 0
+
+def test_gt_history_approaches_bayes(tmp_path):
+    syn = synthetic_dataset("breakfast", "small", seed=0, dim=16, next_signal=0.0)   # the window carries no cue of the next action
+    ds = read_mstcn(write_synthetic(syn, tmp_path / "small"))
+    cfg = AuditConfig(n_tokens=2, train=TrainConfig(d_model=32, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=25, patience=4))
+    res = four_condition_audit(ds, splits=[1], seeds=(42,), conditions=("gt_history",), config=cfg, store=ResultStore(tmp_path / "s"))
+    acc = res.table.loc["GT transcript (oracle)", "act1"] / 100
+    bayes = bayes_accuracy(syn, "full_history", include_first=True)     # the query rule of queries.next_action_queries
+    n = audit.split_queries(ds, 1, window=cfg.window)[1].shape[0]
+    se = np.sqrt(bayes * (1 - bayes) / n)
+    assert abs(acc - bayes) <= 3 * se, (acc, bayes, se)
+
+def test_killed_audit_resumes_and_results_are_byte_identical(tiny, tmp_path, monkeypatch):
+    store = ResultStore(tmp_path / "store")
+    kw = dict(splits=[1, 2], seeds=(42,), conditions=("video_only",) + PAIR, config=CFG, store=store, history_fn=noisy_recognizer(0.3))
+    first = four_condition_audit(tiny, **kw)
+    victim = [u for u in (tmp_path / "store" / "units").rglob("manifest.json") if "condition=gt_history" in str(u) and "split=2" in str(u)]
+    shutil.rmtree(victim[0].parent)                  # as if the run had been killed before this unit finished
+    calls = []
+    real_fit = audit.fit_anticipation
+    monkeypatch.setattr(audit, "fit_anticipation", lambda cond, *a, **k: calls.append(cond.name) or real_fit(cond, *a, **k))
+    again = four_condition_audit(tiny, **kw)
+    assert calls == ["gt_history"]
+    pd.testing.assert_frame_equal(first.records, again.records)
+    recs = audit.audit_results_records(again)
+    a = audit.write_results(tmp_path / "a.json", "four_condition", recs, config=CFG.as_dict())
+    b = audit.write_results(tmp_path / "b.json", "four_condition", audit.audit_results_records(first), config=CFG.as_dict())
+    assert a.read_bytes() == b.read_bytes()
+
+def test_intervention_uses_fixed_checkpoints(tiny, tmp_path):
+    store = ResultStore(tmp_path / "store")
+    res = four_condition_audit(tiny, splits=[1, 2], seeds=(42,), conditions=PAIR, config=CFG, store=store, history_fn=noisy_recognizer(0.5))
+    iv = intervention_2x2(tiny, splits=[1, 2], seeds=(42,), config=CFG, store=store, history_fn=noisy_recognizer(0.5))
+    assert iv.table.shape == (2, 2) and not iv.table.isna().any().any()
+    per = iv.records.query("metric == 'act1'").pivot_table(index="split", columns=["train_history", "test_history"], values="value")
+    c = iv.contrast.set_index("train_history").loc["ba"]
+    assert c["contrast"] == pytest.approx((per[("ba", "gt")] - per[("ba", "ba")]).mean())
+    assert iv.table.loc["Recognizer", "Test: recognizer"] == pytest.approx(res.table.loc["Recognizer history, boundary-aware", "act1"])
+
+def _cli(*argv):
+    p = argparse.ArgumentParser(); sub = p.add_subparsers(); add_subcommand(sub)
+    args = p.parse_args(["audit", *argv])
+    return args.func(args)
+
+def test_cli_writes_both_results(tiny, tmp_path, capsys):
+    out = tmp_path / "results" / "four_condition.json"
+    assert _cli(str(tiny.root), "--conditions", "video_only,recognizer_ba,gt_history", "--splits", "1,2", "--seeds", "42",
+                "--out", str(out), "--tokens", "2", "--epochs", "2", "--d-model", "16") == 0
+    printed = capsys.readouterr().out
+    assert "Act.@1" in printed and "GT transcript (oracle)" in printed
+    r = read_results(out)
+    assert r["experiment"] == "four_condition"
+    recs = r["records"]
+    assert set(recs["metric"]) == {"act1", "act5", "verb1", "gap_act1", "gap_act5", "gap_verb1"}
+    gap = recs[recs["metric"] == "gap_act1"].iloc[0]
+    assert gap["ci_low"] <= gap["value"] <= gap["ci_high"]
+    assert ((recs["value"] >= 0) & (recs["value"] <= 100)).loc[~recs["metric"].str.startswith("gap")].all()
+    iv = read_results(out.parent / "intervention_2x2.json")
+    assert iv["experiment"] == "intervention_2x2" and set(iv["records"]["test_history"]) == {"ba", "gt", "gt-ba"}
+    assert (tmp_path / "store" / "four_condition" / "units").is_dir()
+
+def test_bad_input(tiny, tmp_path):
+    labels_only = read_mstcn(write_mstcn(tmp_path / "lab", {"P01_cam01_P01_x": [0, 1, 1, 2], "P02_cam01_P02_x": [0, 2, 1]},
+                                         ["SIL", "a", "b"], {1: {"train": ["P01_cam01_P01_x"], "test": ["P02_cam01_P02_x"]}}))
+    with pytest.raises(DataError, match="needs features"): four_condition_audit(labels_only, seeds=(42,))
+    with pytest.raises(DataError, match="no split"): four_condition_audit(tiny, splits=[9], seeds=(42,))
+    with pytest.raises(DataError, match="unknown condition"): four_condition_audit(tiny, conditions=("oracle_magic",))
+    with pytest.raises(Exception, match="unknown condition"): _cli(str(tiny.root), "--conditions", "nope")
