@@ -41,7 +41,7 @@ nbtest: venv
 	if echo "$$out" | grep -q "No files were eligible"; then echo "nbdev_test tested nothing"; exit 1; fi; exit $$status
 
 pytest: venv
-	$(BIN)/python -m pytest tests -q -ra
+	$(BIN)/python -m pytest tests -q -ra --durations=10
 
 ## make docs: offline docs. nbdev_proc_nbs's processing (without its Quarto install step), then an HTML render into _docs/
 docs: venv

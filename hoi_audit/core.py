@@ -66,6 +66,14 @@ def _ensure_folder(folder:Path) -> Path:
     if not folder.is_dir(): raise OutputError(f"cannot write into {folder}: it is not a folder")
     return folder
 
+def _umask() -> int:
+    "The process umask, read without changing it (Linux), else the common 022."
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"): return int(line.split()[1], 8)
+    except OSError: pass
+    return 0o022
+
 def _fsync_path(path:Path, directory:bool=False):
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try: os.fsync(fd)
@@ -84,6 +92,7 @@ def atomic_path(path, # the destination file
     try:
         yield tmp
         _fsync_path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; a published file gets the usual permissions
         os.replace(tmp, path)
         _fsync_path(folder, directory=True)
     except BaseException:

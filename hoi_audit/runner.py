@@ -72,7 +72,8 @@ def run_experiment(notebook, # the experiment notebook
     runs = _ensure_folder(out / "runs")
     final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
     partial = runs / f".{notebook.stem}.partial.ipynb"
-    started = time.time()
+    def figures_now(): return {p: p.stat().st_mtime_ns for p in (out / "figures").glob("*.png")}
+    before = figures_now()
     try:
         pm.execute_notebook(str(notebook), str(partial), parameters={**params, "scale": scale, "out_dir": str(out)},
                             cwd=str(notebook.parent), progress_bar=progress, log_output=False)
@@ -84,7 +85,7 @@ def run_experiment(notebook, # the experiment notebook
     if failed.exists(): failed.unlink()
     results = out / "results" / f"{notebook.stem}.json"
     if not results.exists(): raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
-    figures = sorted(p for p in (out / "figures").glob("*.png") if p.stat().st_mtime >= started - 1)
+    figures = sorted(p for p, mtime in figures_now().items() if before.get(p) != mtime)   # written by this run
     return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures}
 
 def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw/ below it
