@@ -21,7 +21,7 @@ __all__ = ['HISTORY_SOURCE', 'HISTORY_LABEL', 'CONDITIONS', 'NON_ORACLE', 'ORACL
            'AuditCondition', 'AuditConfig', 'RecognizerHistories', 'audit_records', 'condition_table', 'matched_gap',
            'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
            'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
-           'run_audit_command', 'add_subcommand']
+           'window_accuracy_records', 'recovery_table', 'run_audit_command', 'add_subcommand']
 
 # %% ../nbs/08_audit.ipynb #27adf273
 HISTORY_SOURCE = {"gt": "oracle", "ba": "recognizer", "bfr": "recognizer"}  # history kind -> provenance source
@@ -352,6 +352,52 @@ def format_table(table:pd.DataFrame, # from `condition_table`
     for m, head in zip(METRICS, ("Act.@1", "Act.@5", "Verb@1")):
         if m in table: out[head] = [f"{a:.{digits}f}±{b:.{digits}f}" if not math.isnan(b) else f"{a:.{digits}f}" for a, b in zip(table[m], table[f"{m}_std"])]
     return out
+
+# %% ../nbs/08_audit.ipynb #308e7f69
+def window_accuracy_records(dataset, # a `ProceduralDataset` with features
+                            splits:Sequence[int]|None=None, # splits (None: all)
+                            store:ResultStore|None=None, # result store (shared with the audit)
+                            config:AuditConfig=AuditConfig(), # the audit's settings (recognizer window, stride, seed)
+                            history_fn:Callable|None=None, # the audit's history source; it must expose `.recognizer(dataset, split, config)`
+                            progress:bool=False, # progress bar
+                           ) -> pd.DataFrame: # dataset, split, metric ('window_acc'), value (percent), n_videos
+    "Table 3's first column: per split, the window accuracy of the audit's recognizer on the split's test videos."
+    splits = sorted(dataset.splits) if splits is None else list(splits)
+    missing = [s for s in splits if s not in dataset.splits]
+    if missing: raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
+    if not dataset.has_features: raise DataError(f"{dataset.root}: window accuracy needs features (an MS-TCN folder with features/)")
+    history_fn = history_fn or RecognizerHistories()
+    if not callable(getattr(history_fn, "recognizer", None)):
+        raise DataError(f"window accuracy needs the recognizer behind the histories; {type(history_fn).__name__} has no .recognizer(dataset, split, config)")
+    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
+    units = []
+    for split in splits:
+        videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
+        units.append(Unit({"dataset": dataset.name, "split": split, "metric": "window_acc"},
+                          config={k: getattr(config, k) for k in ("recognizer_window", "recognizer_stride", "recognizer_seed")}
+                                 | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
+                          inputs={"videos": sha256_json([dataset.splits[split]["train"], dataset.splits[split]["test"]]),
+                                  "features": _features_fingerprint(dataset, videos)}))
+    def compute(u, workdir):
+        split = u.key["split"]
+        rec = history_fn.recognizer(dataset, split, config)
+        return {"value": rec.window_accuracy(dataset, dataset.splits[split]["test"]), "n_videos": len(dataset.splits[split]["test"])}
+    out = store.run(units, compute, progress=progress, desc=f"{dataset.name} window accuracy")
+    return pd.DataFrame([{"dataset": dataset.name, "split": u.key["split"], "metric": "window_acc", "value": float(r["value"]),
+                          "n_videos": int(r["n_videos"])} for u, r in zip(units, out)])
+
+def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and GT rows are used when present)
+                   window:pd.DataFrame, # from `window_accuracy_records`
+                  ) -> pd.DataFrame: # one row (the dataset): window_acc, bfr, ba, gt and their stds over splits
+    "Table 3's row: the recognizer's window accuracy, then Act@1 with BFR, BA and GT histories (mean ± std over splits)."
+    if window.empty: raise DataError("recovery_table: no window-accuracy records")
+    row = dict(zip(("window_acc", "window_acc_std"), mean_std(window["value"])))
+    for key, name in (("bfr", "recognizer_bfr"), ("ba", "recognizer_ba"), ("gt", "gt_history")):
+        label = CONDITIONS[name].label
+        present = label in result.table.index
+        row[key] = float(result.table.loc[label, "act1"]) if present else math.nan
+        row[f"{key}_std"] = float(result.table.loc[label, "act1_std"]) if present else math.nan
+    return pd.DataFrame([row], index=pd.Index([window["dataset"].iloc[0]], name="dataset"))
 
 # %% ../nbs/08_audit.ipynb #b4165344
 def _parse_list(text:str, cast=str) -> list:
