@@ -3,10 +3,15 @@
 Measured: (1) training throughput (queries/s) of the default TrainConfig (2 layers, d=64, 4 video tokens of 2048-d features,
 16 history tokens); (2) per-video cost of pooling window tokens and of boundary-aware / boundary-free recovery on a subset of
 full-size videos (2048-d, ~2100 frames); (3) one recognizer fit. The full audit (4 splits x 3 seeds x 5 conditions) is then
-EXTRAPOLATED from these rates and the preset's expected query count; it is not run end to end (its features alone are ~14 GB
-in float16).
+EXTRAPOLATED from these rates and the preset's expected query count.
 
-    python bench/bench_audit.py [--videos 12] [--epochs-expected 15]
+`--full DIR` MEASURES it instead: it writes the full preset's features below DIR (~14 GB in float16, once), then runs the audit
+end to end with `--workers` processes sharing one result store (the store's per-unit locks split the units between them, so the
+results do not depend on the number of workers), and prints the wall time and how many epochs the fits ran before early stopping.
+A store left by an earlier run is reused unit by unit: pass a fresh DIR to time a cold run.
+
+    python bench/bench_audit.py [--videos 12] [--epochs-expected 7]
+    python bench/bench_audit.py --full /tmp/full_audit --workers 2
 """
 import argparse, tempfile, time
 from pathlib import Path
@@ -22,8 +27,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--videos", type=int, default=12, help="full-size videos written for the per-video rates")
     ap.add_argument("--train-queries", type=int, default=2000, help="queries in the throughput fit")
-    ap.add_argument("--epochs-expected", type=float, default=15, help="epochs a fit runs before early stopping (for the extrapolation)")
+    ap.add_argument("--epochs-expected", type=float, default=7,
+                    help="epochs a fit runs before early stopping (for the extrapolation; the measured full run stops video conditions at 7)")
+    ap.add_argument("--full", type=Path, help="measure the full audit end to end below this folder instead of extrapolating")
+    ap.add_argument("--workers", type=int, default=2, help="processes sharing the store in --full mode")
+    ap.add_argument("--size", default="full", help="preset size in --full mode (tiny: a one-minute check of the bench itself)")
     a = ap.parse_args()
+    if a.full: return measure_full(a.full, a.workers, a.size)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads available; training uses TrainConfig.threads=1")
 
     # (1) training throughput at full dimensions
@@ -71,6 +81,32 @@ def main():
     print(f"EXTRAPOLATED full audit (4 splits x 3 seeds x 5 conditions = {fits} fits, sequential, 1 thread each): "
           f"{total / 3600:.1f} h ({fits * fit_s / 3600:.1f} h training + {4 * per_split_prep / 60:.0f} min features/recovery); "
           f"about half if two units run at once on the 2 cores; writing the features once: {n_videos * write_s / 60:.0f} min")
+
+def _audit_worker(root, store_dir):
+    from hoi_audit.audit import AuditConfig, four_condition_audit
+    from hoi_audit.core import PROTOCOL_SEEDS, ResultStore
+    four_condition_audit(read_mstcn(root, name="synthetic_breakfast"), seeds=PROTOCOL_SEEDS, config=AuditConfig(n_tokens=4, train=TrainConfig()),
+                         store=ResultStore(store_dir))
+
+def measure_full(folder:Path, workers:int, size:str):
+    import json, multiprocessing as mp
+    import pandas as pd
+    root = folder / f"synthetic_breakfast_{size}"
+    t = time.perf_counter()
+    if not (root / "mapping.txt").exists(): write_synthetic(synthetic_dataset("breakfast", size, seed=0), root, dtype="float16")
+    write_s = time.perf_counter() - t
+    t = time.perf_counter()
+    procs = [mp.get_context("spawn").Process(target=_audit_worker, args=(root, folder / "store")) for _ in range(workers)]
+    for p in procs: p.start()
+    for p in procs: p.join()
+    audit_s = time.perf_counter() - t
+    if any(p.exitcode for p in procs): raise SystemExit(f"a worker failed: exit codes {[p.exitcode for p in procs]}")
+    rows = [{**json.loads((r.parent / "manifest.json").read_text())["key"], **json.loads(r.read_text())}
+            for r in (folder / "store").rglob("condition=*/seed=*/result.json")]
+    runs = pd.DataFrame(rows).groupby("condition")[["epochs_run", "best_epoch", "n_train"]].agg(["min", "median", "max"])
+    print(f"features written in {write_s / 60:.1f} min (0 if they were there)")
+    print(f"MEASURED full audit ({size} preset, 4 splits x 3 seeds x 5 conditions, {len(rows)} fits, {workers} workers): {audit_s / 60:.1f} min")
+    print(runs.to_string())
 
 if __name__ == "__main__":
     main()
