@@ -108,3 +108,24 @@ def test_bad_input(tiny, tmp_path):
     with pytest.raises(DataError, match="no split"): four_condition_audit(tiny, splits=[9], seeds=(42,))
     with pytest.raises(DataError, match="unknown condition"): four_condition_audit(tiny, conditions=("oracle_magic",))
     with pytest.raises(Exception, match="unknown condition"): _cli(str(tiny.root), "--conditions", "nope")
+
+def test_two_workers_on_one_store_give_the_single_worker_results(tiny, tmp_path):
+    "The documented way to use k cores: k copies of the same command on one store. Units are split, results are unchanged."
+    import subprocess, sys
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "hoi-audit"
+    argv = [str(tiny.root), "--conditions", "recognizer_ba,gt_history", "--splits", "1,2", "--seeds", "42,43", "--tokens", "2",
+            "--epochs", "3", "--d-model", "16"]
+    single = subprocess.run([str(exe), "audit", *argv, "--out", str(tmp_path / "one" / "r.json"), "--store", str(tmp_path / "s1")],
+                            capture_output=True, text=True)
+    assert single.returncode == 0, single.stderr[-2000:]
+    workers = [subprocess.Popen([str(exe), "audit", *argv, "--out", str(tmp_path / f"w{i}" / "r.json"), "--store", str(tmp_path / "s2")],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for w in workers:
+        _, err = w.communicate(timeout=600)
+        assert w.returncode == 0, err[-2000:]
+    units = sorted(p.parent.relative_to(tmp_path / "s2") for p in (tmp_path / "s2").rglob("condition=*/seed=*/manifest.json"))
+    assert len(units) == 2 * 2 * 2                                      # conditions x splits x seeds, nothing extra
+    for name in ("r.json", "intervention_2x2.json"):
+        reference = (tmp_path / "one" / name).read_bytes()
+        assert (tmp_path / "w0" / name).read_bytes() == reference == (tmp_path / "w1" / name).read_bytes(), name
