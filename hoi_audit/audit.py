@@ -422,8 +422,14 @@ def run_audit_command(args) -> int:
         print(f"{dataset.name}: {len(result.records['split'].unique())} splits x {len(seeds)} seeds")
         print(format_table(result.table).to_string())
         if len(result.gap): print(result.gap.round(2).to_string(index=False))
+    records = audit_results_records(result)
+    if args.window_accuracy:
+        window = window_accuracy_records(dataset, splits, store, config, progress=args.progress)
+        print(recovery_table(result, window).round(1).to_string())
+        records += [{**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
+                    for r in window[["dataset", "split", "metric", "value"]].to_dict("records")]
     pins = {"config": sha256_json(config.as_dict())}
-    write_results(out, "four_condition", audit_results_records(result), scale=args.scale, config=config.as_dict(), pins=pins)
+    write_results(out, "four_condition", records, scale=args.scale, config=config.as_dict(), pins=pins)
     print(f"wrote {out}")
     if {"recognizer_ba", "gt_history"} <= set(conditions):
         iv = intervention_table(result.all_records)
@@ -447,6 +453,7 @@ def add_subcommand(subparsers):
     p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
     p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
     p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
+    p.add_argument("--window-accuracy", action="store_true", help="also Table 3: the recognizer's window accuracy on each split's test videos")
     p.add_argument("--progress", action="store_true", help="show progress bars")
     p.set_defaults(func=run_audit_command)
     return p
