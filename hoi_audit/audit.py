@@ -143,6 +143,7 @@ def audit_records(dataset, # a `ProceduralDataset` with features
                   config:AuditConfig=AuditConfig(), # settings
                   history_fn:Callable|None=None, # recovered histories (default: RecognizerHistories())
                   progress:bool=False, # progress bars
+                  workers:int=1, # processes sharing the units (k uses k cores)
                  ) -> pd.DataFrame: # dataset, split, seed, condition, test_history, metric, value
     "Train and test every (split, condition, seed) unit; every test (own and cross-tested histories) as a tidy record."
     unknown = [c for c in conditions if c not in CONDITIONS]
@@ -154,6 +155,8 @@ def audit_records(dataset, # a `ProceduralDataset` with features
     if not seeds: raise DataError("no seeds")
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
+    if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if workers > 1: return _with_workers((dataset, splits, seeds, conditions, store, config, history_fn), progress, workers)
     conds = [CONDITIONS[c] for c in conditions]
     n_classes, rows = len(dataset.classes), []
     for split in splits:
@@ -198,6 +201,29 @@ def audit_records(dataset, # a `ProceduralDataset` with features
                 for metric, value in metrics.items():
                     rows.append({**u.key, "test_history": test_history, "metric": metric, "value": float(value)})
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"])
+
+def _audit_worker(args:tuple):
+    "A helper process's share of `audit_records` (spawned; results go to the store only)."
+    audit_records(*args, progress=False, workers=1)
+
+def _with_workers(args:tuple, progress:bool, workers:int) -> pd.DataFrame:
+    import multiprocessing, pickle
+    try: pickle.loads(pickle.dumps(args))
+    except Exception as e:
+        raise HoiAuditError(f"workers={workers} sends the audit's inputs to other processes, and they do not pickle ({type(e).__name__}: {e}); "
+                            "a history_fn defined inside a function cannot be sent: use workers=1") from None
+    context = multiprocessing.get_context("spawn")
+    helpers = [context.Process(target=_audit_worker, args=(args,), name=f"hoi-audit-worker-{i}") for i in range(1, workers)]
+    for h in helpers: h.start()
+    try: rows = audit_records(*args, progress=progress, workers=1)
+    except BaseException:
+        for h in helpers: h.terminate()
+        raise
+    finally:
+        for h in helpers: h.join()
+    failed = [f"{h.name} (exit code {h.exitcode})" for h in helpers if h.exitcode]
+    if failed: raise HoiAuditError(f"audit helper process(es) failed: {', '.join(failed)}; every finished unit is in {args[4].root}: run again")
+    return rows
 
 # %% ../nbs/08_audit.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
@@ -268,9 +294,10 @@ def four_condition_audit(dataset, # a `ProceduralDataset` with features
                          config:AuditConfig=AuditConfig(), # settings
                          history_fn:Callable|None=None, # recovered histories (default: RecognizerHistories())
                          progress:bool=False, # progress bars
+                         workers:int=1, # processes sharing the units (see `audit_records`)
                         ) -> AuditResult:
     "Table 1 (mean ± std over splits) and Table 2's first row (GT - BA recognizer, paired by split, Student-t interval)."
-    everything = audit_records(dataset, splits, seeds, conditions, store, config, history_fn, progress)
+    everything = audit_records(dataset, splits, seeds, conditions, store, config, history_fn, progress, workers)
     matched = _matched(everything)
     return AuditResult(matched, condition_table(matched), gap_rows(matched), everything)
 
@@ -319,10 +346,11 @@ def intervention_2x2(dataset, # a `ProceduralDataset` with features
                      config:AuditConfig=AuditConfig(), # settings (its cross_test must hold 'ba' and 'gt')
                      history_fn:Callable|None=None, # recovered histories
                      progress:bool=False, # progress bars
+                     workers:int=1, # processes sharing the units (see `audit_records`)
                     ) -> InterventionResult:
     "Train with recognizer (BA) or GT history x test with recognizer or GT history; one fixed checkpoint per regime."
     if not {"ba", "gt"} <= set(config.cross_test): raise ValueError("intervention_2x2 needs config.cross_test to hold 'ba' and 'gt'")
-    return intervention_table(audit_records(dataset, splits, seeds, ("recognizer_ba", "gt_history"), store, config, history_fn, progress))
+    return intervention_table(audit_records(dataset, splits, seeds, ("recognizer_ba", "gt_history"), store, config, history_fn, progress, workers))
 
 # %% ../nbs/08_audit.ipynb #a3fdcb1a
 def audit_results_records(result:AuditResult) -> list[dict]:
@@ -417,7 +445,7 @@ def run_audit_command(args) -> int:
     config = AuditConfig(window=args.window, n_tokens=args.tokens, train=train)
     out = Path(args.out)
     store = ResultStore(Path(args.store) if args.store else out.parent.parent / "store" / "four_condition")
-    result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=args.progress)
+    result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=args.progress, workers=args.workers)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"{dataset.name}: {len(result.records['split'].unique())} splits x {len(seeds)} seeds")
         print(format_table(result.table).to_string())
@@ -453,6 +481,7 @@ def add_subcommand(subparsers):
     p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
     p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
     p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
+    p.add_argument("--workers", type=int, default=1, help="processes sharing the units: k uses k cores (results do not depend on k)")
     p.add_argument("--window-accuracy", action="store_true", help="also Table 3: the recognizer's window accuracy on each split's test videos")
     p.add_argument("--progress", action="store_true", help="show progress bars")
     p.set_defaults(func=run_audit_command)

@@ -129,3 +129,29 @@ def test_two_workers_on_one_store_give_the_single_worker_results(tiny, tmp_path)
     for name in ("r.json", "intervention_2x2.json"):
         reference = (tmp_path / "one" / name).read_bytes()
         assert (tmp_path / "w0" / name).read_bytes() == reference == (tmp_path / "w1" / name).read_bytes(), name
+
+def test_workers_give_the_same_records(tiny, tmp_path):
+    kw = dict(splits=[1, 2], seeds=(42, 43), conditions=PAIR, config=CFG)
+    one = four_condition_audit(tiny, store=ResultStore(tmp_path / "one"), **kw)
+    two = four_condition_audit(tiny, store=ResultStore(tmp_path / "two"), workers=2, **kw)
+    pd.testing.assert_frame_equal(one.all_records, two.all_records)
+    pd.testing.assert_frame_equal(one.gap, two.gap)
+
+class DiesInHelpers:
+    "A picklable history source whose copy in a helper process fails to unpickle, as if the helper had died."
+    name = "noisy_0.3"
+    def __init__(self): self.parent = __import__("os").getpid()
+    def __setstate__(self, state):
+        if __import__("os").getpid() != state["parent"]: raise RuntimeError("helper dies on purpose")
+        self.__dict__.update(state)
+    def __call__(self, *args): return noisy_recognizer(0.3)(*args)
+
+def test_a_dead_helper_is_reported_and_its_units_are_done(tiny, tmp_path):
+    store = ResultStore(tmp_path / "store")
+    with pytest.raises(audit.HoiAuditError, match="hoi-audit-worker-1 .exit code 1."):
+        four_condition_audit(tiny, splits=[1], seeds=(42,), conditions=PAIR, config=CFG, store=store, history_fn=DiesInHelpers(), workers=2)
+    status = store.status()
+    assert len(status) == 2 + 1 and status["state"].eq("done").all()   # two training units and the BA history unit
+    with pytest.raises(audit.HoiAuditError, match="do not pickle"):
+        four_condition_audit(tiny, splits=[1], seeds=(42,), conditions=PAIR, config=CFG, store=store, history_fn=noisy_recognizer(0.3), workers=2)
+    with pytest.raises(ValueError, match="workers must be"): four_condition_audit(tiny, seeds=(42,), workers=0)
