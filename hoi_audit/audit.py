@@ -166,20 +166,24 @@ def audit_records(dataset, # a `ProceduralDataset` with features
                                         and "video" in c.inputs and "state" not in c.inputs] for c in conds}
         kinds = sorted({k for ks in tests.values() for k in ks if k})
         hist = {k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds}
-        tokens = None
-        if any("video" in c.inputs for c in conds):
-            tokens = (video_window_tokens(dataset, train_q, config.n_tokens), video_window_tokens(dataset, test_q, config.n_tokens))
+        pooled = {}
+        def tokens(part):          # pooled on first use: a resumed audit whose units are all done never reads the features
+            if not pooled: pooled["t"] = (video_window_tokens(dataset, train_q, config.n_tokens), video_window_tokens(dataset, test_q, config.n_tokens))
+            return pooled["t"][part]
         def blocks(c, part, kind):
             q = train_q if part == 0 else test_q
             h = hist[kind][part] if kind else None
             return input_blocks(dataset, q, c.inputs, history=h, history_source=HISTORY_SOURCE[kind] if kind else "oracle",
-                                video_tokens=tokens[part] if tokens is not None else None, max_history=config.max_history)
+                                video_tokens=tokens(part) if "video" in c.inputs else None, max_history=config.max_history)
+        video_identity = None
+        if any("video" in c.inputs for c in conds):   # what the tokens are a function of: the feature files and the query windows
+            video_identity = {"video_features": _features_fingerprint(dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]),
+                              "train_windows": _queries_hash(train_q), "test_windows": _queries_hash(test_q)}
         units, unit_cond = [], {}
         for c in conds:
             inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
                       "train_videos": sha256_json(train_q["video"].tolist())}
-            if tokens is not None and "video" in c.inputs:
-                inputs |= {"train_video": sha256_array(tokens[0]), "test_video": sha256_array(tokens[1])}
+            if "video" in c.inputs: inputs |= video_identity
             for k in tests[c.name]:
                 if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history][0]), f"test_history_{k}": sha256_json(hist[k][1])}
             for seed in seeds:

@@ -155,3 +155,15 @@ def test_a_dead_helper_is_reported_and_its_units_are_done(tiny, tmp_path):
     with pytest.raises(audit.HoiAuditError, match="do not pickle"):
         four_condition_audit(tiny, splits=[1], seeds=(42,), conditions=PAIR, config=CFG, store=store, history_fn=noisy_recognizer(0.3), workers=2)
     with pytest.raises(ValueError, match="workers must be"): four_condition_audit(tiny, seeds=(42,), workers=0)
+
+def test_finished_audit_reopens_without_reading_features(tiny, tmp_path, monkeypatch):
+    import os
+    kw = dict(splits=[1], seeds=(42,), conditions=("video_only", "gt_history"), config=CFG, store=ResultStore(tmp_path / "store"))
+    first = four_condition_audit(tiny, **kw)
+    def no_pooling(*a, **k): raise AssertionError("pooled window tokens although every unit is done")
+    monkeypatch.setattr(audit, "video_window_tokens", no_pooling)
+    pd.testing.assert_frame_equal(four_condition_audit(tiny, **kw).all_records, first.all_records)
+    # a rewritten feature file changes the video units' identity: they are stale and must pool again
+    f = tiny.video(tiny.splits[1]["test"][0]).feature_path
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
+    with pytest.raises(AssertionError, match="pooled window tokens"): four_condition_audit(tiny, **kw)
