@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
-from .core import (PROTOCOL_SEEDS, Condition, DataError, HoiAuditError, ResultStore, Unit, sha256_array, sha256_json,
+from .core import (PROTOCOL_SEEDS, Condition, DataError, HoiAuditError, ResultStore, Unit, sha256_json,
                             write_results)
 from .models import TrainConfig, anticipation_metrics, fit_anticipation, input_blocks, video_window_tokens
 from .queries import split_queries
