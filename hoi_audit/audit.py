@@ -21,7 +21,7 @@ __all__ = ['HISTORY_SOURCE', 'HISTORY_LABEL', 'CONDITIONS', 'NON_ORACLE', 'ORACL
            'AuditCondition', 'AuditConfig', 'RecognizerHistories', 'audit_records', 'condition_table', 'matched_gap',
            'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
            'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
-           'window_accuracy_records', 'recovery_table', 'run_audit_command', 'add_subcommand']
+           'window_accuracy_records', 'window_results_records', 'recovery_table', 'run_audit_command', 'add_subcommand']
 
 # %% ../nbs/08_audit.ipynb #27adf273
 HISTORY_SOURCE = {"gt": "oracle", "ba": "recognizer", "bfr": "recognizer"}  # history kind -> provenance source
@@ -115,6 +115,13 @@ def _features_fingerprint(dataset, videos) -> str:
         rows.append([v, st.st_size if st else None, st.st_mtime_ns if st else None])
     return sha256_json(rows)
 
+def _check_splits(dataset, splits) -> list:
+    "The splits to run (None: all), each one the dataset has."
+    splits = sorted(dataset.splits) if splits is None else list(splits)
+    missing = [s for s in splits if s not in dataset.splits]
+    if missing: raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
+    return splits
+
 def _queries_hash(q:pd.DataFrame) -> str:
     return sha256_json(q[["video", "t", "window_start", "window_end", "target"]].values.tolist())
 
@@ -149,9 +156,7 @@ def audit_records(dataset, # a `ProceduralDataset` with features
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise DataError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
     if not dataset.has_features: raise DataError(f"{dataset.root}: the audit needs features (an MS-TCN folder with features/)")
-    splits = sorted(dataset.splits) if splits is None else list(splits)
-    missing = [s for s in splits if s not in dataset.splits]
-    if missing: raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
+    splits = _check_splits(dataset, splits)
     if not seeds: raise DataError("no seeds")
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
@@ -394,9 +399,7 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
                             progress:bool=False, # progress bar
                            ) -> pd.DataFrame: # dataset, split, metric ('window_acc'), value (percent), n_videos
     "Table 3's first column: per split, the window accuracy of the audit's recognizer on the split's test videos."
-    splits = sorted(dataset.splits) if splits is None else list(splits)
-    missing = [s for s in splits if s not in dataset.splits]
-    if missing: raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
+    splits = _check_splits(dataset, splits)
     if not dataset.has_features: raise DataError(f"{dataset.root}: window accuracy needs features (an MS-TCN folder with features/)")
     history_fn = history_fn or RecognizerHistories()
     if not callable(getattr(history_fn, "recognizer", None)):
@@ -417,6 +420,13 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
     out = store.run(units, compute, progress=progress, desc=f"{dataset.name} window accuracy")
     return pd.DataFrame([{"dataset": dataset.name, "split": u.key["split"], "metric": "window_acc", "value": float(r["value"]),
                           "n_videos": int(r["n_videos"])} for u, r in zip(units, out)])
+
+def window_results_records(window:pd.DataFrame, # from `window_accuracy_records`
+                           config:AuditConfig=AuditConfig(), # the audit's settings (the recognizer's seed)
+                          ) -> list[dict]:
+    "Table 3's records for the `four_condition` results JSON: condition `window_recognizer`, metric `window_acc`."
+    return [{**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
+            for r in window[["dataset", "split", "metric", "value"]].to_dict("records")]
 
 def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and GT rows are used when present)
                    window:pd.DataFrame, # from `window_accuracy_records`
@@ -458,8 +468,7 @@ def run_audit_command(args) -> int:
     if args.window_accuracy:
         window = window_accuracy_records(dataset, splits, store, config, progress=args.progress)
         print(recovery_table(result, window).round(1).to_string())
-        records += [{**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
-                    for r in window[["dataset", "split", "metric", "value"]].to_dict("records")]
+        records += window_results_records(window, config)
     pins = {"config": sha256_json(config.as_dict())}
     write_results(out, "four_condition", records, scale=args.scale, config=config.as_dict(), pins=pins)
     print(f"wrote {out}")
