@@ -19,7 +19,7 @@ __all__ = ['PROTOCOL_SEEDS', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', '
            'write_npz', 'write_table', 'save_figure', 'to_jsonable', 'canonical_json', 'sha256_bytes', 'sha256_file',
            'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify', 'write_results', 'read_results',
            'Unit', 'ResultStore', 'Block', 'derive_block', 'Condition', 'TrackedArray', 'assert_never_read',
-           'ExperimentPaths']
+           'ExperimentPaths', 'CommandOutput']
 
 # %% ../nbs/00_core.ipynb #f30689ee
 class HoiAuditError(Exception):
@@ -586,3 +586,38 @@ class ExperimentPaths:
     def figure(self, name:str) -> Path:
         "The PNG path of figure `name`."
         return self.figures / f"{name}.png"
+
+# %% ../nbs/00_core.ipynb #9246448d
+@dataclass(frozen=True)
+class CommandOutput(ExperimentPaths):
+    "Where a subcommand writes: below `--out DIR` as `reproduce` does, or `--out FILE.json` with figures and store beside it."
+    results_file: Path|None = None # the results JSON when --out named a .json file
+    written: list = field(default_factory=list, compare=False) # every file written, in order
+
+    @classmethod
+    def parse(cls, out, # the --out value: a folder, or a path ending in .json
+              experiment:str, # the experiment whose results the command writes
+             ) -> CommandOutput:
+        "Read `--out`: a `.json` path is the results file, anything else a folder."
+        out = Path(out)
+        if out.suffix.lower() == ".json":
+            if out.is_dir(): raise OutputError(f"{out}: --out names a .json results file, but a folder is there")
+            return cls(out.parent, experiment, results_file=out)
+        if out.exists() and not out.is_dir(): raise OutputError(f"{out}: --out must be a folder or a .json path, and a file is there")
+        return cls(out, experiment)
+
+    @property
+    def results(self) -> Path: return self.results_file or ExperimentPaths.results.fget(self)
+
+    def results_for(self, experiment:str) -> Path:
+        "A second results JSON of the same command (e.g. the 2x2 beside the audit): next to the first one."
+        if self.results_file is None: return ExperimentPaths(self.out_dir, experiment).results
+        return self.results_file.with_name(f"{self.results_file.stem}.{experiment}.json")
+
+    def wrote(self, path) -> Path:
+        "Record a written file (returns it, so `paths.wrote(write_json(...))` reads naturally)."
+        self.written.append(Path(path)); return Path(path)
+
+    def report(self, file=None):
+        "Print every file the command wrote."
+        for p in self.written: print(f"wrote {p}", file=file or sys.stdout)
