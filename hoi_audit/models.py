@@ -6,18 +6,19 @@
 from __future__ import annotations
 import copy, math
 from dataclasses import dataclass, asdict, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
 from torch import nn
 from .core import Block, Condition, DataError, ProvenanceError, seed_everything
-from .queries import state_matrix
+from .queries import query_block, state_matrix
 from .stats import topk_accuracy
 
 # %% auto #0
-__all__ = ['INPUTS', 'video_window_tokens', 'history_token_matrix', 'input_blocks', 'TrainConfig', 'AnticipationModel',
-           'Anticipator', 'fit_anticipation', 'verb_scores', 'anticipation_metrics']
+__all__ = ['INPUTS', 'VECTOR_INPUTS', 'ARCHITECTURES', 'video_window_tokens', 'history_token_matrix', 'input_blocks',
+           'TrainConfig', 'AnticipationModel', 'fit_token_pca', 'reduce_tokens', 'Anticipator', 'fit_anticipation',
+           'register_architecture', 'architecture', 'verb_scores', 'anticipation_metrics']
 
 # %% ../nbs/06_models.ipynb #8bb1ded4
 def video_window_tokens(dataset, # a `ProceduralDataset` with features
@@ -54,25 +55,26 @@ def history_token_matrix(histories:Sequence[tuple], # one history (tuple of clas
     return out
 
 # %% ../nbs/06_models.ipynb #ccf36efc
-INPUTS = ("video", "history", "state")  # the input blocks a model can take
+INPUTS = ("video", "history", "state", "elapsed_fraction")  # the input blocks a model can take
+VECTOR_INPUTS = ("state", "elapsed_fraction")                # inputs that enter the model as one linear token each
 
 def input_blocks(dataset, # the `ProceduralDataset` the queries come from
-                 queries:pd.DataFrame, # queries (history, elapsed, windows)
+                 queries:pd.DataFrame, # queries (history, t, windows)
                  inputs:Sequence[str], # a subset of INPUTS
                  history:Sequence[tuple]|None=None, # the history per query; None: the queries' GT history
                  history_source:str="oracle", # source of `history` ('recognizer' for recovered histories)
                  video_tokens:np.ndarray|None=None, # precomputed `video_window_tokens` of these queries
                  n_tokens:int=4, # pooled video tokens (when they are computed here)
                  max_history:int=16, # history tokens kept
+                 with_history:bool=True, # the condition has a history: the state summarises it (False: elapsed frames only)
                 ) -> list[Block]: # one Block per input, named as in INPUTS
-    "The input blocks of a condition: pooled window video, history tokens and state, each tagged with its source."
+    "The input blocks of a condition: window video, history tokens, causal state (and the oracle elapsed fraction), each with its source."
     unknown = [i for i in inputs if i not in INPUTS]
     if unknown or not inputs: raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(inputs)}")
-    if history is None:
-        if history_source != "oracle": raise ProvenanceError("the queries' own history is the GT history: its source is 'oracle'")
-        history = queries["history"]
-    history = list(history)
-    if len(history) != len(queries): raise DataError(f"{len(history)} histories for {len(queries)} queries")
+    if "history" in inputs and not with_history: raise ValueError("inputs hold 'history' but with_history=False")
+    if history is None and history_source != "oracle": raise ProvenanceError("the queries' own history is the GT history: its source is 'oracle'")
+    if history is not None and len(history) != len(queries): raise DataError(f"{len(history)} histories for {len(queries)} queries")
+    history = None if history is None else [tuple(h) for h in history]
     blocks = []
     for name in inputs:
         if name == "video":
@@ -80,10 +82,11 @@ def input_blocks(dataset, # the `ProceduralDataset` the queries come from
             if len(tokens) != len(queries): raise DataError(f"{len(tokens)} video token rows for {len(queries)} queries")
             blocks.append(Block("video", "video", tokens))
         elif name == "history":
-            blocks.append(Block("history", history_source, history_token_matrix(history, max_history)))
+            blocks.append(query_block("history", lambda v: history_token_matrix(v["history"], max_history), queries, history, history_source))
+        elif name == "state":
+            blocks.append(query_block("state", lambda v: state_matrix(v, len(dataset.classes), with_history), queries, history, history_source))
         else:
-            q = pd.DataFrame({"history": history, "elapsed": queries["elapsed"].to_numpy()})
-            blocks.append(Block("state", history_source, state_matrix(q, len(dataset.classes))))
+            blocks.append(query_block("elapsed_fraction", lambda v: v["elapsed_fraction"][:, None].astype(np.float32), queries))
     return blocks
 
 # %% ../nbs/06_models.ipynb #dbc8aec2
@@ -99,18 +102,20 @@ class TrainConfig:
     lr:float = 1e-3 # AdamW learning rate
     weight_decay:float = 1e-4 # AdamW weight decay
     patience:int = 5 # epochs without a better validation loss before stopping
-    val_fraction:float = 0.15 # share of train *videos* held out for early stopping (0: no early stopping)
+    val_fraction:float = 0.15 # share of train *groups* (sessions or participants) held out for early stopping (0: none)
+    video_dim:int = 32 # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
     threads:int = 1 # torch intra-op threads while training (small models gain nothing from more; run units in parallel instead)
 
     def __post_init__(self):
         if self.d_model % self.n_heads: raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0 <= self.val_fraction < 1: raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
         if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError("epochs, batch_size and n_layers must be >= 1")
+        if self.video_dim < 0: raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
 
 class AnticipationModel(nn.Module):
-    "Transformer fusion of any subset of {video tokens, history tokens, state} into action logits."
+    "Transformer fusion of any subset of {video tokens, history tokens, state, ...} into action logits."
     def __init__(self, n_classes:int, # number of action classes (logit width)
-                 shapes:Mapping[str, tuple], # input name -> per-query shape: video (n_tokens, D), history (max_len,), state (S,)
+                 shapes:Mapping[str, tuple], # input name -> per-query shape: video (n_tokens, D), history (max_len,), vectors (S,)
                  config:TrainConfig=TrainConfig(), # sizes
                 ):
         super().__init__()
@@ -127,25 +132,47 @@ class AnticipationModel(nn.Module):
         if "history" in shapes:
             self.history_embedding = nn.Embedding(n_classes + 1, d, padding_idx=0)
             self.history_pos = nn.Parameter(torch.zeros(1, shapes["history"][0], d))
-        if "state" in shapes: self.state_proj = nn.Linear(shapes["state"][0], d)
+        self.vector_proj = nn.ModuleDict({k: nn.Linear(shapes[k][0], d) for k in VECTOR_INPUTS if k in shapes})
         layer = nn.TransformerEncoderLayer(d, config.n_heads, dim_feedforward=2 * d, dropout=config.dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, n_classes)
         for p in (self.summary, *(getattr(self, n) for n in ("video_pos", "history_pos") if hasattr(self, n))): nn.init.normal_(p, std=0.02)
 
-    def forward(self, video=None, history=None, state=None):
-        n = next(x for x in (video, history, state) if x is not None).shape[0]
+    def forward(self, video=None, history=None, **vectors):
+        n = next(x for x in (video, history, *vectors.values()) if x is not None).shape[0]
         tokens, masks = [self.summary.expand(n, -1, -1)], [torch.zeros(n, 1, dtype=torch.bool)]
         def typed(x, i): return x + self.type_embedding.weight[i]
         if "video" in self.inputs:
             tokens.append(typed(self.video_proj(video) + self.video_pos, 1)); masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool))
         if "history" in self.inputs:
             tokens.append(typed(self.history_embedding(history) + self.history_pos, 2)); masks.append(history == 0)
-        if "state" in self.inputs:
-            tokens.append(typed(self.state_proj(state)[:, None], 3)); masks.append(torch.zeros(n, 1, dtype=torch.bool))
+        for k in VECTOR_INPUTS:
+            if k in self.inputs:
+                tokens.append(typed(self.vector_proj[k](vectors[k])[:, None], INPUTS.index(k) + 1)); masks.append(torch.zeros(n, 1, dtype=torch.bool))
         x = self.encoder(torch.cat(tokens, 1), src_key_padding_mask=torch.cat(masks, 1))
         return self.head(self.norm(x[:, 0]))
+
+# %% ../nbs/06_models.ipynb #2a7f2e8e
+def fit_token_pca(tokens:np.ndarray, # (n_queries, n_tokens, D) training video tokens
+                  n_components:int, # principal components kept
+                  seed:int=42, # seed of the row subset and of the randomized solver
+                  max_rows:int=20000, # fit on at most this many token rows (a seeded subset)
+                 ) -> tuple: # (mean (D,), components (D, n_components)) float32
+    "Principal components of the training tokens (every token row pooled), for `reduce_tokens`."
+    from sklearn.decomposition import PCA
+    rows = np.asarray(tokens, dtype=np.float32).reshape(-1, tokens.shape[-1])
+    if len(rows) > max_rows: rows = rows[np.sort(np.random.default_rng(seed).choice(len(rows), max_rows, replace=False))]
+    k = min(n_components, *rows.shape)
+    pca = PCA(k, svd_solver="randomized", random_state=seed).fit(rows)
+    return pca.mean_.astype(np.float32), pca.components_.T.astype(np.float32)
+
+def reduce_tokens(tokens:np.ndarray, # (n_queries, n_tokens, D)
+                  mean:np.ndarray, # (D,) from `fit_token_pca`
+                  components:np.ndarray, # (D, k)
+                 ) -> np.ndarray: # (n_queries, n_tokens, k) float32
+    "Tokens projected on the principal components."
+    return (np.asarray(tokens, dtype=np.float32) - mean) @ components
 
 # %% ../nbs/06_models.ipynb #b61ce812
 def _tensors(blocks:Sequence[Block]) -> dict:
@@ -170,6 +197,8 @@ class Anticipator:
     model: AnticipationModel
     condition: Condition # the training condition
     normalisation: dict # input name -> (mean, std) arrays
+    projection: dict = field(default_factory=dict) # input name -> (mean, components): the video's principal components
+    input_shapes: dict = field(default_factory=dict) # input name -> per-query shape of the blocks it takes (before any reduction)
     history: list = field(default_factory=list) # per epoch: train_loss, val_loss
     best_epoch: int = -1 # the epoch whose weights were kept (0-based)
 
@@ -178,6 +207,7 @@ class Anticipator:
         for k, v in arrays.items():
             if k == "history": out[k] = torch.as_tensor(v, dtype=torch.long)
             else:
+                if k in self.projection: v = reduce_tokens(v, *self.projection[k])
                 mean, std = self.normalisation[k]
                 out[k] = torch.as_tensor((np.asarray(v, dtype=np.float32) - mean) / std)
         return out
@@ -191,8 +221,9 @@ class Anticipator:
         if set(arrays) != set(self.model.inputs):
             raise DataError(f"model trained on {list(self.model.inputs)} got blocks {sorted(arrays)}")
         for k, v in arrays.items():
-            if tuple(v.shape[1:]) != self.model.shapes[k]:
-                raise DataError(f"block {k!r} has per-query shape {tuple(v.shape[1:])}, the model was trained on {self.model.shapes[k]}")
+            expected = self.input_shapes.get(k, self.model.shapes[k])
+            if tuple(v.shape[1:]) != tuple(expected):
+                raise DataError(f"block {k!r} has per-query shape {tuple(v.shape[1:])}, the model was trained on {tuple(expected)}")
         inputs = self._torch_inputs(arrays)
         n = len(next(iter(arrays.values())))
         self.model.eval()
@@ -201,7 +232,7 @@ class Anticipator:
         return torch.cat(out).numpy() if out else np.zeros((0, self.model.n_classes), np.float32)
 
 def _validation_videos(groups:np.ndarray, fraction:float, seed:int) -> np.ndarray:
-    "A boolean mask of the queries whose video is held out for validation (at least one video, never all)."
+    "A boolean mask of the queries whose group (session or participant) is held out for validation (at least one, never all)."
     videos = np.unique(groups)
     if fraction == 0 or len(videos) < 2: return np.zeros(len(groups), bool)
     k = min(max(1, int(round(fraction * len(videos)))), len(videos) - 1)
@@ -212,11 +243,11 @@ def fit_anticipation(condition:Condition, # the training condition (the provenan
                      blocks:Sequence[Block], # input blocks of the train queries
                      targets, # target class id per train query
                      n_classes:int, # number of action classes
-                     groups=None, # video per query: validation videos are held out whole; None: every query its own group
+                     groups=None, # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
                      config:TrainConfig=TrainConfig(), # sizes and optimisation
                      seed:int=42, # the seed (model init, validation videos, shuffling, dropout)
                     ) -> Anticipator:
-    "Train an `AnticipationModel` on the blocks with early stopping on held-out train videos; deterministic for a seed."
+    "Train an `AnticipationModel` on the blocks with early stopping on held-out train groups; deterministic for a seed."
     arrays = _check_inputs(blocks, condition)
     y = np.array(targets, dtype=np.int64)   # a writable copy: torch shares its memory
     n = len(y)
@@ -233,7 +264,11 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
     seed_everything(seed)
     val = _validation_videos(groups, config.val_fraction, seed)
     fit_rows = ~val
-    normalisation = {}
+    normalisation, projection = {}, {}
+    input_shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
+    if "video" in arrays and 0 < config.video_dim < arrays["video"].shape[-1]:
+        projection["video"] = fit_token_pca(arrays["video"][fit_rows], config.video_dim, seed)
+        arrays = {**arrays, "video": reduce_tokens(arrays["video"], *projection["video"])}
     for k, v in arrays.items():
         if k == "history": continue
         v = np.asarray(v, dtype=np.float32)[fit_rows]
@@ -241,7 +276,8 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
         normalisation[k] = (v.mean(axis=axes).astype(np.float32), (v.std(axis=axes) + 1e-6).astype(np.float32))
     model = AnticipationModel(n_classes, {k: v.shape[1:] for k, v in arrays.items()}, config)
     result = Anticipator(model, condition, normalisation)
-    X = result._torch_inputs(arrays)
+    X = result._torch_inputs(arrays)     # already reduced: the projection is attached after
+    result.projection, result.input_shapes = projection, input_shapes
     Y = torch.as_tensor(y)
     train_idx, val_idx = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -271,6 +307,24 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
     model.load_state_dict(best_state)
     model.eval()
     return result
+
+# %% ../nbs/06_models.ipynb #e95e4bc0
+ARCHITECTURES = {}  # name -> fit function with `fit_anticipation`'s contract
+
+def register_architecture(name:str, # the name audits refer to (AuditConfig.architecture)
+                          fit:Callable, # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
+                         ) -> Callable:
+    "Register an anticipation architecture under `name` (replacing one of the same name); returns `fit`."
+    if not callable(fit): raise TypeError(f"architecture {name!r}: fit must be callable, got {type(fit).__name__}")
+    ARCHITECTURES[name] = fit
+    return fit
+
+def architecture(name:str) -> Callable:
+    "The fit function of a registered architecture."
+    if name not in ARCHITECTURES: raise DataError(f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture)")
+    return ARCHITECTURES[name]
+
+register_architecture("transformer", fit_anticipation)
 
 # %% ../nbs/06_models.ipynb #9ef0e2d6
 def verb_scores(logits:np.ndarray, # (n, n_classes) action logits

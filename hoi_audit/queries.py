@@ -4,14 +4,15 @@
 
 # %% ../nbs/04_queries.ipynb #91947aaf
 from __future__ import annotations
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
-from .core import DataError
+from .core import Block, DataError
 
 # %% auto #0
-__all__ = ['QUERY_COLUMNS', 'SHORT_WINDOW', 'CAUSALITY_PROBLEMS', 'action_segments', 'next_action_queries', 'state_matrix',
-           'scheduled_queries', 'lta_split', 'lta_targets', 'check_causality', 'split_queries']
+__all__ = ['QUERY_COLUMNS', 'SHORT_WINDOW', 'QUERY_SOURCES', 'SOURCE_ORDER', 'CAUSALITY_PROBLEMS', 'action_segments',
+           'next_action_queries', 'most_privileged', 'QueryView', 'query_block', 'state_matrix', 'scheduled_queries',
+           'lta_split', 'lta_targets', 'check_causality', 'split_queries']
 
 # %% ../nbs/04_queries.ipynb #e6e7b1bd
 def action_segments(video, # a `procedural.Video`
@@ -24,7 +25,7 @@ def action_segments(video, # a `procedural.Video`
 
 # %% ../nbs/04_queries.ipynb #5abf9f4f
 QUERY_COLUMNS = ["video", "t", "target_start", "window_start", "window_end", "window_frames", "target", "history",
-                 "history_time", "n_frames", "elapsed"]
+                 "history_time", "n_frames", "elapsed_fraction"]
 SHORT_WINDOW = ("clip", "drop")
 
 def _horizon_targets(labels:np.ndarray, i:int, horizons:int) -> list[int]:
@@ -53,7 +54,7 @@ def _frame(rows, horizons, dropped, source):
     df = pd.DataFrame(rows, columns=cols)
     for c in ["t", "target_start", "window_start", "window_end", "window_frames", "target", "n_frames"] + cols[len(QUERY_COLUMNS):]:
         df[c] = df[c].astype(np.int64)
-    df["elapsed"] = df["elapsed"].astype(float)
+    df["elapsed_fraction"] = df["elapsed_fraction"].astype(float)
     df.attrs.update(dropped={k: v for k, v in dropped.items() if v}, history_source=source, horizons=horizons)
     return df
 
@@ -89,16 +90,78 @@ def next_action_queries(dataset, # a `ProceduralDataset` (labels are enough; fea
                          tuple(int(x) for x in before[:, 1]), n, start / n] + _horizon_targets(action_labels, i, horizons))
     return _frame(rows, horizons, dropped, "gt")
 
-# %% ../nbs/04_queries.ipynb #ad466fe2
-def state_matrix(queries:pd.DataFrame, # queries with `history` (and `elapsed`)
+# %% ../nbs/04_queries.ipynb #d647c94d
+QUERY_SOURCES = {"video": "video", "t": "video", "window_start": "video", "window_end": "video", "window_frames": "video",
+                 "split": "video", "part": "video",                     # known when the query is asked
+                 "history": "oracle", "history_time": "oracle",         # the annotated past (a recovered history replaces them)
+                 "target": "oracle", "target_start": "oracle",          # the answer
+                 "n_frames": "oracle", "elapsed_fraction": "oracle"}    # need the whole video, future included
+SOURCE_ORDER = ("video", "action", "forecast", "recognizer", "oracle")  # least to most privileged
+
+def most_privileged(sources:Iterable[str]) -> str:
+    "The most privileged of `sources` (oracle wins; a block computed from several sources carries this one)."
+    sources = list(sources)
+    unknown = [s for s in sources if s not in SOURCE_ORDER]
+    if unknown: raise ValueError(f"unknown source(s) {unknown}; sources are {SOURCE_ORDER}")
+    if not sources: raise ValueError("most_privileged: no sources")
+    return max(sources, key=SOURCE_ORDER.index)
+
+# %% ../nbs/04_queries.ipynb #75086641
+class QueryView:
+    "Column access to queries that records every column read; the history may be replaced by a recovered one with its own source."
+    def __init__(self, queries:pd.DataFrame, # the queries
+                 history:Sequence[tuple]|None=None, # the condition's history per query (None: the queries' GT history)
+                 history_source:str="oracle", # source of `history` ('recognizer' for a recovered one)
+                ):
+        if history is not None and len(history) != len(queries): raise DataError(f"{len(history)} histories for {len(queries)} queries")
+        if history is None and history_source != "oracle": raise ValueError("the queries' own history is the GT history: its source is 'oracle'")
+        self.queries, self.history, self.history_source, self.read = queries, history, history_source, {}
+
+    def __len__(self): return len(self.queries)
+
+    def __getitem__(self, column:str) -> np.ndarray:
+        if column == "history" and self.history is not None:
+            self.read[column] = self.history_source
+            out = np.empty(len(self.history), dtype=object); out[:] = [tuple(h) for h in self.history]
+            return out
+        if column == "history_time" and self.history is not None:
+            raise DataError("history_time belongs to the GT history; a recovered history has no annotated times")
+        if column not in self.queries: raise KeyError(f"queries have no column {column!r}")
+        self.read[column] = QUERY_SOURCES.get(column, "oracle")   # a column nobody declared is treated as privileged
+        return self.queries[column].to_numpy()
+
+    @property
+    def source(self) -> str:
+        "The most privileged source read so far ('video' if nothing was read)."
+        return most_privileged(list(self.read.values()) or ["video"])
+
+# %% ../nbs/04_queries.ipynb #3d1e09c6
+def query_block(name:str, # the block's name (a model input)
+                feature:Callable, # QueryView -> (n_queries, ...) array
+                queries:pd.DataFrame, # the queries
+                history:Sequence[tuple]|None=None, # the condition's history (None: GT)
+                history_source:str="oracle", # its source
+               ) -> Block:
+    "A feature block computed from query columns, tagged with the most privileged source the feature read."
+    view = QueryView(queries, history, history_source)
+    data = np.asarray(feature(view))
+    if len(data) != len(queries): raise DataError(f"feature {name!r} returned {len(data)} rows for {len(queries)} queries")
+    return Block(name, view.source, data)
+
+# %% ../nbs/04_queries.ipynb #9b5705bd
+def state_matrix(queries, # a `QueryView` (or queries: then their GT history)
                  n_classes:int, # number of classes (width of the multi-hot)
-                 elapsed:bool=True, # append the elapsed fraction t / n_frames
-                ) -> np.ndarray: # (n_queries, n_classes [+1]) float32
-    "The completed-action multi-hot of each query's history, with the elapsed fraction appended."
-    state = np.zeros((len(queries), n_classes + int(elapsed)), dtype=np.float32)
-    for row, history in enumerate(queries["history"]):
+                 with_history:bool=True, # the multi-hot and count of the history (False: elapsed frames only)
+                ) -> np.ndarray: # (n_queries, n_classes + 2) or (n_queries, 1) float32
+    "Causal state: completed-action multi-hot of the history, number of completed actions, elapsed feature frames."
+    view = queries if isinstance(queries, QueryView) else QueryView(queries)
+    elapsed = view["t"].astype(np.float32)[:, None]
+    if not with_history: return elapsed
+    state = np.zeros((len(view), n_classes + 2), dtype=np.float32)
+    for row, history in enumerate(view["history"]):
         if len(history): state[row, list(history)] = 1
-    if elapsed: state[:, n_classes] = queries["elapsed"].to_numpy()
+        state[row, n_classes] = len(history)
+    state[:, n_classes + 1] = elapsed[:, 0]
     return state
 
 # %% ../nbs/04_queries.ipynb #064e6039

@@ -26,7 +26,7 @@ def test_hand_computed_boundary_queries(toy):
     assert q["window_start"].tolist() == [0, 4, 8, 11] and q["window_end"].tolist() == [2, 6, 10, 13]
     assert q[[f"target_h{h}" for h in (1, 2, 3, 4, 5)]].values.tolist() == [[1, 2, 1, 3, -1], [2, 1, 3, -1, -1],
                                                                              [1, 3, -1, -1, -1], [3, -1, -1, -1, -1]]
-    assert np.allclose(q["elapsed"], [3/20, 7/20, 11/20, 14/20])
+    assert np.allclose(q["elapsed_fraction"], [3/20, 7/20, 11/20, 14/20])
     assert check_causality(q, toy, gap=1).empty
 
 def test_background_switches(toy):
@@ -53,6 +53,7 @@ def test_scheduled_and_lta(toy):
 def test_state(toy):
     st = state_matrix(next_action_queries(toy, ["v"]), 4)
     assert st[:, :4].tolist() == [[0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0]]
+    assert st[:, 4:].tolist() == [[0, 3], [1, 7], [2, 11], [3, 14]]     # completed count, elapsed frames: nothing needs n_frames
 
 def test_causality_catches_a_broken_query_set(toy):
     q = next_action_queries(toy, window=2)
