@@ -10,46 +10,92 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
-from .core import (PROTOCOL_SEEDS, Condition, DataError, HoiAuditError, ResultStore, Unit, sha256_json,
+from .core import (PROTOCOL_SEEDS, CommandOutput, Condition, DataError, HoiAuditError, ResultStore, Unit, sha256_json,
                             write_results)
-from .models import TrainConfig, anticipation_metrics, fit_anticipation, input_blocks, video_window_tokens
-from .queries import split_queries
+from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, video_window_tokens
+from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
 
 # %% auto #0
-__all__ = ['HISTORY_SOURCE', 'HISTORY_LABEL', 'CONDITIONS', 'NON_ORACLE', 'ORACLE', 'METRICS', 'TRAIN_LABEL', 'TEST_LABEL',
-           'AuditCondition', 'AuditConfig', 'RecognizerHistories', 'audit_records', 'condition_table', 'matched_gap',
-           'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
+__all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'METRICS',
+           'TRAIN_LABEL', 'TEST_LABEL', 'HistorySource', 'register_history_source', 'gt_histories', 'NoisyGT',
+           'AuditCondition', 'register_condition', 'matched_pairs', 'AuditConfig', 'QuerySchedule', 'register_schedule',
+           'RecognizerHistories', 'split_audit_queries', 'audit_records', 'history_quality', 'condition_table',
+           'matched_gap', 'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
            'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
            'window_accuracy_records', 'window_results_records', 'recovery_table', 'run_audit_command', 'add_subcommand']
 
-# %% ../nbs/08_audit.ipynb #27adf273
-HISTORY_SOURCE = {"gt": "oracle", "ba": "recognizer", "bfr": "recognizer"}  # history kind -> provenance source
-HISTORY_LABEL = {"gt": "GT", "ba": "recognizer (boundary-aware)", "bfr": "recognizer (boundary-free)"}
+# %% ../nbs/08_audit.ipynb #5d8d9214
+@dataclass(frozen=True)
+class HistorySource:
+    "Where a condition's history comes from: its provenance, and how the train and test histories of a split are obtained."
+    name: str # key in HISTORY_SOURCES (unit keys, records)
+    label: str # how tables name it
+    source: str # provenance of the histories: 'recognizer' (deployable) or 'oracle'
+    recover: Callable|None = None # (dataset, split, train_q, test_q, config) -> (train, test) histories; None: the audit's recognizer backend recovers kind `name`
+
+    def __post_init__(self):
+        if self.source not in ("recognizer", "oracle"): raise ValueError(f"history source {self.name!r}: source must be 'recognizer' or 'oracle', got {self.source!r}")
+
+HISTORY_SOURCES = {}  # name -> HistorySource
+
+def register_history_source(source:HistorySource) -> HistorySource:
+    "Add (or replace) a history source; conditions refer to it by name."
+    if not isinstance(source, HistorySource): raise TypeError(f"expected a HistorySource, got {type(source).__name__}")
+    HISTORY_SOURCES[source.name] = source
+    return source
+
+def gt_histories(dataset, split, train_q, test_q, config) -> tuple:
+    "The queries' own (annotated) histories."
+    return list(train_q["history"]), list(test_q["history"])
 
 @dataclass(frozen=True)
+class NoisyGT:
+    "GT histories corrupted at a known rate (`recovery.noisy_history`): derived from the oracle, so never deployable."
+    rate: float # probability that an item is edited
+    seed: int = 0 # noise seed (train and test parts get their own streams)
+    @property
+    def name(self) -> str: return f"noisy_gt(rate={self.rate}, seed={self.seed})"
+    def __call__(self, dataset, split, train_q, test_q, config) -> tuple:
+        from hoi_audit.recovery import noisy_history
+        noisy = lambda q, part: list(noisy_history(list(q["history"]), self.rate, len(dataset.classes), seed=self.seed * 1000 + 2 * split + part,
+                                                   exclude=dataset.background))
+        return noisy(train_q, 0), noisy(test_q, 1)
+
+for _s in [HistorySource("gt", "GT", "oracle", gt_histories),
+           HistorySource("ba", "recognizer (boundary-aware)", "recognizer"),
+           HistorySource("bfr", "recognizer (boundary-free)", "recognizer"),
+           HistorySource("noisy_gt", "GT with 20% edits (oracle-derived)", "oracle", NoisyGT(0.2))]:
+    register_history_source(_s)
+
+# %% ../nbs/08_audit.ipynb #6c4e929b
+@dataclass(frozen=True)
 class AuditCondition:
-    "One row of the audit: the model inputs it gets and where its history comes from."
+    "One row of the audit: the model inputs it gets and the history source (a HISTORY_SOURCES name) they are built from."
     name: str # short name, used in unit keys and results JSON
     label: str # the row's name in Table 1
     inputs: tuple # subset of models.INPUTS
-    history: str|None = None # 'gt', 'ba', 'bfr' or None (no history input)
+    history: str|None = None # a HISTORY_SOURCES name, or None (no history: the state is elapsed time only)
 
     def __post_init__(self):
-        if self.history is not None and self.history not in HISTORY_SOURCE:
-            raise ValueError(f"condition {self.name!r}: unknown history kind {self.history!r}; kinds are {sorted(HISTORY_SOURCE)}")
-        uses_history = bool({"history", "state"} & set(self.inputs))
-        if uses_history != (self.history is not None):
-            raise ValueError(f"condition {self.name!r}: inputs {self.inputs} and history {self.history!r} disagree")
+        if self.history is not None and self.history not in HISTORY_SOURCES:
+            raise ValueError(f"condition {self.name!r}: unknown history source {self.history!r}; sources are {sorted(HISTORY_SOURCES)}")
+        if "history" in self.inputs and self.history is None: raise ValueError(f"condition {self.name!r}: inputs {self.inputs} and history None disagree")
+        if self.history is not None and not {"history", "state"} & set(self.inputs):
+            raise ValueError(f"condition {self.name!r}: inputs {self.inputs} and history {self.history!r} disagree (nothing reads the history)")
 
     def sources(self, test_history:str|None=None) -> set:
+        "Provenance sources of this condition's blocks (with its own or another test history)."
         h = test_history or self.history
-        return ({"video"} if "video" in self.inputs else set()) | ({HISTORY_SOURCE[h]} if h else set())
+        out = {"video"} if "video" in self.inputs or "state" in self.inputs else set()    # the window, and the clock of the state
+        if h: out.add(HISTORY_SOURCES[h].source)
+        if "elapsed_fraction" in self.inputs: out.add("oracle")
+        return out
 
     @property
     def deployable(self) -> bool: return "oracle" not in self.sources()
 
-    def condition(self, test_history:str|None=None, # test with this history kind (None: the condition's own)
+    def condition(self, test_history:str|None=None, # test with this history source (None: the condition's own)
                  ) -> Condition:
         "The provenance guard of this condition (or of its checkpoint tested with another history)."
         h = test_history or self.history
@@ -57,14 +103,35 @@ class AuditCondition:
         sources = self.sources(h)
         return Condition(name, sources, deployable="oracle" not in sources)
 
-CONDITIONS = {c.name: c for c in [
-    AuditCondition("video_only", "Video only", ("video",)),
-    AuditCondition("recognizer_bfr", "Recognizer history, boundary-free", ("video", "history"), "bfr"),
-    AuditCondition("recognizer_ba", "Recognizer history, boundary-aware", ("video", "history"), "ba"),
-    AuditCondition("gt_history", "GT transcript (oracle)", ("video", "history"), "gt"),
-    AuditCondition("context_only", "Context-only (oracle context)", ("history", "state"), "gt"),
-]}
-NON_ORACLE, ORACLE = "recognizer_ba", "gt_history"  # the matched regimes of Table 2's first row
+CONDITIONS = {}  # name -> AuditCondition, in registration order
+
+def register_condition(condition:AuditCondition) -> AuditCondition:
+    "Add (or replace) an audit condition; audits and the command line find it by name."
+    if not isinstance(condition, AuditCondition): raise TypeError(f"expected an AuditCondition, got {type(condition).__name__}")
+    CONDITIONS[condition.name] = condition
+    return condition
+
+for _c in [AuditCondition("video_only", "Video only", ("video", "state")),
+           AuditCondition("recognizer_bfr", "Recognizer history, boundary-free", ("video", "history", "state"), "bfr"),
+           AuditCondition("recognizer_ba", "Recognizer history, boundary-aware", ("video", "history", "state"), "ba"),
+           AuditCondition("gt_history", "GT transcript (oracle)", ("video", "history", "state"), "gt"),
+           AuditCondition("context_only", "Context-only (oracle context)", ("history", "state"), "gt"),
+           AuditCondition("context_only_recognizer", "Context-only (recognizer context)", ("history", "state"), "ba"),
+           AuditCondition("context_only_elapsed_fraction", "Context-only + elapsed fraction (oracle length)", ("history", "state", "elapsed_fraction"), "gt"),
+           AuditCondition("noisy_gt_history", "Noisy GT history (oracle-derived)", ("video", "history", "state"), "noisy_gt")]:
+    register_condition(_c)
+TABLE1_CONDITIONS = ("video_only", "recognizer_bfr", "recognizer_ba", "gt_history", "context_only")  # the default rows (Table 1)
+NON_ORACLE, ORACLE = "recognizer_ba", "gt_history"  # Table 2's first row: the primary matched pair
+
+# %% ../nbs/08_audit.ipynb #0f77a83b
+def matched_pairs(conditions:Sequence[str], # condition names (CONDITIONS)
+                 ) -> list[tuple]: # (oracle, non_oracle) pairs, the primary pair first
+    "Pairs that differ in history provenance only: same inputs, an oracle history against a deployable recognizer history."
+    conds = [CONDITIONS[c] for c in conditions]
+    pairs = [(o.name, r.name) for r in conds for o in conds
+             if r.deployable and r.history and o.history and HISTORY_SOURCES[o.history].source == "oracle"
+             and o.history == "gt" and tuple(o.inputs) == tuple(r.inputs)]
+    return sorted(pairs, key=lambda p: p != (ORACLE, NON_ORACLE))
 
 # %% ../nbs/08_audit.ipynb #4199c01a
 @dataclass(frozen=True)
@@ -76,24 +143,58 @@ class AuditConfig:
     recognizer_window:int = 16 # the recognizer's window (frames)
     recognizer_stride:int = 8 # boundary-free recovery stride
     recognizer_seed:int = 42 # seed of the window recognizer (one recognizer per split)
+    cross_fit:bool = True # training histories recovered out of fold (participant folds); False: in-sample (the recognizer labels its own training videos)
+    recognizer_folds:int = 4 # participant folds of the cross-fitting (fewer when a split has fewer train participants)
+    schedule:str = "boundary" # a QUERY_SCHEDULES name
+    architecture:str = "transformer" # a models.ARCHITECTURES name
     train:TrainConfig = TrainConfig() # architecture and optimisation (the matched training budget)
     cross_test:tuple = ("ba", "gt") # checkpoints with one of these histories are also tested with the others (the 2x2)
 
     def as_dict(self) -> dict:
         return {**{k: v for k, v in asdict(self).items() if k != "train"}, "train": asdict(self.train), "cross_test": list(self.cross_test)}
 
+# %% ../nbs/08_audit.ipynb #6fae687f
+@dataclass(frozen=True)
+class QuerySchedule:
+    "When queries are asked: a builder of `queries` and its fixed settings (the audit adds the window)."
+    name: str # key in QUERY_SCHEDULES
+    builder: Callable # (dataset, videos, window=..., **options) -> queries
+    options: tuple = () # (name, value) pairs passed to the builder
+
+    def queries(self, dataset, split:int, config:AuditConfig) -> tuple:
+        "The (train, test) queries of a split."
+        return split_queries(dataset, split, builder=self.builder, window=config.window, **dict(self.options))
+
+QUERY_SCHEDULES = {}  # name -> QuerySchedule
+
+def register_schedule(schedule:QuerySchedule) -> QuerySchedule:
+    "Add (or replace) a query schedule."
+    QUERY_SCHEDULES[schedule.name] = schedule
+    return schedule
+
+register_schedule(QuerySchedule("boundary", next_action_queries))
+register_schedule(QuerySchedule("boundary_independent", scheduled_queries, (("start", 64), ("every", 60))))
+
 # %% ../nbs/08_audit.ipynb #f6e120aa
 class RecognizerHistories:
-    "Recovered histories of a split's train and test queries: (train, test) lists of tuples, source 'recognizer'."
+    "The audit's recognizer backend: per split a window recognizer (cross-fitted for the train videos) recovers BA or BFR histories."
+    name = "RecognizerHistories"
     def __init__(self): self._recognizers = {}
 
     def recognizer(self, dataset, split:int, config:AuditConfig):
+        "The split's recognizer: a `CrossFittedRecognizer` (config.cross_fit) or one `WindowRecognizer` fitted on every train video."
         from hoi_audit import recovery
-        key = (str(dataset.root), split, config.recognizer_window, config.recognizer_stride, config.recognizer_seed)
+        key = (str(dataset.root), split, config.recognizer_window, config.recognizer_stride, config.recognizer_seed, config.cross_fit,
+               config.recognizer_folds)
         if key not in self._recognizers:
-            self._recognizers[key] = recovery.WindowRecognizer().fit(dataset, dataset.splits[split]["train"], window=config.recognizer_window,
-                                                                    stride=config.recognizer_stride, seed=config.recognizer_seed,
-                                                                    split=split)
+            options = dict(window=config.recognizer_window, stride=config.recognizer_stride, seed=config.recognizer_seed)
+            if config.cross_fit:
+                groups = {dataset.video(v).participant or v for v in dataset.splits[split]["train"]}
+                if len(groups) < 2: raise DataError(f"{dataset.root}: split {split} has {len(groups)} train participant(s); cross-fitting needs 2 "
+                                                    "(AuditConfig(cross_fit=False) recovers training histories in-sample)")
+                rec = recovery.CrossFittedRecognizer(folds=min(config.recognizer_folds, len(groups))).fit(dataset, split, **options)
+            else: rec = recovery.WindowRecognizer().fit(dataset, dataset.splits[split]["train"], split=split, **options)
+            self._recognizers[key] = rec
         return self._recognizers[key]
 
     def __call__(self, dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, kind:str, config:AuditConfig) -> tuple:
@@ -125,50 +226,90 @@ def _check_splits(dataset, splits) -> list:
 def _queries_hash(q:pd.DataFrame) -> str:
     return sha256_json(q[["video", "t", "window_start", "window_end", "target"]].values.tolist())
 
-def _histories(dataset, split, train_q, test_q, kind, config, history_fn, store) -> tuple:
-    "The (train, test) histories of one kind: GT from the queries, recovered ones through the store."
-    if kind == "gt": return list(train_q["history"]), list(test_q["history"])
+def _resolve_conditions(conditions) -> list[AuditCondition]:
+    "Condition names or `AuditCondition` objects -> registered conditions (an object is registered under its name)."
+    out = []
+    for c in conditions:
+        if isinstance(c, AuditCondition):
+            if c.name in CONDITIONS and CONDITIONS[c.name] != c: raise DataError(f"condition {c.name!r} differs from the registered one of that name; rename it")
+            out.append(register_condition(c))
+        elif c in CONDITIONS: out.append(CONDITIONS[c])
+        else: raise DataError(f"unknown condition(s) [{c!r}]; conditions are {list(CONDITIONS)} (or pass an AuditCondition)")
+    if not out: raise DataError("no conditions")
+    return out
+
+def _schedule(config:AuditConfig) -> QuerySchedule:
+    if config.schedule not in QUERY_SCHEDULES: raise DataError(f"unknown query schedule {config.schedule!r}; schedules are {sorted(QUERY_SCHEDULES)}")
+    return QUERY_SCHEDULES[config.schedule]
+
+def split_audit_queries(dataset, split:int, config:AuditConfig) -> tuple:
+    "A split's (train, test) queries under the audit's schedule, after the causality check (an error names the first violation)."
+    train_q, test_q = _schedule(config).queries(dataset, split, config)
+    if len(train_q) == 0 or len(test_q) == 0: raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
+    for part, q in (("train", train_q), ("test", test_q)):
+        try: check_causality(q, dataset, raise_on_violation=True)
+        except DataError as e: raise DataError(f"{dataset.root}: split {split} {part} queries ({config.schedule} schedule): {e}") from None
+    return train_q, test_q
+
+def _recover_name(source:HistorySource) -> str:
+    r = source.recover
+    return "audit recognizer" if r is None else getattr(r, "name", getattr(r, "__qualname__", type(r).__name__))
+
+def _histories(dataset, split, train_q, test_q, name, config, history_fn, store) -> dict:
+    "The train and test histories of one source (recovered ones through the store) and, for recovered ones, their quality."
+    src = HISTORY_SOURCES[name]
+    if src.recover is gt_histories:
+        tr, te = gt_histories(dataset, split, train_q, test_q, config)
+        return {"train": tr, "test": te, "quality": None}
     videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
-    unit = Unit({"dataset": dataset.name, "split": split, "history": kind},
-                config={k: getattr(config, k) for k in ("window", "recognizer_window", "recognizer_stride", "recognizer_seed")}
-                       | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
+    unit = Unit({"dataset": dataset.name, "split": split, "history": name},
+                config={k: getattr(config, k) for k in ("window", "schedule", "recognizer_window", "recognizer_stride", "recognizer_seed",
+                                                        "cross_fit", "recognizer_folds")}
+                       | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__), "recover": _recover_name(src), "source": src.source},
                 inputs={"train_queries": _queries_hash(train_q), "test_queries": _queries_hash(test_q),
                         "features": _features_fingerprint(dataset, videos)})
     def compute(u, workdir):
-        tr, te = history_fn(dataset, split, train_q, test_q, kind, config)
+        from hoi_audit.recovery import history_edit_rate, history_item_accuracy
+        tr, te = (history_fn(dataset, split, train_q, test_q, name, config) if src.recover is None
+                  else src.recover(dataset, split, train_q, test_q, config))
         if len(tr) != len(train_q) or len(te) != len(test_q):
-            raise DataError(f"history source for {kind!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries")
-        return {"train": [list(map(int, h)) for h in tr], "test": [list(map(int, h)) for h in te]}
+            raise DataError(f"history source {name!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries")
+        quality = {part: {"history_edit_rate": history_edit_rate(h, q["history"]), "history_item_acc": history_item_accuracy(h, q["history"])}
+                   for part, h, q in (("train", tr, train_q), ("test", te, test_q))}
+        return {"train": [list(map(int, h)) for h in tr], "test": [list(map(int, h)) for h in te], "quality": quality}
     r = store.run([unit], compute, progress=False)[0]
-    return [tuple(h) for h in r["train"]], [tuple(h) for h in r["test"]]
+    return {"train": [tuple(h) for h in r["train"]], "test": [tuple(h) for h in r["test"]], "quality": r["quality"]}
+
+def _tests(c:AuditCondition, config:AuditConfig) -> list:
+    "The histories a checkpoint of `c` is tested with: its own, then (2x2) the other cross_test sources."
+    cross = c.history in config.cross_test and "video" in c.inputs and "history" in c.inputs
+    return [c.history] + ([k for k in config.cross_test if k != c.history] if cross else [])
 
 def audit_records(dataset, # a `ProceduralDataset` with features
                   splits:Sequence[int]|None=None, # splits to run; None: all
                   seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                  conditions:Sequence[str]=tuple(CONDITIONS), # names in CONDITIONS
+                  conditions:Sequence=TABLE1_CONDITIONS, # condition names (CONDITIONS) or AuditCondition objects
                   store:ResultStore|None=None, # where units are kept (None: a temporary folder)
                   config:AuditConfig=AuditConfig(), # settings
-                  history_fn:Callable|None=None, # recovered histories (default: RecognizerHistories())
+                  history_fn:Callable|None=None, # the recognizer backend of the 'ba'/'bfr' sources (default: RecognizerHistories())
                   progress:bool=False, # progress bars
                   workers:int=1, # processes sharing the units (k uses k cores)
                  ) -> pd.DataFrame: # dataset, split, seed, condition, test_history, metric, value
     "Train and test every (split, condition, seed) unit; every test (own and cross-tested histories) as a tidy record."
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown: raise DataError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
+    conds = _resolve_conditions(conditions)
     if not dataset.has_features: raise DataError(f"{dataset.root}: the audit needs features (an MS-TCN folder with features/)")
     splits = _check_splits(dataset, splits)
     if not seeds: raise DataError("no seeds")
+    fit = architecture(config.architecture)
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
     if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if workers > 1: return _with_workers((dataset, splits, seeds, conditions, store, config, history_fn), progress, workers)
-    conds = [CONDITIONS[c] for c in conditions]
+    if workers > 1: return _with_workers((dataset, splits, seeds, conds, store, config, history_fn), progress, workers)
     n_classes, rows = len(dataset.classes), []
     for split in splits:
-        train_q, test_q = split_queries(dataset, split, window=config.window)
-        if len(train_q) == 0 or len(test_q) == 0: raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
-        tests = {c.name: [c.history] + [k for k in config.cross_test if c.history in config.cross_test and k != c.history
-                                        and "video" in c.inputs and "state" not in c.inputs] for c in conds}
+        train_q, test_q = split_audit_queries(dataset, split, config)
+        groups = [dataset.video(v).participant or v for v in train_q["video"]]   # early stopping holds out whole participants
+        tests = {c.name: _tests(c, config) for c in conds}
         kinds = sorted({k for ks in tests.values() for k in ks if k})
         hist = {k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds}
         pooled = {}
@@ -177,9 +318,10 @@ def audit_records(dataset, # a `ProceduralDataset` with features
             return pooled["t"][part]
         def blocks(c, part, kind):
             q = train_q if part == 0 else test_q
-            h = hist[kind][part] if kind else None
-            return input_blocks(dataset, q, c.inputs, history=h, history_source=HISTORY_SOURCE[kind] if kind else "oracle",
-                                video_tokens=tokens(part) if "video" in c.inputs else None, max_history=config.max_history)
+            return input_blocks(dataset, q, c.inputs, history=hist[kind]["train" if part == 0 else "test"] if kind else None,
+                                history_source=HISTORY_SOURCES[kind].source if kind else "oracle",
+                                video_tokens=tokens(part) if "video" in c.inputs else None, max_history=config.max_history,
+                                with_history=kind is not None)
         video_identity = None
         if any("video" in c.inputs for c in conds):   # what the tokens are a function of: the feature files and the query windows
             video_identity = {"video_features": _features_fingerprint(dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]),
@@ -187,29 +329,48 @@ def audit_records(dataset, # a `ProceduralDataset` with features
         units, unit_cond = [], {}
         for c in conds:
             inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
-                      "train_videos": sha256_json(train_q["video"].tolist())}
+                      "train_videos": sha256_json(train_q["video"].tolist()), "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()])}
             if "video" in c.inputs: inputs |= video_identity
             for k in tests[c.name]:
-                if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history][0]), f"test_history_{k}": sha256_json(hist[k][1])}
+                if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history]["train"]), f"test_history_{k}": sha256_json(hist[k]["test"])}
             for seed in seeds:
                 u = Unit({"dataset": dataset.name, "split": split, "condition": c.name, "seed": int(seed)},
                          config={**config.as_dict(), "inputs": list(c.inputs), "history": c.history, "tests": tests[c.name]}, inputs=inputs)
                 units.append(u); unit_cond[u.path] = c
         def compute(u, workdir):
             c = unit_cond[u.path]
-            model = fit_anticipation(c.condition(), blocks(c, 0, c.history), train_q["target"], n_classes, train_q["video"],
-                                     config.train, seed=u.key["seed"])
+            model = fit(c.condition(), blocks(c, 0, c.history), train_q["target"], n_classes, groups, config.train, seed=u.key["seed"])
             out = {}
             for k in tests[c.name]:
                 logits = model.predict_logits(blocks(c, 1, k), condition=c.condition(k))
                 out[k or "none"] = anticipation_metrics(logits, test_q["target"], dataset.verb_of)
-            return {"metrics": out, "best_epoch": model.best_epoch, "epochs_run": len(model.history),
+            return {"metrics": out, "best_epoch": int(getattr(model, "best_epoch", -1)), "epochs_run": len(getattr(model, "history", []) or []),
                     "n_train": len(train_q), "n_test": len(test_q)}
         for u, r in zip(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}")):
             for test_history, metrics in r["metrics"].items():
                 for metric, value in metrics.items():
                     rows.append({**u.key, "test_history": test_history, "metric": metric, "value": float(value)})
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"])
+
+def history_quality(dataset, # the audited dataset
+                    splits:Sequence[int]|None=None, # splits (None: all)
+                    conditions:Sequence=TABLE1_CONDITIONS, # the audit's conditions: each recovered history they use is measured
+                    store:ResultStore|None=None, # the audit's store (recovered histories are read from it, or recovered)
+                    config:AuditConfig=AuditConfig(), # settings
+                    history_fn:Callable|None=None, # the recognizer backend
+                   ) -> pd.DataFrame: # dataset, split, condition, history, part, metric, value
+    "Edit rate and item accuracy of every recovered history against GT, train and test parts apart, per condition using it."
+    conds = [c for c in _resolve_conditions(conditions) if c.history and HISTORY_SOURCES[c.history].recover is not gt_histories]
+    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
+    history_fn, rows = history_fn or RecognizerHistories(), []
+    for split in _check_splits(dataset, splits):
+        if not conds: break
+        train_q, test_q = split_audit_queries(dataset, split, config)
+        for k in sorted({c.history for c in conds}):
+            quality = _histories(dataset, split, train_q, test_q, k, config, history_fn, store)["quality"]
+            rows += [{"dataset": dataset.name, "split": split, "condition": c.name, "history": k, "part": part, "metric": m, "value": float(v)}
+                     for c in conds if c.history == k for part in ("train", "test") for m, v in quality[part].items()]
+    return pd.DataFrame(rows, columns=["dataset", "split", "condition", "history", "part", "metric", "value"])
 
 def _audit_worker(args:tuple):
     "A helper process's share of `audit_records` (spawned; results go to the store only)."
@@ -277,11 +438,12 @@ def matched_gap(records:pd.DataFrame, # matched records
 # %% ../nbs/08_audit.ipynb #476bacd0
 @dataclass
 class AuditResult:
-    "The four-condition audit: tidy records, the Table 1 view and the gap rows (Table 2's first row first)."
+    "The four-condition audit: tidy records, the Table 1 view, the gap rows (Table 2's first row first) and the histories' quality."
     records: pd.DataFrame # dataset, split, condition, seed, metric, value (matched tests only)
     table: pd.DataFrame # Table 1
     gap: pd.DataFrame # matched-regime gaps with Student-t intervals
     all_records: pd.DataFrame|None = None # every test, cross-tested ones included (test_history column)
+    history_quality: pd.DataFrame|None = None # edit rate and item accuracy of each recovered history, train and test
     def __iter__(self): return iter((self.records, self.table, self.gap))
 
 def _matched(records:pd.DataFrame) -> pd.DataFrame:
@@ -289,26 +451,29 @@ def _matched(records:pd.DataFrame) -> pd.DataFrame:
     return records[records["test_history"] == own].drop(columns="test_history").reset_index(drop=True)
 
 def gap_rows(records:pd.DataFrame) -> pd.DataFrame:
-    "Every available oracle-vs-recognizer gap (BA first, then BFR) for each metric, each paired by split."
-    present = set(records["condition"])
-    rows = [matched_gap(records, ORACLE, non, metric) for non in ("recognizer_ba", "recognizer_bfr") if {ORACLE, non} <= present
+    "Every provenance-matched gap (`matched_pairs`, the primary pair first) for each metric, each paired by split."
+    present = [c for c in CONDITIONS if c in set(records["condition"])]
+    rows = [matched_gap(records, oracle, non, metric) for oracle, non in matched_pairs(present)
             for metric in METRICS if metric in set(records["metric"])]
     return pd.DataFrame(rows)
 
 def four_condition_audit(dataset, # a `ProceduralDataset` with features
                          splits:Sequence[int]|None=None, # splits (None: all)
                          seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                         conditions:Sequence[str]=tuple(CONDITIONS), # rows of Table 1
+                         conditions:Sequence=TABLE1_CONDITIONS, # rows (names or AuditCondition objects)
                          store:ResultStore|None=None, # result store (a killed audit resumes from it)
                          config:AuditConfig=AuditConfig(), # settings
-                         history_fn:Callable|None=None, # recovered histories (default: RecognizerHistories())
+                         history_fn:Callable|None=None, # the recognizer backend (default: RecognizerHistories())
                          progress:bool=False, # progress bars
                          workers:int=1, # processes sharing the units (see `audit_records`)
                         ) -> AuditResult:
-    "Table 1 (mean ± std over splits) and Table 2's first row (GT - BA recognizer, paired by split, Student-t interval)."
+    "Table 1 (mean ± std over splits), the matched gaps (Table 2's first row first) and the recovered histories' quality."
+    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
+    history_fn = history_fn or RecognizerHistories()
     everything = audit_records(dataset, splits, seeds, conditions, store, config, history_fn, progress, workers)
     matched = _matched(everything)
-    return AuditResult(matched, condition_table(matched), gap_rows(matched), everything)
+    quality = history_quality(dataset, splits, conditions, store, config, history_fn)
+    return AuditResult(matched, condition_table(matched), gap_rows(matched), everything, quality)
 
 # %% ../nbs/08_audit.ipynb #47f82b7c
 TRAIN_LABEL = {"ba": "Recognizer", "gt": "GT oracle"}
@@ -370,6 +535,7 @@ def audit_results_records(result:AuditResult) -> list[dict]:
         oracle, non = g["comparison"].split(" - ")
         recs.append({"dataset": name, "split": "all", "condition": f"{oracle}-{non}", "metric": f"gap_{g['metric']}",
                      "value": g["gap"], "ci_low": g["ci_low"], "ci_high": g["ci_high"], "n": g["n"]})
+    if result.history_quality is not None: recs += result.history_quality.to_dict("records")
     return recs
 
 def intervention_results_records(result:InterventionResult) -> list[dict]:
@@ -450,45 +616,52 @@ def run_audit_command(args) -> int:
     "The `hoi-audit audit` handler."
     from hoi_audit.procedural import read_mstcn
     dataset = read_mstcn(args.data_dir)
-    conditions = _parse_list(args.conditions) if args.conditions else list(CONDITIONS)
+    conditions = _parse_list(args.conditions) if args.conditions else list(TABLE1_CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
     splits = _parse_list(args.splits, int) if args.splits else None
     seeds = _parse_list(args.seeds, int) if args.seeds else list(PROTOCOL_SEEDS)
     train = TrainConfig(**{k: v for k, v in {"epochs": args.epochs, "d_model": args.d_model}.items() if v is not None})
-    config = AuditConfig(window=args.window, n_tokens=args.tokens, train=train)
-    out = Path(args.out)
-    store = ResultStore(Path(args.store) if args.store else out.parent.parent / "store" / "four_condition")
+    config = AuditConfig(window=args.window, n_tokens=args.tokens, train=train, schedule=args.schedule, architecture=args.architecture,
+                         cross_fit=not args.in_sample)
+    paths = CommandOutput.parse(args.out, "four_condition")
+    store = ResultStore(Path(args.store)) if args.store else paths.store
     result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=args.progress, workers=args.workers)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(f"{dataset.name}: {len(result.records['split'].unique())} splits x {len(seeds)} seeds")
+        print(f"{dataset.name}: {len(result.records['split'].unique())} splits x {len(seeds)} seeds, {config.schedule} queries")
         print(format_table(result.table).to_string())
         if len(result.gap): print(result.gap.round(2).to_string(index=False))
+        if len(result.history_quality):
+            print(result.history_quality.groupby(["condition", "part", "metric"])["value"].mean().unstack("metric").round(3).to_string())
     records = audit_results_records(result)
     if args.window_accuracy:
         window = window_accuracy_records(dataset, splits, store, config, progress=args.progress)
         print(recovery_table(result, window).round(1).to_string())
         records += window_results_records(window, config)
     pins = {"config": sha256_json(config.as_dict())}
-    write_results(out, "four_condition", records, scale=args.scale, config=config.as_dict(), pins=pins)
-    print(f"wrote {out}")
+    paths.wrote(write_results(paths.results, "four_condition", records, scale=args.scale, config=config.as_dict(), pins=pins))
     if {"recognizer_ba", "gt_history"} <= set(conditions):
         iv = intervention_table(result.all_records)
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
-        path = write_results(out.parent / "intervention_2x2.json", "intervention_2x2", intervention_results_records(iv), scale=args.scale,
-                             config=config.as_dict(), pins=pins)
-        print(f"wrote {path}")
+        paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=args.scale,
+                                  config=config.as_dict(), pins=pins))
+    paths.report()
+    print(f"result store: {store.root}")
     return 0
 
 def add_subcommand(subparsers):
     "Register `hoi-audit audit`."
     p = subparsers.add_parser("audit", help="the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features")
     p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
-    p.add_argument("--conditions", help=f"comma-separated subset of {','.join(CONDITIONS)} (default: all)")
+    p.add_argument("--conditions", help=f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})")
+    p.add_argument("--schedule", default="boundary", choices=sorted(QUERY_SCHEDULES), help="when queries are asked (default: at action boundaries)")
+    p.add_argument("--architecture", default="transformer", help="a registered architecture (models.ARCHITECTURES)")
+    p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
     p.add_argument("--splits", help="comma-separated split numbers (default: all)")
     p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
-    p.add_argument("--out", default="results/four_condition.json", help="the results JSON (the 2x2 goes beside it)")
-    p.add_argument("--store", help="result-store folder (default: store/four_condition beside the results folder)")
+    p.add_argument("--out", default=".", help="a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) "
+                                              "or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)")
+    p.add_argument("--store", help="result-store folder (default: store/four_condition in the --out folder)")
     p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
     p.add_argument("--window", type=int, default=32, help="observation window in feature frames")
     p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")

@@ -17,7 +17,7 @@ from .core import DataError
 __all__ = ['POOLINGS', 'NOISE_KINDS', 'window_starts', 'window_labels', 'feature_windows', 'pool_windows', 'WindowRecognizer',
            'window_accuracy_table', 'recover_history_boundary_aware', 'collapse_window_labels',
            'recover_history_boundary_free', 'CrossFittedRecognizer', 'noisy_history', 'edit_distance',
-           'history_edit_rate']
+           'history_edit_rate', 'history_item_accuracy']
 
 # %% ../nbs/05_recovery.ipynb #d689d044
 def window_starts(n_frames:int, # frames available (the window must end at or before this)
@@ -395,3 +395,22 @@ def history_edit_rate(recovered, # recovered histories
     total = sum(len(r) for r in reference)
     edits = sum(edit_distance(a, b) for a, b in zip(recovered, reference))
     return edits / total if total else float(edits > 0)
+
+# %% ../nbs/05_recovery.ipynb #a24036f0
+def _lcs_length(a:Sequence, b:Sequence) -> int:
+    "Length of the longest common subsequence."
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b, 1): current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
+        previous = current
+    return previous[-1]
+
+def history_item_accuracy(recovered, # recovered histories
+                          reference, # GT histories, in the same order
+                         ) -> float: # items of the references recovered in order / total reference items (1: all)
+    "Share of the reference items that the recovered histories hold in order (longest common subsequence; positional when lengths match and only substitutions occur)."
+    recovered, reference = list(recovered), list(reference)
+    if len(recovered) != len(reference): raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")
+    total = sum(len(r) for r in reference)
+    return sum(_lcs_length(a, b) for a, b in zip(recovered, reference)) / total if total else 1.0
