@@ -54,12 +54,13 @@ class NoisyGT:
     "GT histories corrupted at a known rate (`recovery.noisy_history`): derived from the oracle, so never deployable."
     rate: float # probability that an item is edited
     seed: int = 0 # noise seed (train and test parts get their own streams)
+    kinds: tuple = ("substitute", "delete", "insert") # the edits drawn (`recovery.NOISE_KINDS`)
     @property
-    def name(self) -> str: return f"noisy_gt(rate={self.rate}, seed={self.seed})"
+    def name(self) -> str: return f"noisy_gt(rate={self.rate}, seed={self.seed}, kinds={','.join(self.kinds)})"
     def __call__(self, dataset, split, train_q, test_q, config) -> tuple:
         from hoi_audit.recovery import noisy_history
         noisy = lambda q, part: list(noisy_history(list(q["history"]), self.rate, len(dataset.classes), seed=self.seed * 1000 + 2 * split + part,
-                                                   exclude=dataset.background))
+                                                   exclude=dataset.background, kinds=self.kinds))
         return noisy(train_q, 0), noisy(test_q, 1)
 
 for _s in [HistorySource("gt", "GT", "oracle", gt_histories),
@@ -581,7 +582,7 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
                                   "features": _features_fingerprint(dataset, videos)}))
     def compute(u, workdir):
         split = u.key["split"]
-        rec = history_fn.recognizer(dataset, split, config)
+        rec = history_fn.recognizer(dataset, split, replace(config, cross_fit=False))   # the all-train recognizer; no fold models needed
         return {"value": rec.window_accuracy(dataset, dataset.splits[split]["test"]), "n_videos": len(dataset.splits[split]["test"])}
     out = store.run(units, compute, progress=progress, desc=f"{dataset.name} window accuracy")
     return pd.DataFrame([{"dataset": dataset.name, "split": u.key["split"], "metric": "window_acc", "value": float(r["value"]),

@@ -25,32 +25,85 @@ def noisy_recognizer(rate):
     return fn
 
 def test_perfect_recognizer_gap_covers_zero(tmp_path):
-    clean = synthetic_dataset("breakfast", "tiny", seed=0, current_signal=4.0, segment_noise=0.0, frame_noise=0.2,
+    # the video shows every action (and every class is seen in every cross-fitting fold: the small size has 52 participants)
+    clean = synthetic_dataset("breakfast", "small", seed=0, dim=16, current_signal=4.0, segment_noise=0.0, frame_noise=0.2,
                               participant_shift=0.0, camera_shift=0.0)
     ds = read_mstcn(write_synthetic(clean, tmp_path / "clean"))
     res = four_condition_audit(ds, seeds=(42,), conditions=PAIR, config=CFG, store=ResultStore(tmp_path / "store"))
     gap = res.gap.iloc[0]
     assert gap["comparison"] == "gt_history - recognizer_ba" and gap["n"] == 4
-    assert gap["ci_low"] <= 0 <= gap["ci_high"], gap.to_dict()
-
-def test_gap_grows_with_recognizer_noise(tiny, tmp_path):
-    store = ResultStore(tmp_path / "store")            # the GT units are trained once and shared by both noise levels
-    gaps = [four_condition_audit(tiny, seeds=(42,), conditions=PAIR, config=CFG, store=store, history_fn=noisy_recognizer(r)).gap.iloc[0]
-            for r in (0.3, 0.9)]
-    assert gaps[0]["oracle"] == gaps[1]["oracle"]
-    assert 0 < gaps[0]["gap"] < gaps[1]["gap"]
-    assert gaps[1]["ci_low"] > 0
+    assert abs(gap["gap"]) < 2, gap.to_dict()                      # the real cross-fitted recognizer recovers every history
+    assert res.history_quality.query("metric == 'history_item_acc'")["value"].min() > 0.99
 
 def test_gt_history_approaches_bayes(tmp_path):
     syn = synthetic_dataset("breakfast", "small", seed=0, dim=16, next_signal=0.0)   # the window carries no cue of the next action
     ds = read_mstcn(write_synthetic(syn, tmp_path / "small"))
     cfg = AuditConfig(n_tokens=2, train=TrainConfig(d_model=32, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=25, patience=4))
-    res = four_condition_audit(ds, splits=[1], seeds=(42,), conditions=("gt_history",), config=cfg, store=ResultStore(tmp_path / "s"))
+    res = four_condition_audit(ds, splits=[1], seeds=(42,), conditions=("gt_history", "context_only"), config=cfg, store=ResultStore(tmp_path / "s"))
     acc = res.table.loc["GT transcript (oracle)", "act1"] / 100
     bayes = bayes_accuracy(syn, "full_history", include_first=True)     # the query rule of queries.next_action_queries
     n = audit.split_queries(ds, 1, window=cfg.window)[1].shape[0]
     se = np.sqrt(bayes * (1 - bayes) / n)
     assert abs(acc - bayes) <= 3 * se, (acc, bayes, se)
+    # context-only sees the history and a causal state (elapsed frames carry nothing beyond the history here: durations depend on the
+    # class only), so it cannot beat the Bayes accuracy of the full ordered history; the first version's elapsed fraction did
+    assert res.table.loc["Context-only (oracle context)", "act1"] / 100 <= bayes + 3 * se
+
+
+# --- validity against planted or exact values -------------------------------------------------------------------------------
+def bayes_under_substitution(grammar, classes, rate, exclude, samples=4000, seed=0):
+    """Reference: Bayes Act@1 of the next action given a history whose items are each substituted with probability `rate` (uniform over
+    the other `n_pool - 1` non-background classes), by Monte Carlo over the channel with the exact posterior over the grammar's histories."""
+    from hoi_audit.synthetic import query_weights
+    W = query_weights(grammar, "full_history", include_first=True)
+    cid = {c: i for i, c in enumerate(classes)}
+    hists = list(W)
+    targets = sorted({y for w in W.values() for y in w})
+    col = {y: j for j, y in enumerate(targets)}
+    mass = np.zeros((len(hists), len(targets)))
+    for i, h in enumerate(hists):
+        for y, w in W[h].items(): mass[i, col[y]] = w
+    by_len = {}
+    for i, h in enumerate(hists): by_len.setdefault(len(h), []).append(i)
+    hists = [[cid[a] for a in h] for h in hists]
+    rng = np.random.default_rng(seed)
+    p_hist = mass.sum(1) / mass.sum()
+    pool = np.array([c for c in range(len(classes)) if c not in set(exclude)])
+    log_keep, log_swap = np.log(1 - rate), np.log(rate / (len(pool) - 1))
+    total = 0.0
+    for i in rng.choice(len(hists), size=samples, p=p_hist):
+        h = np.array(hists[i], dtype=int)
+        noisy = np.array([x if rng.random() >= rate else rng.choice(pool[pool != x]) for x in h], dtype=int)
+        same = by_len[len(h)]
+        if len(h):
+            H = np.array([hists[j] for j in same])
+            loglik = np.where(H == noisy, log_keep, log_swap).sum(1)
+        else: loglik = np.zeros(len(same))
+        post = np.exp(loglik - loglik.max()) @ mass[same]
+        total += post.max() / post.sum()
+    return total / samples
+
+def test_planted_gap_is_recovered(tmp_path):
+    "A recognizer channel with a known confusion (30% uniform substitutions), no video: the audit's gap interval covers the exact one."
+    from hoi_audit.audit import AuditCondition, HistorySource, NoisyGT, register_history_source, HISTORY_SOURCES
+    syn = synthetic_dataset("breakfast", "small", seed=0, dim=16, next_signal=0.0)
+    ds = read_mstcn(write_synthetic(syn, tmp_path / "small"))
+    register_history_source(HistorySource("planted_sub30", "30% substitutions", "recognizer", NoisyGT(0.3, seed=1, kinds=("substitute",))))
+    try:
+        conds = (AuditCondition("history_gt", "GT history only", ("history",), "gt"),
+                 AuditCondition("history_planted", "planted recognizer history only", ("history",), "planted_sub30"))
+        cfg = AuditConfig(train=TrainConfig(d_model=32, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=25, patience=4))
+        res = four_condition_audit(ds, seeds=(42,), conditions=conds, config=cfg, store=ResultStore(tmp_path / "s"))
+    finally: HISTORY_SOURCES.pop("planted_sub30")
+    gap = res.gap.query("metric == 'act1'").iloc[0]
+    assert gap["comparison"] == "history_gt - history_planted"
+    exact = 100 * (bayes_accuracy(syn, "full_history", include_first=True)
+                   - bayes_under_substitution(syn.grammar, ds.classes, 0.3, ds.background))
+    assert gap["ci_low"] - 1.0 <= exact <= gap["ci_high"] + 1.0, (exact, gap.to_dict())   # 1 point: the Monte Carlo reference's own error
+    assert gap["ci_high"] - gap["ci_low"] < 12, gap.to_dict()                             # 4 splits, t(3): informative, not vacuous
+    q = res.history_quality.query("metric == 'history_item_acc' and part == 'test'")["value"]
+    assert 0.68 < q.mean() < 0.78, q.mean()                     # the channel is what was planted (LCS finds a few chance matches)
+
 
 def test_killed_audit_resumes_and_results_are_byte_identical(tiny, tmp_path, monkeypatch):
     store = ResultStore(tmp_path / "store")
