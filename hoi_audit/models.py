@@ -103,7 +103,7 @@ class TrainConfig:
     weight_decay:float = 1e-4 # AdamW weight decay
     patience:int = 5 # epochs without a better validation loss before stopping
     val_fraction:float = 0.15 # share of train *groups* (sessions or participants) held out for early stopping (0: none)
-    video_dim:int = 32 # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
+    video_dim:int = 16 # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
     threads:int = 1 # torch intra-op threads while training (small models gain nothing from more; run units in parallel instead)
 
     def __post_init__(self):
