@@ -121,8 +121,9 @@ def test_killed_audit_resumes_and_results_are_byte_identical(tiny, tmp_path, mon
     victim = [u for u in (tmp_path / "store" / "units").rglob("manifest.json") if "condition=gt_history" in str(u) and "split=2" in str(u)]
     shutil.rmtree(victim[0].parent)                  # as if the run had been killed before this unit finished
     calls = []
-    real_fit = audit.fit_anticipation
-    monkeypatch.setattr(audit, "fit_anticipation", lambda cond, *a, **k: calls.append(cond.name) or real_fit(cond, *a, **k))
+    from hoi_audit import models
+    real_fit = models.ARCHITECTURES["transformer"]
+    monkeypatch.setitem(models.ARCHITECTURES, "transformer", lambda cond, *a, **k: calls.append(cond.name) or real_fit(cond, *a, **k))
     again = four_condition_audit(tiny, **kw)
     assert calls == ["gt_history"]
     pd.testing.assert_frame_equal(first.records, again.records)
