@@ -13,7 +13,7 @@ from .core import DataError, HoiAuditError
 
 # %% auto #0
 __all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'observation_bins', 'target_bin', 'sample_indices',
-           'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_nal_info', 'SubstitutionRecord',
+           'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_is_idr', 'SubstitutionRecord',
            'summarize_substitutions', 'DecodeTimeout', 'call_with_time_limit', 'open_decord', 'decode_with_damage',
            'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'VideoDecoder', 'mp4_sample_offsets', 'damage_samples']
 
@@ -91,16 +91,17 @@ class PacketInfo:
     index:int # its frame's index (presentation order)
     keyframe:bool = False # a sync sample: decoding can start here
     idr:bool = False # an H.264 IDR picture: nothing decoded after it predicts from anything before it (a closed GOP)
-    reference:bool = True # later pictures may predict from it (H.264 nal_ref_idc > 0; True when unknown)
     failed:bool = False # sending it to the decoder raised
+    error_logged:bool = False # FFmpeg logged an error while decoding it (e.g. "co located POCs unavailable") without failing
 
 def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since a keyframe, in decode order
                      produced:dict, # frame index -> FFmpeg flagged it corrupt, for every frame the decoder returned
                     ) -> dict: # frame index -> cause (one of DAMAGE_CAUSES), for the frames that are not a faithful decode
-    "Why each damaged frame is undecodable: its decode failed, FFmpeg flagged it, or it predicts (in decode order) from such a frame."
+    "Why each damaged frame is undecodable: its decode failed, FFmpeg flagged it, or it follows such a frame (in decode order) in its GOP."
     causes, live, leading_live, key = {}, False, False, -1
     for p in packets:
-        cause = "decode_failed" if p.failed or p.index not in produced else "flagged_corrupt" if produced[p.index] else None
+        flagged = p.index in produced and (produced[p.index] or p.error_logged)
+        cause = "decode_failed" if p.failed or p.index not in produced else "flagged_corrupt" if flagged else None
         leading = p.index < key                          # decoded after the last keyframe, shown before it
         if cause is None and p.keyframe:
             leading_live = live and not p.idr            # an open GOP's leading pictures may predict from the previous GOP
@@ -109,24 +110,22 @@ def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since 
         if cause is None and (leading_live if leading else live): cause = "predicted_from_damage"
         if cause is None: continue
         causes[p.index] = cause
-        if p.reference or p.failed:                      # a failed packet's header cannot be trusted: assume others use it
-            if leading: leading_live = True
-            else: live = True
+        if leading: leading_live = True
+        else: live = True
     return causes
 
 # %% ../nbs/01_decode.ipynb #99d94da7
-def h264_nal_info(data:bytes, # one AVCC packet: NAL units, each after a big-endian length
-                  length_size:int=4, # bytes of each length prefix (from the avcC box)
-                 ) -> tuple[bool, bool]: # (holds an IDR slice, is a reference picture)
-    "From an mp4 H.264 packet's NAL headers: is it an IDR, and may later pictures predict from it? (A reference when no slice is found.)"
-    idr = ref = False; slices = i = 0
+def h264_is_idr(data:bytes, # one AVCC packet: NAL units, each after a big-endian length
+                length_size:int=4, # bytes of each length prefix (from the avcC box)
+               ) -> bool:
+    "Does an mp4 H.264 packet hold an IDR slice (NAL unit type 5)?"
+    i = 0
     while i + length_size < len(data):
-        size, head = int.from_bytes(data[i:i + length_size], "big"), data[i + length_size]
-        if head & 0x1F in (1, 5):
-            slices += 1; idr |= head & 0x1F == 5; ref |= (head >> 5) & 3 > 0
+        size = int.from_bytes(data[i:i + length_size], "big")
+        if data[i + length_size] & 0x1F == 5: return True
         if size <= 0: break
         i += length_size + size
-    return idr, ref if slices else True
+    return False
 
 # %% ../nbs/01_decode.ipynb #ae7b3a65
 @dataclass
@@ -225,9 +224,12 @@ def decode_with_damage(path, # the video file
                       ) -> tuple[dict, dict]: # ({frame index: (H, W, 3) uint8}, {frame index: cause}) within [lo, hi)
     "Decode on one thread, packet by packet, from the keyframe at or before `lo`; every frame that comes out, and the damaged ones."
     av = _import_av()
+    import av.logging
     frames, produced, packets = {}, {}, []
     end = math.inf if hi is None else hi
-    with av.open(str(path)) as container:
+    level = av.logging.get_level()
+    if level is None or level < av.logging.ERROR: av.logging.set_level(av.logging.ERROR)   # errors reach the capture below
+    with av.open(str(path)) as container, av.logging.Capture() as logs:   # FFmpeg's messages go to `logs`, not to stderr
         stream = container.streams.video[0]
         stream.thread_type, stream.thread_count = "NONE", 1
         if err_detect: stream.codec_context.options = {"err_detect": err_detect}
@@ -250,13 +252,16 @@ def decode_with_damage(path, # the video file
                 try: take(packet.decode())
                 except av.error.FFmpegError: pass
                 break
-            idr, ref = h264_nal_info(bytes(packet), length_size) if avcc else (False, True)
+            idr = avcc and bool(packet.is_keyframe) and h264_is_idr(bytes(packet), length_size)
+            seen = len(logs)
             try: out, failed = packet.decode(), False
             except av.error.FFmpegError: out, failed = [], True    # a damaged packet: its frame is missing, decoding goes on
             if packet.pts is not None:
-                packets.append(PacketInfo(index(packet.pts), bool(packet.is_keyframe), idr, ref, failed))
+                logged = any(lvl <= av.logging.ERROR for lvl, *_ in logs[seen:])
+                packets.append(PacketInfo(index(packet.pts), bool(packet.is_keyframe), idr, failed, logged))
             if take(out): break
             if packet.pts is not None and index(packet.pts) >= end + 32: break   # far past the range (B-frame reordering margin)
+    av.logging.set_level(level)
     causes = {i: c for i, c in propagate_damage(packets, produced).items() if lo <= i < end}
     return frames, causes
 
