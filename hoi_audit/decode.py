@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_decode.ipynb #d708fd3a
 from __future__ import annotations
-import math, threading, time
+import bisect, math, threading, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
@@ -334,7 +334,8 @@ class VideoDecoder:
     def _probe(self, i:int) -> bool:
         "Does frame i decode within the time limit? (A damaged packet still counts as a frame that exists.)"
         try:
-            call_with_time_limit(lambda: self.reader.get_batch([i]), self.time_limit, f"{self.path}: frame {i}")
+            batch = call_with_time_limit(lambda: self.reader.get_batch([i]), self.time_limit, f"{self.path}: frame {i}")
+            self._shape = tuple(batch.shape[1:])      # a frame's shape, for the zeros of a failed bin
             return True
         except DecodeTimeout:
             self.reader = self.open_reader(self.path)   # the old reader's thread is stuck; start afresh
@@ -362,7 +363,14 @@ class VideoDecoder:
         if self.damage is None:
             limit = None if self.time_limit is None else self.time_limit * max(1.0, self.n_frames / 1000)
             self.damage = call_with_time_limit(lambda: self.scan(self.path, self.fps), limit, f"{self.path}: damage scan")
+            self._damaged_sorted = sorted(self.damage)
         return self.damage
+
+    def _meets_damage(self, lo:int, hi:int) -> bool:
+        "Does the frame range [lo, hi) hold a damaged frame (of the scan)?"
+        if not self.damage: return False
+        k = bisect.bisect_left(self._damaged_sorted, lo)
+        return k < len(self._damaged_sorted) and self._damaged_sorted[k] < hi
 
     def _fallback_bin(self, lo:int, hi:int, wanted:np.ndarray, record:SubstitutionRecord, b:int):
         self.fallback_bins += 1
@@ -391,7 +399,7 @@ class VideoDecoder:
             if not 0 <= lo < hi <= self.n_frames:
                 raise DataError(f"{self.path}, action {action_id}: bin [{lo}, {hi}) is outside the video's {self.n_frames} frames")
         wanted = [sample_indices(lo, hi, frames_per_bin) for lo, hi in bins]
-        if self.damage is None:
+        if not any(self._meets_damage(lo, hi) for lo, hi in bins):      # always so on clean video: one batch
             try: return self._batch(np.concatenate(wanted)).reshape(len(bins), frames_per_bin, *self._frame_shape()), record
             except DecodeTimeout: raise
             except Exception:       # a damaged packet somewhere: find every damaged frame, then go bin by bin, afresh
@@ -399,7 +407,7 @@ class VideoDecoder:
                 self.scan_for_damage()
         out = []
         for b, ((lo, hi), w) in enumerate(zip(bins, wanted)):
-            if not any(lo <= i < hi for i in self.damage):
+            if not self._meets_damage(lo, hi):
                 try: out.append(self._batch(w)); continue
                 except DecodeTimeout: raise
                 except Exception: pass
@@ -410,8 +418,7 @@ class VideoDecoder:
         return np.stack([o if o is not None else np.zeros(shape, np.uint8) for o in out]), record
 
     def _frame_shape(self) -> tuple:
-        if not hasattr(self, "_shape"):
-            self._shape = tuple(self._batch([0]).shape[1:])
+        if not hasattr(self, "_shape"): self._shape = tuple(self._batch([0]).shape[1:])
         return self._shape
 
 # %% ../nbs/01_decode.ipynb #c9cb923e
