@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_decode.ipynb #d708fd3a
 from __future__ import annotations
-import bisect, math, threading, time
+import bisect, math, multiprocessing, threading, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
@@ -14,8 +14,9 @@ from .core import DataError, HoiAuditError
 # %% auto #0
 __all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'observation_bins', 'target_bin', 'sample_indices',
            'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_is_idr', 'SubstitutionRecord',
-           'summarize_substitutions', 'DecodeTimeout', 'call_with_time_limit', 'open_decord', 'decode_with_damage',
-           'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'VideoDecoder', 'mp4_sample_offsets', 'damage_samples']
+           'summarize_substitutions', 'DecodeTimeout', 'call_with_time_limit', 'DecodeProcess', 'open_decord',
+           'decode_with_damage', 'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'VideoDecoder',
+           'mp4_sample_offsets', 'damage_samples']
 
 # %% ../nbs/01_decode.ipynb #1c2d014c
 @dataclass(frozen=True)
@@ -199,6 +200,80 @@ def call_with_time_limit(fn:Callable, # the call
     if "error" in out: raise out["error"]
     return out["value"]
 
+# %% ../nbs/01_decode.ipynb #0f8d0dea
+class DecodeProcess:
+    "Decode calls in a forked child process: a call that misses its time limit is ended by killing the child (then restarted)."
+    def __init__(self, path, # the video file
+                 open_reader:Callable, # path -> a decord-like reader, built in the child
+                 decode_range:Callable|None=None, # the fallback, run in the child
+                 scan:Callable|None=None, # the damage scan, run in the child
+                ):
+        self.path, self.open_reader, self.decode_range, self.scan = Path(path), open_reader, decode_range, scan
+        self.restarts = 0   # children killed for missing a time limit or dying
+        self._start()
+
+    def _start(self):
+        ctx = multiprocessing.get_context("fork")     # fork: the child inherits the callables, however they were defined
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=self._serve, args=(child,), daemon=True)
+        self._proc.start(); child.close()
+
+    def _serve(self, conn):
+        "The child's loop: answer (name, args) requests until told to stop."
+        reader = None
+        while True:
+            try: name, args = conn.recv()
+            except (EOFError, KeyboardInterrupt): return
+            if name == "stop": return
+            try:
+                if name == "open" or (reader is None and name in ("get_batch", "len", "fps")): reader = self.open_reader(self.path)
+                out = {"open": lambda: None, "get_batch": lambda: _as_array(reader.get_batch(*args)), "len": lambda: len(reader),
+                       "fps": lambda: float(reader.get_avg_fps()), "decode_range": lambda: self.decode_range(self.path, *args),
+                       "scan": lambda: self.scan(self.path, *args)}[name]()
+            except BaseException as e:
+                try: conn.send(("error", e))
+                except Exception: conn.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
+                continue
+            if isinstance(out, np.ndarray) and out.nbytes > 0:     # frames: raw bytes, not a pickle
+                out = np.ascontiguousarray(out); conn.send(("array", out.shape, out.dtype.str)); conn.send_bytes(out.reshape(-1))   # 1-D: multiprocessing sizes a buffer by len()
+            else: conn.send(("value", out))
+
+    def call(self, name:str, # open, get_batch, len, fps, decode_range or scan
+             *args, seconds:float|None=None, # the time limit (None: wait forever)
+             what:str="decode", # what to name in errors
+            ):
+        "Run one request in the child; its result, its error re-raised, or `DecodeTimeout` (the child is killed and restarted)."
+        if not self._proc.is_alive(): self.restart()
+        self._conn.send((name, args))
+        if not self._conn.poll(seconds):
+            self.restart()
+            raise DecodeTimeout(f"{what}: no result after {seconds:g} s (decoder hung); its process was killed")
+        try:
+            kind, *rest = self._conn.recv()
+            if kind == "array":
+                out = np.empty(rest[0], np.dtype(rest[1])); self._conn.recv_bytes_into(out.reshape(-1)); return out
+        except (EOFError, OSError) as e:
+            self.restart()
+            raise HoiAuditError(f"{what}: the decoder process died ({type(e).__name__})") from e
+        if kind == "error": raise rest[0]
+        return rest[0]
+
+    def restart(self):
+        self.restarts += 1; self._kill(); self._start()
+
+    def _kill(self):
+        if self._proc.is_alive(): self._proc.kill()
+        self._proc.join(); self._conn.close()
+
+    def close(self):
+        "Stop the child (killing it if it does not stop within a second)."
+        try: self._conn.send(("stop", ()))
+        except (OSError, ValueError): pass
+        self._proc.join(1.0); self._kill()
+
+def _as_array(batch) -> np.ndarray:
+    return batch.asnumpy() if hasattr(batch, "asnumpy") else np.asarray(batch)
+
 # %% ../nbs/01_decode.ipynb #289f71f9
 DAMAGE_ERR_DETECT = "careful+aggressive"   # FFmpeg's error recognition for the damage accounting (see the overview)
 
@@ -303,6 +378,7 @@ class VideoDecoder:
                  accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
                  verify:str="on_error", # scan the whole video for damage "on_error" (once decord fails on it) or "always" (on opening)
                  scan:Callable=scan_damage, # path, fps -> {frame index: cause} over the whole video
+                 isolate:bool=False, # run every decode call in a child process (a time limit then holds even for a call that holds the GIL)
                 ):
         self.path, self.time_limit = Path(path), time_limit
         self.open_reader, self.decode_range, self.scan = open_reader, decode_range, scan
@@ -312,14 +388,16 @@ class VideoDecoder:
         self.damage = None       # frame index -> cause over the whole video, once it has been scanned
         if not self.path.exists(): raise DataError(f"{self.path}: video file not found")
         if self.path.stat().st_size == 0: raise DataError(f"{self.path}: the video file is empty (0 bytes)")
-        try: self.reader = call_with_time_limit(lambda: open_reader(self.path), time_limit, f"{self.path}: opening")
-        except DecodeTimeout: raise
+        self.reader, self._process = None, DecodeProcess(self.path, open_reader, decode_range, scan) if isolate else None
+        try: self._call("open", what=f"{self.path}: opening")
+        except DecodeTimeout: self.close(); raise
         except Exception as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             hint = " (a truncated mp4: moov atom not found, so it has no index)" if mp4_lacks_moov(self.path) else ""
+            self.close()
             raise DataError(f"{self.path}: cannot open the video{hint}: {msg[:300]}") from e
-        self.fps = float(self.reader.get_avg_fps())
-        declared = len(self.reader)
+        self.fps = float(self._call("fps", what=f"{self.path}: frame rate"))
+        declared = int(self._call("len", what=f"{self.path}: frame count"))
         if declared <= 0: raise DataError(f"{self.path}: the video has no frames")
         if not self.fps > 0: raise DataError(f"{self.path}: the video reports a frame rate of {self.fps}")
         self.declared_frames = declared
@@ -328,17 +406,35 @@ class VideoDecoder:
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
-    def close(self): self.reader = None
+    def close(self):
+        self.reader = None
+        if getattr(self, "_process", None) is not None: self._process.close(); self._process = None
+
+    def _call(self, name:str, *args, seconds:float|None|str="limit", what:str="decode"):
+        "One decode request (open, get_batch, len, fps, decode_range, scan) under a time limit, in this process or the child."
+        seconds = self.time_limit if seconds == "limit" else seconds
+        if self._process is not None: return self._process.call(name, *args, seconds=seconds, what=what)
+        def local():
+            if name == "open": self.reader = self.open_reader(self.path); return None
+            return {"get_batch": lambda: _as_array(self.reader.get_batch(*args)), "len": lambda: len(self.reader),
+                    "fps": lambda: float(self.reader.get_avg_fps()), "decode_range": lambda: self.decode_range(self.path, *args),
+                    "scan": lambda: self.scan(self.path, *args)}[name]()
+        return call_with_time_limit(local, seconds, what)
+
+    def _reopen(self):
+        "A reader whose worker failed or hung is not reused."
+        if self._process is not None: self._call("open", what=f"{self.path}: reopening")
+        else: self.reader = self.open_reader(self.path)
     def __repr__(self): return f"VideoDecoder({str(self.path)!r}, n_frames={self.n_frames}, fps={self.fps:g})"
 
     def _probe(self, i:int) -> bool:
         "Does frame i decode within the time limit? (A damaged packet still counts as a frame that exists.)"
         try:
-            batch = call_with_time_limit(lambda: self.reader.get_batch([i]), self.time_limit, f"{self.path}: frame {i}")
+            batch = self._call("get_batch", [i], what=f"{self.path}: frame {i}")
             self._shape = tuple(batch.shape[1:])      # a frame's shape, for the zeros of a failed bin
             return True
         except DecodeTimeout:
-            self.reader = self.open_reader(self.path)   # the old reader's thread is stuck; start afresh
+            self._reopen()                            # the old reader is stuck; start afresh
             return False
         except IndexError: return False
         except Exception as e: return "out of bound" not in str(e) and "EOF" not in str(e)
@@ -355,14 +451,13 @@ class VideoDecoder:
         return lo + 1
 
     def _batch(self, indices) -> np.ndarray:
-        batch = call_with_time_limit(lambda: self.reader.get_batch(list(map(int, indices))), self.time_limit, f"{self.path}: get_batch")
-        return batch.asnumpy() if hasattr(batch, "asnumpy") else np.asarray(batch)
+        return self._call("get_batch", list(map(int, indices)), what=f"{self.path}: get_batch")
 
     def scan_for_damage(self) -> dict:
         "Scan the whole video for damaged frames (once); the time limit is `time_limit` per 1,000 frames."
         if self.damage is None:
             limit = None if self.time_limit is None else self.time_limit * max(1.0, self.n_frames / 1000)
-            self.damage = call_with_time_limit(lambda: self.scan(self.path, self.fps), limit, f"{self.path}: damage scan")
+            self.damage = self._call("scan", self.fps, seconds=limit, what=f"{self.path}: damage scan")
             self._damaged_sorted = sorted(self.damage)
         return self.damage
 
@@ -374,9 +469,8 @@ class VideoDecoder:
 
     def _fallback_bin(self, lo:int, hi:int, wanted:np.ndarray, record:SubstitutionRecord, b:int):
         self.fallback_bins += 1
-        self.reader = self.open_reader(self.path)   # a reader whose worker failed is not reused
-        frames, causes = call_with_time_limit(lambda: self.decode_range(self.path, lo, hi, self.fps), self.time_limit,
-                                              f"{self.path}: single-thread decode of frames {lo}..{hi - 1}")
+        self._reopen()
+        frames, causes = self._call("decode_range", lo, hi, self.fps, what=f"{self.path}: single-thread decode of frames {lo}..{hi - 1}")
         causes = {**{i: c for i, c in (self.damage or {}).items() if lo <= i < hi}, **causes}
         causes.update({i: "decode_failed" for i in range(lo, hi) if i not in frames and i not in causes})
         record.note_damage(causes)
@@ -403,7 +497,7 @@ class VideoDecoder:
             try: return self._batch(np.concatenate(wanted)).reshape(len(bins), frames_per_bin, *self._frame_shape()), record
             except DecodeTimeout: raise
             except Exception:       # a damaged packet somewhere: find every damaged frame, then go bin by bin, afresh
-                self.reader = self.open_reader(self.path)
+                self._reopen()
                 self.scan_for_damage()
         out = []
         for b, ((lo, hi), w) in enumerate(zip(bins, wanted)):

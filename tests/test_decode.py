@@ -235,3 +235,72 @@ def test_b_frames_every_differing_frame_is_marked(tmp_path):
         damage_samples(damaged, sorted(np.random.default_rng(seed).choice(np.arange(100, 400), 4, replace=False).tolist()), seed=seed)
         _, differ = _differing(clean, damaged)
         assert differ and differ <= set(scan_damage(damaged, FPS)), seed
+
+# ---- the time limit and the GIL
+
+def _main_thread_steps(fn):
+    "Run fn in a thread; count how often the main thread wakes from 1 ms sleeps meanwhile: (steps per second, seconds)."
+    import threading
+    done, steps = threading.Event(), 0
+    worker = threading.Thread(target=lambda: (fn(), done.set()), daemon=True)
+    start = time.perf_counter(); worker.start()
+    while not done.is_set(): steps += 1; time.sleep(0.001)
+    took = time.perf_counter() - start
+    return steps / took, took
+
+def test_thread_guard_does_not_fire_on_a_call_that_holds_the_gil():
+    from hoi_audit.decode import call_with_time_limit
+    n = 60_000_000
+    start = time.perf_counter()
+    assert call_with_time_limit(lambda: sum(range(n)), 0.05, "x") == n * (n - 1) // 2   # no DecodeTimeout: the limit never fired
+    assert time.perf_counter() - start > 0.25                                               # though the call ran far past it
+    rate, _ = _main_thread_steps(lambda: sum(range(n)))
+    assert rate < 20                                                                        # the waiting thread could not run
+
+def test_decord_and_pyav_release_the_gil_so_the_thread_guard_fires_for_them(rendered):
+    "The default guard is sound for the decoders the package uses: the main thread keeps running while they decode."
+    from hoi_audit.decode import open_decord
+    clean, _ = rendered
+    vr = open_decord(clean)
+    rate, took = _main_thread_steps(lambda: [vr.get_batch(list(range(0, 485, 2))).asnumpy() for _ in range(4)])
+    assert took > 0.05 and rate > 100, (rate, took)
+    rate, took = _main_thread_steps(lambda: [decode_with_damage(clean, FPS) for _ in range(2)])
+    assert took > 0.05 and rate > 100, (rate, took)
+
+class HoldsTheGil:
+    "decord, except that a batch of more than one frame first runs a long C loop that never releases the GIL."
+    def __init__(self, path):
+        from hoi_audit.decode import open_decord
+        self.r = open_decord(path)
+    def __len__(self): return len(self.r)
+    def get_avg_fps(self): return self.r.get_avg_fps()
+    def get_batch(self, idx):
+        if len(idx) > 1: sum(range(10**10))
+        return self.r.get_batch(idx)
+
+def test_isolated_guard_fires_on_a_call_that_holds_the_gil(clips):
+    clean, _ = clips
+    start = time.perf_counter()
+    with VideoDecoder(clean, time_limit=0.5, open_reader=HoldsTheGil, isolate=True) as v:
+        with pytest.raises(DecodeTimeout, match="clean.mp4: get_batch: no result after 0.5 s .* its process was killed"):
+            v.read_bins([(0, 10)], 4, "a")
+        assert v._process.restarts == 1
+        assert v.read_bins([(0, 10)], 1, "a")[0].shape == (1, 1, 64, 64, 3)        # a fresh child answers the next call
+    assert time.perf_counter() - start < 10
+
+def test_isolated_decoder_reads_the_same_frames_and_record(clips):
+    _, damaged = clips
+    out = {}
+    for isolate in (False, True):
+        with VideoDecoder(damaged, isolate=isolate) as v:
+            out[isolate] = v.read_bins(observation_bins(12.0, v.fps, v.n_frames, BinSpec()), 16, "a")
+    np.testing.assert_array_equal(out[False][0], out[True][0])
+    assert out[False][1].to_dict() == out[True][1].to_dict() and out[True][1].substitutions == 16
+
+def test_isolated_decoder_reports_bad_input_and_hangs(tmp_path, clips):
+    clean, _ = clips
+    truncated = tmp_path / "truncated.mp4"; truncated.write_bytes(clean.read_bytes()[: clean.stat().st_size // 2])
+    with pytest.raises(DataError, match=r"truncated.mp4: cannot open the video \(a truncated mp4"): VideoDecoder(truncated, isolate=True)
+    v = VideoDecoder(clean, time_limit=0.2, open_reader=Overstating, isolate=True)
+    assert v.n_frames == 60
+    v.close()
