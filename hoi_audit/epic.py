@@ -88,6 +88,7 @@ def extract(videos_dir, # folder of videos (see find_video)
             time_limit:float|None=60.0, # seconds per decode call
             accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
             verify:str="on_error", # scan each video for damage "on_error" or "always" (see VideoDecoder)
+            isolate:bool=False, # decode in a child process, so that time limits hold even for a call that holds the GIL
             decoder_kwargs:dict|None=None, # passed to VideoDecoder (e.g. a recording reader in tests)
            ) -> EpicFeatures:
     "Decode (and encode) the causal bins of every narration; every narration_id gets a record."
@@ -99,7 +100,8 @@ def extract(videos_dir, # folder of videos (see find_video)
     for video_id, rows in df.groupby("video_id", sort=False):
         try:
             path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
-            decoder = VideoDecoder(path, time_limit=time_limit, accept_concealed=accept_concealed, verify=verify, **(decoder_kwargs or {}))
+            decoder = VideoDecoder(path, time_limit=time_limit, accept_concealed=accept_concealed, verify=verify,
+                                   isolate=isolate, **(decoder_kwargs or {}))
         except (DataError, DecodeTimeout) as e:
             for i, nid in zip(rows.index, rows.narration_id):
                 records[i] = SubstitutionRecord(nid, str(video_id), error=f"narration {nid}: {e}")
@@ -125,6 +127,7 @@ def extract(videos_dir, # folder of videos (see find_video)
             if not known and decoder.damage:       # damage found just now: the narrations before took the fast path
                 for j, earlier in done: read(j, earlier)
             done.append((i, row))
+        decoder.close()
     template = next((c for c in context if c is not None), None)
     if template is None: raise DataError(f"no narration of {len(df)} could be decoded; first error: {records[0].error}")
     fill = lambda x: np.full_like(template, np.nan if template.dtype.kind == "f" else 0) if x is None else x
@@ -246,7 +249,7 @@ def _cmd_extract(args) -> int:
     spec = BinSpec(n_bins=args.bins, frames_per_bin=args.frames_per_bin, observe_from=args.observe_from, gap=args.gap)
     paths = CommandOutput.parse(args.out, "epic_extract")
     feats = extract(args.videos, args.narrations, encoder, spec, with_target=args.with_target, time_limit=args.time_limit,
-                    accept_concealed=args.accept_concealed, verify=args.verify)
+                    accept_concealed=args.accept_concealed, verify=args.verify, isolate=args.isolate)
     arrays = {"context": feats.context, "narration_id": feats.narrations.narration_id.to_numpy(str),
               "verb_class": feats.labels, "ok": feats.ok}
     if feats.target is not None: arrays["target_oracle"] = feats.target
@@ -281,5 +284,7 @@ def add_subcommand(subparsers):
                    "they are still listed as concealed in the record")
     p.add_argument("--verify", choices=["on_error", "always"], default="on_error",
                    help="scan a video for damage once decord fails on it (default), or every video when opened")
+    p.add_argument("--isolate", action="store_true", help="decode in a child process that is killed when a call passes --time-limit "
+                   "(holds even for a decoder that never releases the GIL; costs a copy of every frame)")
     p.set_defaults(func=_cmd_extract)
     return p
