@@ -275,8 +275,6 @@ def _as_array(batch) -> np.ndarray:
     return batch.asnumpy() if hasattr(batch, "asnumpy") else np.asarray(batch)
 
 # %% ../nbs/01_decode.ipynb #289f71f9
-DAMAGE_ERR_DETECT = "careful+aggressive"   # FFmpeg's error recognition for the damage accounting (see the overview)
-
 def open_decord(path, # the video file
                 num_threads:int=0, # decord's decoder threads (0: its default)
                ):
@@ -289,6 +287,9 @@ def _import_av():
     except ImportError as e:
         raise HoiAuditError("the damaged-packet fallback decodes with PyAV, which is not installed: pip install av") from e
     return av
+
+# %% ../nbs/01_decode.ipynb #fde1df05
+DAMAGE_ERR_DETECT = "careful+aggressive"   # FFmpeg's error recognition for the damage accounting (see the overview)
 
 def decode_with_damage(path, # the video file
                        fps:float, # the video's frame rate (frame index = round(time * fps))
@@ -340,6 +341,7 @@ def decode_with_damage(path, # the video file
     causes = {i: c for i, c in propagate_damage(packets, produced).items() if lo <= i < end}
     return frames, causes
 
+# %% ../nbs/01_decode.ipynb #a7073773
 def decode_range_pyav(path, # the video file
                       lo:int, # first frame wanted
                       hi:int, # one past the last frame wanted
@@ -396,6 +398,10 @@ class VideoDecoder:
             hint = " (a truncated mp4: moov atom not found, so it has no index)" if mp4_lacks_moov(self.path) else ""
             self.close()
             raise DataError(f"{self.path}: cannot open the video{hint}: {msg[:300]}") from e
+        try: self._check(verify)
+        except BaseException: self.close(); raise    # an isolated decoder's child is not left behind
+
+    def _check(self, verify:str):
         self.fps = float(self._call("fps", what=f"{self.path}: frame rate"))
         declared = int(self._call("len", what=f"{self.path}: frame count"))
         if declared <= 0: raise DataError(f"{self.path}: the video has no frames")
