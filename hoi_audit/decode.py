@@ -111,8 +111,8 @@ def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since 
         if cause is None and (leading_live if leading else live): cause = "predicted_from_damage"
         if cause is None: continue
         causes[p.index] = cause
-        if leading: leading_live = True
-        else: live = True
+        if leading and cause == "predicted_from_damage": leading_live = True   # it only inherited the previous GOP's damage
+        else: live, leading_live = True, leading_live or leading              # damaged itself: it may upset the decoder's state
     return causes
 
 # %% ../nbs/01_decode.ipynb #99d94da7

@@ -131,14 +131,14 @@ def test_summary_counts_by_hand():
 
 # ---- the damage record against pixel ground truth: decode the undamaged render and the damaged one, compare pixels
 
-def _render(path, bframes=0, preset="ultrafast"):
+def _render(path, bframes=0, preset="ultrafast", extra=()):
     "The tiny EPIC-like preset's first video (485 frames, 64x64, a keyframe every 24 frames), encoded as H.264."
     imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg", reason="video fixtures need imageio-ffmpeg (a dev dependency)")
     from hoi_audit.clips import clip_preset, plan_video, render_actions
     p = clip_preset("tiny"); rng = np.random.default_rng(0); plan = plan_video(p, rng)
     frames = render_actions(plan["verbs"], plan["durations"], plan["scene"], p, rng)
     cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", "64x64", "-r", str(FPS),
-           "-i", "-", "-c:v", "libx264", "-preset", preset, "-g", "24", "-bf", str(bframes), "-pix_fmt", "yuv420p", "-threads", "1",
+           "-i", "-", "-c:v", "libx264", "-preset", preset, "-g", "24", "-bf", str(bframes), *extra, "-pix_fmt", "yuv420p", "-threads", "1",
            "-fflags", "+bitexact", "-flags:v", "+bitexact", str(path)]
     subprocess.run(cmd, input=frames.tobytes(), check=True)
     return path
@@ -227,10 +227,11 @@ def test_random_runs_in_mdat_are_never_over_marked_without_b_frames(tmp_path, se
     marked = set(scan_damage(damaged, FPS))
     assert marked <= differ and len(marked) >= 0.7 * len(differ)
 
-def test_b_frames_every_differing_frame_is_marked(tmp_path):
+@pytest.mark.parametrize("open_gop", [False, True])
+def test_b_frames_every_differing_frame_is_marked(tmp_path, open_gop):
     "With B-frames damage is followed in decode order; a damaged non-reference B-frame marks the rest of its GOP too (strict)."
-    clean = _render(tmp_path / "clean.mp4", bframes=3, preset="medium")
-    for seed in range(3):
+    clean = _render(tmp_path / "clean.mp4", bframes=3, preset="medium", extra=["-x264opts", "open-gop=1"] if open_gop else [])
+    for seed in range(4):
         damaged = tmp_path / f"damaged{seed}.mp4"; damaged.write_bytes(clean.read_bytes())
         damage_samples(damaged, sorted(np.random.default_rng(seed).choice(np.arange(100, 400), 4, replace=False).tolist()), seed=seed)
         _, differ = _differing(clean, damaged)
