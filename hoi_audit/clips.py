@@ -4,18 +4,18 @@
 
 # %% ../nbs/03c_clips.ipynb #8b6a51c5
 from __future__ import annotations
-import subprocess
+import subprocess, tempfile
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 import pandas as pd
 from .core import DataError, HoiAuditError, write_json, write_table, sha256_file
-from .decode import BinSpec, damage_samples, observation_bins, sample_indices
+from .decode import BinSpec, damage_samples, decode_with_damage, observation_bins, sample_indices
 
 # %% auto #0
 __all__ = ['CLIP_PRESETS', 'NOUNS', 'EPIC_COLUMNS', 'ClipPreset', 'clip_preset', 'verb_looks', 'verb_successor',
            'participant_scene', 'verb_sequence', 'render_actions', 'plan_video', 'encode_mp4', 'timestamp',
-           'verb_names', 'write_epic_like']
+           'verb_names', 'write_epic_like', 'corrupted_frames']
 
 # %% ../nbs/03c_clips.ipynb #151ddc18
 @dataclass(frozen=True)
@@ -172,19 +172,32 @@ def write_epic_like(folder, # output folder (videos and annotations)
                          "narration": f"{names[v]} {NOUNS[noun]}", "verb": names[v], "verb_class": int(v), "noun": NOUNS[noun],
                          "noun_class": noun, "all_nouns": f"['{NOUNS[noun]}']", "all_noun_classes": f"[{noun}]"})
         if damaged_participant is not None and i == damaged_participant:
-            damage = {"video_id": vid, "frames": _damage_video(path, plan, p, damaged_frames, seed)}
+            damage = {"video_id": vid, **_damage_video(path, plan, p, damaged_frames, seed)}
         videos[vid] = path.relative_to(folder).as_posix()
     narrations = write_table(folder / "narrations.csv", pd.DataFrame(rows, columns=EPIC_COLUMNS))
     config = {"preset": asdict(p), "seed": seed, "n_actions": len(rows), "videos": videos, "damaged": damage}
     write_json(folder / "dataset.json", config)
     return {"folder": folder, "narrations": narrations, "videos": videos, "damaged": damage, "config": config}
 
-def _damage_video(path, plan, p:ClipPreset, n:int, seed:int) -> list[int]:
-    "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes)."
+def corrupted_frames(clean, # the undamaged video
+                     damaged, # the same video after damage
+                     fps:float, # frame rate
+                     tolerance:int=2, # grey levels a pixel may differ by (the decoder is exact: 0 would do)
+                    ) -> list[int]:
+    "Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by the single-thread decoder)."
+    ref, _ = decode_with_damage(clean, fps)
+    got, _ = decode_with_damage(damaged, fps)
+    return sorted(i for i in ref if i not in got or int(np.abs(got[i].astype(int) - ref[i]).max()) > tolerance)
+
+def _damage_video(path, plan, p:ClipPreset, n:int, seed:int) -> dict:
+    "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes); the frames this corrupts."
     starts = plan["start_frame"] / p.fps
     eligible = [j for j, t in enumerate(starts) if t >= BinSpec().observe_from]
     if not eligible: raise DataError(f"{path}: no action starts late enough to damage its observation window")
     j = eligible[len(eligible) // 2]
     bins = observation_bins(starts[j], p.fps, int(plan["stop_frame"][-1]), BinSpec())
     wanted = [int(sample_indices(lo, hi, BinSpec().frames_per_bin)[5 + 3 * k]) for k, (lo, hi) in enumerate(bins[:n])]
-    return damage_samples(path, [f if f % 24 else f + 1 for f in wanted], seed=seed)
+    with tempfile.TemporaryDirectory() as d:
+        clean = Path(d) / "clean.mp4"; clean.write_bytes(Path(path).read_bytes())
+        frames = damage_samples(path, [f if f % 24 else f + 1 for f in wanted], seed=seed)
+        return {"frames": frames, "corrupted": corrupted_frames(clean, path, p.fps)}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 import pandas as pd
-from .core import (Block, Condition, DataError, derive_block, write_json, write_npz, sha256_array)
+from .core import (Block, CommandOutput, Condition, DataError, derive_block, write_json, write_npz, sha256_array)
 from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, observation_bins, summarize_substitutions,
                               target_bin)
 from . import stats
@@ -86,6 +86,9 @@ def extract(videos_dir, # folder of videos (see find_video)
             spec:BinSpec=BinSpec(), # the observation bins
             with_target:bool=False, # also decode and encode the target segment (the oracle's input only)
             time_limit:float|None=60.0, # seconds per decode call
+            accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
+            verify:str="on_error", # scan each video for damage "on_error" or "always" (see VideoDecoder)
+            isolate:bool=False, # decode in a child process, so that time limits hold even for a call that holds the GIL
             decoder_kwargs:dict|None=None, # passed to VideoDecoder (e.g. a recording reader in tests)
            ) -> EpicFeatures:
     "Decode (and encode) the causal bins of every narration; every narration_id gets a record."
@@ -97,12 +100,13 @@ def extract(videos_dir, # folder of videos (see find_video)
     for video_id, rows in df.groupby("video_id", sort=False):
         try:
             path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
-            decoder = VideoDecoder(path, time_limit=time_limit, **(decoder_kwargs or {}))
+            decoder = VideoDecoder(path, time_limit=time_limit, accept_concealed=accept_concealed, verify=verify,
+                                   isolate=isolate, **(decoder_kwargs or {}))
         except (DataError, DecodeTimeout) as e:
             for i, nid in zip(rows.index, rows.narration_id):
                 records[i] = SubstitutionRecord(nid, str(video_id), error=f"narration {nid}: {e}")
             continue
-        for i, row in rows.iterrows():
+        def read(i, row):
             where = f"{path}, narration {row.narration_id}"
             try:
                 bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
@@ -112,11 +116,18 @@ def extract(videos_dir, # folder of videos (see find_video)
                 if with_target:
                     tb = target_bin(row.start_s, row.stop_s, decoder.fps, decoder.n_frames, where)
                     tframes, trec = decoder.read_bins([tb], spec.frames_per_bin, row.narration_id)
-                    rec.substitutions += trec.substitutions; rec.max_offset = max(rec.max_offset, trec.max_offset)
-                    if trec.error: rec.error = (rec.error + "; " if rec.error else "") + "target segment: " + trec.error
+                    rec.absorb(trec, "target segment")
                     target[i] = encoder.encode(tframes)[0] if encoder is not None else tframes[0]
             except (DataError, DecodeTimeout) as e:
-                records[i] = SubstitutionRecord(row.narration_id, str(path), error=str(e))
+                records[i] = SubstitutionRecord(row.narration_id, str(path), error=str(e), accept_concealed=accept_concealed)
+        done = []
+        for i, row in rows.iterrows():
+            known = decoder.damage is not None
+            read(i, row)
+            if not known and decoder.damage:       # damage found just now: the narrations before took the fast path
+                for j, earlier in done: read(j, earlier)
+            done.append((i, row))
+        decoder.close()
     template = next((c for c in context if c is not None), None)
     if template is None: raise DataError(f"no narration of {len(df)} could be decoded; first error: {records[0].error}")
     fill = lambda x: np.full_like(template, np.nan if template.dtype.kind == "f" else 0) if x is None else x
@@ -236,18 +247,22 @@ def _cmd_extract(args) -> int:
         from hoi_audit.encoder import PooledMotionEncoder
         encoder = PooledMotionEncoder()
     spec = BinSpec(n_bins=args.bins, frames_per_bin=args.frames_per_bin, observe_from=args.observe_from, gap=args.gap)
-    feats = extract(args.videos, args.narrations, encoder, spec, with_target=args.with_target, time_limit=args.time_limit)
-    out = Path(args.out)
+    paths = CommandOutput.parse(args.out, "epic_extract")
+    feats = extract(args.videos, args.narrations, encoder, spec, with_target=args.with_target, time_limit=args.time_limit,
+                    accept_concealed=args.accept_concealed, verify=args.verify, isolate=args.isolate)
     arrays = {"context": feats.context, "narration_id": feats.narrations.narration_id.to_numpy(str),
               "verb_class": feats.labels, "ok": feats.ok}
     if feats.target is not None: arrays["target_oracle"] = feats.target
-    write_npz(out / ("latents.npz" if encoder is not None else "bins.npz"), **arrays)
+    paths.wrote(write_npz(paths.raw / ("latents.npz" if encoder is not None else "bins.npz"), **arrays))
     summary = feats.summary
-    write_json(out / "substitutions.json", {"summary": summary, "spec": asdict(spec),
-                                            "records": [r.to_dict() for r in feats.records]})
+    paths.wrote(write_json(paths.results, {"summary": summary, "spec": asdict(spec),
+                                           "records": [r.to_dict() for r in feats.records]}))
     print(f"{summary['actions']} narrations: {summary['actions_affected']} with substituted frames ({summary['substitutions']} "
-          f"frames, largest offset {summary['max_offset']}), {summary['actions_with_errors']} with errors -> {out}")
+          f"frames, largest offset {summary['max_offset']}); {summary['actions_with_damage']} met damaged frames "
+          f"({summary['undecodable_frames']} undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']}); "
+          f"{summary['actions_with_errors']} with errors")
     for r in [r for r in feats.records if r.error][:5]: print(f"  {r.action_id}: {r.error}")
+    paths.report()
     return 1 if summary["actions_with_errors"] else 0
 
 def add_subcommand(subparsers):
@@ -256,7 +271,8 @@ def add_subcommand(subparsers):
                               "and the substitution record of damaged video")
     p.add_argument("--videos", required=True, help="folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4")
     p.add_argument("--narrations", required=True, help="EPIC-KITCHENS-100 annotation CSV")
-    p.add_argument("--out", required=True, help="output folder: latents.npz (or bins.npz) and substitutions.json")
+    p.add_argument("--out", required=True, help="a folder (DIR/results/epic_extract.json, the record; DIR/raw/epic_extract/latents.npz) "
+                   "or the record's .json path (raw/epic_extract/ beside it)")
     p.add_argument("--encoder", choices=["embedded", "none"], default="embedded", help="embedded encoder, or none (keep frames)")
     p.add_argument("--with-target", action="store_true", help="also encode the target segment (the oracle's input only)")
     p.add_argument("--bins", type=int, default=4, help="observation bins")
@@ -264,5 +280,11 @@ def add_subcommand(subparsers):
     p.add_argument("--observe-from", type=float, default=6.0, help="window start, seconds before the action")
     p.add_argument("--gap", type=float, default=1.0, help="anticipation gap, seconds before the action")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds any one decode may take")
+    p.add_argument("--accept-concealed", action="store_true", help="use frames FFmpeg concealed (the seed's looser rule); "
+                   "they are still listed as concealed in the record")
+    p.add_argument("--verify", choices=["on_error", "always"], default="on_error",
+                   help="scan a video for damage once decord fails on it (default), or every video when opened")
+    p.add_argument("--isolate", action="store_true", help="decode in a child process that is killed when a call passes --time-limit "
+                   "(holds even for a decoder that never releases the GIL; costs a copy of every frame)")
     p.set_defaults(func=_cmd_extract)
     return p

@@ -1,4 +1,4 @@
-"EPIC protocol: extraction accounts for every narration, provenance of the target segment, LOPO against sklearn, the CLI."
+"EPIC protocol: extraction accounts for every narration and every damaged frame, provenance of the target segment, LOPO against sklearn, the CLI."
 import argparse, json
 from pathlib import Path
 import numpy as np
@@ -98,11 +98,67 @@ def test_protocol_on_planted_signal():
     assert abs(d.value.iloc[0]) < 1e-12                                   # forecast == persistence here
     assert res.seen_fraction == 1.0
 
+def test_damaged_video_record_names_its_corrupted_frames(tiny):
+    "The ground truth: frames whose pixels differ from the undamaged encode (clips.corrupted_frames). Strict and loose rules."
+    narr = read_narrations(tiny["narrations"])
+    corrupted = set(tiny["damaged"]["corrupted"])
+    strict = extract(tiny["folder"], narr, None, with_target=True)
+    loose = extract(tiny["folder"], narr, None, with_target=True, accept_concealed=True)
+    for feats in (strict, loose):
+        met = {i for r in feats.records for i in r.undecodable + r.concealed}
+        assert met == corrupted                                 # every corrupted frame is met by some action, nothing else is named
+        assert all(r.action_id.startswith(tiny["damaged"]["video_id"]) for r in feats.records if r.undecodable or r.concealed)
+    s, l = strict.summary, loose.summary
+    failed = set(tiny["damaged"]["frames"])                     # the damaged packets fail to decode; the rest of their GOPs is concealed
+    assert (s["undecodable_frames"], s["concealed_frames"], s["rule"]) == (len(corrupted), len(corrupted - failed), "strict")
+    assert (l["undecodable_frames"], l["concealed_frames"], l["rule"]) == (len(failed), len(corrupted - failed), "accept_concealed")
+    assert s["damage_causes"] == {"decode_failed": len(failed), "flagged_corrupt": 0, "predicted_from_damage": len(corrupted - failed)}
+    assert s["substitutions"] > l["substitutions"] > 0
+    # no frame the strict rule returns is a corrupted one: its pixels equal the undamaged frame of some clean index of the same bin
+    video = tiny["folder"] / tiny["videos"][tiny["damaged"]["video_id"]]
+    import tempfile
+    from hoi_audit.clips import write_epic_like
+    with tempfile.TemporaryDirectory() as d:
+        clean = write_epic_like(d, "tiny", seed=0, damaged_participant=None)
+        from hoi_audit.decode import decode_with_damage
+        ref, _ = decode_with_damage(Path(d) / clean["videos"][tiny["damaged"]["video_id"]], 12)
+    lookup = {f.tobytes(): i for i, f in ref.items()}
+    for k, r in enumerate(strict.records):
+        if not r.undecodable or not r.ok: continue
+        used = {lookup.get(f.tobytes()) for f in strict.context[k].reshape(-1, *strict.context.shape[-3:])}
+        assert None not in used and not used & corrupted, r.action_id
+
+class Silent:
+    "A decord stand-in over 480 frames that raises only on frame 300, and returns frames 100..119 (concealed) without complaint."
+    def __init__(self, path): pass
+    def __len__(self): return 480
+    def get_avg_fps(self): return 12.0
+    def get_batch(self, idx):
+        if 300 in set(idx): raise RuntimeError("Thread worker: Error sending packet")
+        return np.stack([np.full((2, 2, 3), i % 256, np.uint8) for i in idx])
+
+SILENT_DAMAGE = {300: "decode_failed", **{i: "predicted_from_damage" for i in range(100, 120)}}
+
+def test_narrations_read_before_the_damage_was_found_are_read_again(tiny):
+    "With verify='on_error' damage is found by the first action whose batch fails; an earlier action that met damage is re-read."
+    narr = read_narrations(tiny["narrations"])
+    rows = narr[narr.video_id == "P01_01"].head(2).copy()
+    rows["start_s"] = [14.0, 30.0]             # windows [8 s, 13 s) = frames 96..155 (meets 100..119) and frames 288..347 (meets 300)
+    kw = {"open_reader": Silent, "scan": lambda path, fps: dict(SILENT_DAMAGE),
+          "decode_range": lambda path, lo, hi, fps: ({i: np.full((2, 2, 3), i % 256, np.uint8) for i in range(lo, hi) if i != 300},
+                                                     {i: c for i, c in SILENT_DAMAGE.items() if lo <= i < hi})}
+    feats = extract(tiny["folder"], rows, None, decoder_kwargs=kw)
+    first, second = feats.records
+    assert first.undecodable == list(range(100, 120)) and first.substitutions > 0    # found although its own batch never failed
+    assert second.undecodable == [300]
+    assert not {int(v) for v in np.unique(feats.context[0][..., 0, 0, 0])} & set(range(100, 120))
+
 def test_cli_writes_records_and_flags_errors(tiny, tmp_path):
     code = run_cli("--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(tmp_path / "o"))
-    out = json.loads((tmp_path / "o" / "substitutions.json").read_text())
+    out = json.loads((tmp_path / "o" / "results" / "epic_extract.json").read_text())
     assert code == 1 and out["summary"]["actions_with_errors"] > 0          # the early actions are reported, not dropped
-    with np.load(tmp_path / "o" / "latents.npz") as z:
+    assert out["summary"]["undecodable_frames"] > 0 and out["records"][0].keys() >= {"undecodable", "concealed", "damage_causes"}
+    with np.load(tmp_path / "o" / "raw" / "epic_extract" / "latents.npz") as z:
         assert z["context"].shape[:2] == (out["summary"]["actions"], 4) and z["ok"].sum() == out["summary"]["actions"] - out["summary"]["actions_with_errors"]
 
 def test_cli_missing_video_and_bad_csv(tiny, tmp_path):
@@ -110,8 +166,24 @@ def test_cli_missing_video_and_bad_csv(tiny, tmp_path):
     narr.loc[0, "video_id"] = "P99_01"; narr.loc[0, "participant_id"] = "P99"
     narr.to_csv(tmp_path / "n.csv", index=False)
     run_cli("--videos", str(tiny["folder"]), "--narrations", str(tmp_path / "n.csv"), "--out", str(tmp_path / "o"))
-    rec = json.loads((tmp_path / "o" / "substitutions.json").read_text())["records"][0]
+    rec = json.loads((tmp_path / "o" / "results" / "epic_extract.json").read_text())["records"][0]
     assert "P99_01 not found" in rec["error"] and rec["action_id"] == narr.narration_id[0]
     narr.drop(columns="verb_class").to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(DataError, match=r"bad.csv: missing EPIC-100 column\(s\) \['verb_class'\]"):
         run_cli("--videos", str(tiny["folder"]), "--narrations", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o2"))
+
+def test_cli_out_convention_writes_only_below_out_and_lists_every_file(tiny, tmp_path, capsys, monkeypatch):
+    "--out DIR or --out FILE.json (core.CommandOutput): nothing is written anywhere else, and every written file is printed."
+    monkeypatch.chdir(tmp_path)                                   # a stray relative write would land here
+    before = {p for p in tmp_path.rglob("*")}
+    run_cli("--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(tmp_path / "mine" / "record.json"),
+            "--encoder", "none")
+    written = {p for p in tmp_path.rglob("*") if p.is_file()} - before
+    assert written == {tmp_path / "mine" / "record.json", tmp_path / "mine" / "raw" / "epic_extract" / "bins.npz"}
+    printed = [l.removeprefix("wrote ") for l in capsys.readouterr().out.splitlines() if l.startswith("wrote ")]
+    assert sorted(printed) == sorted(str(p) for p in written)
+    assert json.loads((tmp_path / "mine" / "record.json").read_text())["summary"]["actions"] == len(pd.read_csv(tiny["narrations"]))
+    (tmp_path / "afile").write_text("x")
+    from hoi_audit.core import OutputError
+    with pytest.raises(OutputError, match="afile: --out must be a folder or a .json path"):
+        run_cli("--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(tmp_path / "afile"))
