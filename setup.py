@@ -30,6 +30,8 @@ setuptools.setup(
     url=cfg['git_url'],
     packages=setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data=True,
+    # the real labels (segment tables, splits, mappings, provenance): procedural.SHIPPED_LABELS
+    package_data={cfg['lib_path']: ['data/labels/*/*']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     python_requires='>=' + min_python,
