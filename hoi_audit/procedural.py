@@ -587,7 +587,7 @@ def materialize_real_labels(name:str, # one of REAL_DATASETS
     "Rebuild a shipped dataset's MS-TCN folder into the cache on first use (atomically), and check it against its pins."
     packed = verify_shipped(name)
     final = Path(cache or labels_cache_dir()).expanduser().resolve() / "labels" / sha256_json(SHIPPED_LABEL_PINS)[:16] / name
-    if final in _CHECKED: return final
+    if final in _CHECKED and final.is_dir(): return final   # checked already by this process (and not deleted since)
     if not final.is_dir():
         parent = _ensure_folder(final.parent)
         build = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent))
