@@ -95,7 +95,10 @@ def test_failed_experiment_keeps_its_notebook_and_names_it(tmp_path, repo):
 # ------------------------------------------------------------------------------------------- a fresh clone, with nothing beside it
 
 EXPERIMENTS = sorted(p.stem for p in (REPO / "nbs" / "experiments").glob("*.ipynb"))
-NOT_YET = {"four_condition": "its real-label half still reads HOI_AUDIT_LABELS (the lead switches it to procedural.real_labels_root)"}
+NOT_YET = {  # strict: once fixed these pass, and the mark must go
+    "four_condition": "its real-label half still reads HOI_AUDIT_LABELS (the lead switches it to procedural.real_labels_root)",
+    "epic_anticipation": "the committed results/epic_anticipation.json is not what the current code regenerates, with or without ../shared "
+                         "(the forecaster seed hashes differ; run to run it is stable): its owner regenerates and commits it"}
 
 @pytest.fixture(scope="module")
 def fresh_clone(tmp_path_factory) -> Path:
@@ -133,3 +136,15 @@ def test_make_reproduce_is_the_command():
     assert "HOI_AUDIT_LABELS" not in makefile.replace("# No environment variable", "")
     r = subprocess.run(["make", "-n", "reproduce"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == ".venv/bin/hoi-audit reproduce --scale small --out .", r.stdout
+
+def test_the_wheel_ships_the_labels(fresh_clone, tmp_path):
+    "A `pip install` gets the real labels too: the wheel built from a clone holds every shipped file, and pip says nothing about them."
+    import zipfile
+    from hoi_audit.procedural import SHIPPED_LABEL_PINS
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(fresh_clone)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "would be ignored" not in r.stdout + r.stderr
+    names = set(zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist())
+    for dataset, files in SHIPPED_LABEL_PINS.items():
+        for name in [*files, "PROVENANCE.txt"]: assert f"hoi_audit/data/labels/{dataset}/{name}" in names, (dataset, name)
