@@ -148,3 +148,17 @@ def test_the_wheel_ships_the_labels(fresh_clone, tmp_path):
     names = set(zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist())
     for dataset, files in SHIPPED_LABEL_PINS.items():
         for name in [*files, "PROVENANCE.txt"]: assert f"hoi_audit/data/labels/{dataset}/{name}" in names, (dataset, name)
+
+def test_a_missing_dataset_is_an_error_or_a_recorded_skip(tmp_path, labels_dir):
+    "decomposition with labels_dir holding only GTEA: an error naming what is missing; with skip_missing, a warning and config.skipped."
+    shutil.copytree(labels_dir / "gtea", tmp_path / "labels" / "gtea")
+    given = ["reproduce", "--only", "decomposition", "--quiet", "-p", f"labels_dir={tmp_path / 'labels'}", "-p", "synthetic_size=tiny"]
+    r = hoi_audit(*given, "--out", str(tmp_path / "strict"))
+    assert r.returncode == 2 and "no MS-TCN folder for 'breakfast' (labels_dir=" in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "strict" / "results" / "decomposition.json").exists()
+    r = hoi_audit(*given, "-p", "skip_missing=true", "--out", str(tmp_path / "lenient"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("breakfast", "50salads"): assert f"warning: decomposition skipped {name} (labels not found)" in r.stderr
+    payload = json.loads((tmp_path / "lenient" / "results" / "decomposition.json").read_text())
+    assert payload["config"]["skipped"] == {"breakfast": "labels not found", "50salads": "labels not found"}
+    assert {rec["dataset"] for rec in payload["records"]} == {"gtea", "synthetic_breakfast"}
