@@ -464,3 +464,10 @@ def test_unpack_refuses_a_damaged_table(tmp_path):
     (tmp_path / "p" / "segments.tsv.gz").write_bytes(gzip.compress("\n".join(rows).encode(), mtime=0))
     with pytest.raises(DataError, match=r"segments\.tsv\.gz: line 4: segment \[\d+, \d+\) of 'rgb-01-1' must start at frame"):
         unpack_labels(tmp_path / "p", tmp_path / "out")
+
+
+def test_the_committed_results_were_made_from_the_shipped_labels(repo):
+    "results/decomposition.json pins the label folders it read: they are the folders the shipped tables rebuild."
+    import json
+    pins = json.loads((repo / "results" / "decomposition.json").read_text())["pins"]
+    assert pins == {f"{d}/{k}": v for d, parts in MSTCN_LABEL_PINS.items() for k, v in parts.items()}
