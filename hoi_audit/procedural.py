@@ -510,7 +510,7 @@ def unpack_labels(packed, # a folder written by `pack_mstcn`
     for bundle, lines in bundles.items(): (dest / "splits" / bundle).write_bytes("".join(lines).encode("utf-8"))
     return dest
 
-# %% ../nbs/02_procedural.ipynb #77466eaf
+# %% ../nbs/02_procedural.ipynb #fe05cd54
 REAL_DATASETS = ("breakfast", "50salads", "gtea")  # the real label sets that ship with the package
 SHIPPED_LABELS = Path(hoi_audit.__file__).resolve().parent / "data" / "labels"  # hoi_audit/data/labels/<name>/
 SHIPPED_LABEL_PINS = {  # SHA-256 of each shipped file
@@ -534,6 +534,7 @@ MSTCN_LABEL_PINS = {  # labels_pins of the rebuilt folders (= of the original MS
              "splits": "6eae3c029bd5a95deca83efe8dfb645734f5290053089e7f9695edb42379609d",
              "groundTruth": "21693e5772eed15302a9f09f72ba034e15933a77e0628b4e71e059de6e779ee1"}}
 
+# %% ../nbs/02_procedural.ipynb #691900ff
 def labels_pins(root, # an MS-TCN folder
                 name:str, # the dataset's name (prefix of each pin)
                ) -> dict: # pin name -> SHA-256
@@ -542,6 +543,7 @@ def labels_pins(root, # an MS-TCN folder
     return {f"{name}/mapping.txt": sha256_file(root / "mapping.txt"), f"{name}/splits": sha256_folder(root / "splits"),
             f"{name}/groundTruth": sha256_folder(root / "groundTruth")}
 
+# %% ../nbs/02_procedural.ipynb #7e2e0332
 def _check_real_name(name:str):
     if name not in REAL_DATASETS: raise DataError(f"no shipped labels called {name!r}; the package ships {list(REAL_DATASETS)}")
 
@@ -554,7 +556,7 @@ def verify_shipped(name:str, # one of REAL_DATASETS
     for file, pin in SHIPPED_LABEL_PINS[name].items(): verify(folder / file, pin)
     return folder
 
-# %% ../nbs/02_procedural.ipynb #ad85eeee
+# %% ../nbs/02_procedural.ipynb #8f005987
 LABELS_ENV = "HOI_AUDIT_LABELS"  # optional: a folder of the user's own MS-TCN copies, DIR/<name>/; used instead of the shipped labels
 CACHE_ENV = "HOI_AUDIT_CACHE"    # optional: the cache root (default $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit)
 
@@ -564,6 +566,7 @@ def labels_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base).expanduser() / "hoi_audit"
 
+# %% ../nbs/02_procedural.ipynb #5e538e06
 def _check_rebuilt(root:Path, name:str, packed:Path):
     "Compare a rebuilt folder with MSTCN_LABEL_PINS; on a mismatch name the first file that differs from a fresh rebuild."
     actual = labels_pins(root, name)
@@ -603,7 +606,7 @@ def materialize_real_labels(name:str, # one of REAL_DATASETS
     _CHECKED.add(final)
     return final
 
-# %% ../nbs/02_procedural.ipynb #442c7e10
+# %% ../nbs/02_procedural.ipynb #7640c86c
 def real_labels_root(name:str, # a dataset name: one of REAL_DATASETS, or any folder name under labels_dir / $HOI_AUDIT_LABELS
                      labels_dir=None, # a folder of the user's own MS-TCN copies (default: $HOI_AUDIT_LABELS, else the shipped labels)
                     ) -> Path: # the dataset's MS-TCN folder
@@ -615,11 +618,13 @@ def real_labels_root(name:str, # a dataset name: one of REAL_DATASETS, or any fo
         raise DataError(f"{root}: no MS-TCN folder for {name!r} ({how}={source}); unset it to use the labels shipped with hoi_audit")
     return root
 
+# %% ../nbs/02_procedural.ipynb #e2505be0
 def real_labels_dir(labels_dir=None, # as in `real_labels_root`
                    ) -> Path: # a folder holding breakfast/, 50salads/ and gtea/
     "The folder that holds the three real label sets (shipped, or the user's copy)."
     return [real_labels_root(n, labels_dir) for n in REAL_DATASETS][0].parent
 
+# %% ../nbs/02_procedural.ipynb #dc3e09eb
 def read_real_labels(name:str, # as in `real_labels_root`
                      labels_dir=None, # as in `real_labels_root`
                      **kwargs, # options of `read_mstcn` (background, verbs, features, ...)
