@@ -7,7 +7,8 @@ SCALE ?= small
 OUT ?= .
 # torch first, pinned: its CPU wheel; a bare `torch` would pull a multi-GB CUDA build
 TORCH := torch==2.13.0
-export HOI_AUDIT_LABELS ?= $(abspath ../shared/data/labels)
+# No environment variable: the real labels ship with the package (procedural.real_labels_root), so `make reproduce` is exactly
+# `hoi-audit reproduce --out .` and runs the same from a fresh clone with nothing beside it.
 
 .PHONY: venv reproduce test check-export nbtest pytest docs check-docs readme check-readme bench clean
 
@@ -20,7 +21,7 @@ $(VENV)/.installed: settings.ini setup.py
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
-## make reproduce: every experiment notebook at the small scale -> figures/, results/, runs/
+## make reproduce: every experiment notebook at the small scale -> figures/, results/, runs/, store/ (the same as hoi-audit reproduce --out .)
 reproduce: venv
 	$(BIN)/hoi-audit reproduce --scale $(SCALE) --out $(OUT)
 

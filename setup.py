@@ -28,8 +28,11 @@ setuptools.setup(
                 + ['Programming Language :: Python :: ' + v for v in py_versions[py_versions.index(min_python):]]
                 + (['License :: ' + lic[1]] if lic[1] else []),
     url=cfg['git_url'],
-    packages=setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
+    packages=setuptools.find_namespace_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*'], exclude=['*.__pycache__']),
     include_package_data=True,
+    # the real labels (segment tables, splits, mappings, provenance): procedural.SHIPPED_LABELS; their folders hold no .py files,
+    # hence find_namespace_packages (find_packages would warn that they 'would be ignored')
+    package_data={cfg['lib_path']: ['data/labels/*/*']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     python_requires='>=' + min_python,

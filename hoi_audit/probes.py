@@ -7,19 +7,20 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
+import argparse
 import numpy as np
 import pandas as pd
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
-from .core import DataError, sha256_file, sha256_folder, write_results
-from .procedural import read_mstcn
+from .core import CommandOutput, DataError, HoiAuditError, write_results
+from .procedural import REAL_DATASETS, labels_pins, read_mstcn, real_labels_root
 from .queries import next_action_queries, split_queries
 
 # %% auto #0
 __all__ = ['PREDICTORS', 'PREDICTOR_LABELS', 'CONTEXTS', 'encode_latest', 'encode_set', 'encode_sequence', 'MajorityPredictor',
            'BigramPredictor', 'HistoryClassifier', 'latest_action_predictor', 'completed_set_predictor',
            'full_history_predictor', 'act_at_1', 'ceiling_act1', 'decomposition_table', 'decomposition',
-           'dataset_folders', 'labels_pins', 'wide_table', 'run_decomposition', 'add_subcommand']
+           'dataset_folders', 'wide_table', 'run_decomposition', 'add_subcommand']
 
 # %% ../nbs/09_probes.ipynb #c0f62c87
 def _latest(history): return history[-1] if len(history) else None
@@ -160,29 +161,26 @@ def decomposition(dataset, # a `ProceduralDataset` (labels only are enough)
     return per_split, decomposition_table(per_split)
 
 # %% ../nbs/09_probes.ipynb #5a924fcf
-def dataset_folders(data_dir) -> list[Path]:
-    "The MS-TCN folders at `data_dir`: itself when it has a mapping.txt, else its subfolders that do."
-    data_dir = Path(data_dir)
+def dataset_folders(data, # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
+                   ) -> list[Path]:
+    "The MS-TCN folders in `data`: a list as given, a folder itself when it has a mapping.txt, else its subfolders that do."
+    if isinstance(data, (list, tuple)):
+        for root in map(Path, data):
+            if not (root / "mapping.txt").is_file(): raise DataError(f"{root}: not an MS-TCN folder (no mapping.txt)")
+        return [Path(d) for d in data]
+    data_dir = Path(data)
     if not data_dir.is_dir(): raise DataError(f"{data_dir}: folder not found")
     if (data_dir / "mapping.txt").is_file(): return [data_dir]
     found = sorted(p for p in data_dir.iterdir() if (p / "mapping.txt").is_file())
     if not found: raise DataError(f"{data_dir}: neither an MS-TCN folder (mapping.txt) nor a folder of them")
     return found
 
-def labels_pins(root, # an MS-TCN folder
-                name:str, # the dataset's name (prefix of each pin)
-               ) -> dict: # pin name -> SHA-256
-    "SHA-256 of what a label-only result depends on: mapping.txt, splits/ and groundTruth/ (never the features)."
-    root = Path(root)
-    return {f"{name}/mapping.txt": sha256_file(root / "mapping.txt"), f"{name}/splits": sha256_folder(root / "splits"),
-            f"{name}/groundTruth": sha256_folder(root / "groundTruth")}
-
 def wide_table(per_split:pd.DataFrame) -> pd.DataFrame:
     "Predictor x dataset, 'mean±std' strings."
     cols = {name: decomposition_table(g)["act1"] for name, g in per_split.groupby("dataset", sort=False)}
     return pd.DataFrame(cols).rename(index=PREDICTOR_LABELS)
 
-def run_decomposition(data_dir, # an MS-TCN folder, or a folder of them
+def run_decomposition(data_dir, # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
                       out=None, # the results JSON to write (None: print only)
                       splits:Sequence[int]|None=None, # split numbers; None: every split
                       predictors:Sequence[str]|None=None, # predictor names; None: all five
@@ -207,15 +205,21 @@ def run_decomposition(data_dir, # an MS-TCN folder, or a folder of them
 
 # %% ../nbs/09_probes.ipynb #9e075213
 def _cmd_probes(args) -> int:
-    run_decomposition(args.data_dir, out=args.out, splits=args.splits, predictors=args.predictors)
-    if args.out: print(f"results: {args.out}")
+    if (args.data_dir is None) == (args.real is None):
+        raise HoiAuditError("probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME ...] (the shipped labels), not both")
+    data = args.data_dir if args.data_dir is not None else [real_labels_root(n) for n in (args.real or REAL_DATASETS)]
+    paths = CommandOutput.parse(args.out, "decomposition")
+    run_decomposition(data, out=paths.results, splits=args.splits, predictors=args.predictors)
+    paths.wrote(paths.results); paths.report()
     return 0
 
 def add_subcommand(subparsers):
     "Register `hoi-audit probes` (the label-only decomposition predictors of Table 16)."
-    p = subparsers.add_parser("probes", help="label-only decomposition predictors (Table 16) on an MS-TCN-layout folder")
-    p.add_argument("data_dir", help="an MS-TCN-layout folder (features optional), or a folder of them")
-    p.add_argument("--out", help="results JSON to write (experiment 'decomposition')")
+    p = subparsers.add_parser("probes", help="label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped labels")
+    p.add_argument("data_dir", nargs="?", help="an MS-TCN-layout folder (features optional), or a folder of them")
+    p.add_argument("--real", nargs="*", choices=REAL_DATASETS, metavar="NAME",
+                   help=f"the real labels shipped with hoi_audit instead of DATA_DIR: {', '.join(REAL_DATASETS)} (default: all)")
+    p.add_argument("--out", required=True, help="DIR (writes DIR/results/decomposition.json) or FILE.json (the results file itself)")
     p.add_argument("--splits", nargs="+", type=int, help="split numbers (default: every split)")
     p.add_argument("--predictors", nargs="+", choices=sorted(PREDICTORS), help="predictors (default: all five)")
     p.set_defaults(func=_cmd_probes)

@@ -4,18 +4,24 @@
 
 # %% ../nbs/02_procedural.ipynb #b8b57b92
 from __future__ import annotations
-import os, re
+import gzip, io, os, re, shutil, tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
-from .core import DataError, write_npy, write_text
+import hoi_audit
+from .core import (DataError, PinMismatch, _ensure_folder, _umask, sha256_file, sha256_folder, sha256_json, verify,
+                            write_bytes, write_npy, write_text)
 
 # %% auto #0
-__all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGTH_TOLERANCE', 'read_mapping', 'background_ids',
-           'verb_map', 'read_bundle', 'read_splits', 'parse_video_name', 'read_label_file', 'segments_of', 'Trim',
-           'open_features', 'time_axis', 'first_nonfinite', 'Video', 'ProceduralDataset', 'read_mstcn', 'write_mstcn']
+__all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGTH_TOLERANCE', 'SEGMENT_HEADER', 'SPLIT_HEADER',
+           'REAL_DATASETS', 'SHIPPED_LABELS', 'SHIPPED_LABEL_PINS', 'MSTCN_LABEL_PINS', 'LABELS_ENV', 'CACHE_ENV',
+           'read_mapping', 'background_ids', 'verb_map', 'read_bundle', 'read_splits', 'parse_video_name',
+           'read_label_file', 'segments_of', 'Trim', 'open_features', 'time_axis', 'first_nonfinite', 'Video',
+           'ProceduralDataset', 'read_mstcn', 'write_mstcn', 'pack_mstcn', 'unpack_labels', 'labels_pins',
+           'verify_shipped', 'labels_cache_dir', 'materialize_real_labels', 'real_labels_root', 'real_labels_dir',
+           'read_real_labels']
 
 # %% ../nbs/02_procedural.ipynb #ae066048
 def read_mapping(path, # a mapping.txt: `<id> <name>` per line
@@ -418,3 +424,210 @@ def write_mstcn(root, # the dataset folder to write
     for video, array in (features or {}).items():
         write_npy(root / "features" / f"{video}.npy", np.asarray(array).T if feature_layout == "DxT" else np.asarray(array))
     return root
+
+# %% ../nbs/02_procedural.ipynb #c289a107
+SEGMENT_HEADER = "video\tstart\tend\tlabel"   # the first line of segments.tsv.gz
+SPLIT_HEADER = "split\tpart\tentry"            # the first line of splits.tsv.gz
+
+def _gzip(text:str) -> bytes:
+    "gzip `text` (UTF-8) with no timestamp and no file name, so equal text gives equal bytes."
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as f: f.write(text.encode("utf-8"))
+    return buf.getvalue()
+
+def pack_mstcn(root, # an MS-TCN folder (mapping.txt, groundTruth/, splits/)
+               dest, # the folder to write mapping.txt, segments.tsv.gz, splits.tsv.gz (and PROVENANCE.txt) into
+              ) -> Path:
+    "Write an MS-TCN folder's labels as one segment table, one split table and the mapping; refuse what could not be rebuilt exactly."
+    root, dest = Path(root), Path(dest)
+    classes = read_mapping(root / "mapping.txt")
+    class_id = {c: i for i, c in enumerate(classes)}
+    read_splits(root / "splits")                      # the reader's own checks (both parts, no leakage)
+    rows = [SEGMENT_HEADER]
+    for path in sorted((root / "groundTruth").glob("*.txt")):
+        labels = read_label_file(path, class_id)
+        if path.read_bytes() != "".join(f"{classes[l]}\n" for l in labels).encode("utf-8"):
+            raise DataError(f"{path}: not exactly one '<label>\\n' line per frame (whitespace or line ends); it cannot be packed losslessly")
+        rows += [f"{path.stem}\t{s}\t{e}\t{classes[l]}" for s, e, l in segments_of(labels)]
+    entries = [SPLIT_HEADER]
+    for path in sorted((root / "splits").glob("*.bundle")):
+        m = _BUNDLE.fullmatch(path.name)
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if lines[-1] != "" or any(not l or l != l.strip() or "\t" in l for l in lines[:-1]):
+            raise DataError(f"{path}: not one entry per line, each ending in a newline; it cannot be packed losslessly")
+        entries += [f"{m['split']}\t{m['part']}\t{l}" for l in lines[:-1]]
+    write_bytes(dest / "mapping.txt", (root / "mapping.txt").read_bytes())
+    write_bytes(dest / "segments.tsv.gz", _gzip("\n".join(rows) + "\n"))
+    write_bytes(dest / "splits.tsv.gz", _gzip("\n".join(entries) + "\n"))
+    if (root / "PROVENANCE.txt").is_file(): write_bytes(dest / "PROVENANCE.txt", (root / "PROVENANCE.txt").read_bytes())
+    return dest
+
+# %% ../nbs/02_procedural.ipynb #a78cc9ec
+def _read_gzip_table(path, # a .tsv.gz table
+                     header:str, # its required first line
+                    ) -> list[list[str]]: # the rows after the header, split on tabs
+    "The rows of a gzip-compressed tab-separated table, checked for its header, field count and final newline."
+    path = Path(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f: text = f.read()
+    except FileNotFoundError as e: raise DataError(f"{path}: file not found") from e
+    except (OSError, EOFError, UnicodeDecodeError) as e: raise DataError(f"{path}: not a readable gzip-compressed UTF-8 table ({e})") from e
+    lines = text.split("\n")
+    if lines[0] != header: raise DataError(f"{path}: line 1 is {lines[0][:80]!r}; expected the header {header!r}")
+    if lines[-1] != "": raise DataError(f"{path}: the last line has no newline (truncated?)")
+    rows, width = [l.split("\t") for l in lines[1:-1]], header.count("\t") + 1
+    for lineno, row in enumerate(rows, 2):
+        if len(row) != width: raise DataError(f"{path}: line {lineno} has {len(row)} fields; expected {width} ({header!r})")
+    return rows
+
+def unpack_labels(packed, # a folder written by `pack_mstcn`
+                  dest, # the MS-TCN folder to write (mapping.txt, groundTruth/, splits/)
+                 ) -> Path:
+    "Rebuild the MS-TCN folder that `pack_mstcn` packed, byte for byte."
+    packed, dest = Path(packed), Path(dest)
+    classes = set(read_mapping(packed / "mapping.txt"))
+    table, files, video, t = packed / "segments.tsv.gz", {}, None, 0
+    for lineno, (name, start, end, label) in enumerate(_read_gzip_table(table, SEGMENT_HEADER), 2):
+        where = f"{table}: line {lineno}"
+        if not re.fullmatch(r"[\w.+-]+", name): raise DataError(f"{where}: video name {name!r} is not a plain file name")
+        if name != video:
+            if name in files: raise DataError(f"{where}: the segments of video {name!r} are not consecutive rows")
+            video, t, files[name] = name, 0, []
+        if label not in classes: raise DataError(f"{where}: label {label!r} is not in {packed / 'mapping.txt'}")
+        if not (start.isdigit() and end.isdigit()): raise DataError(f"{where}: start {start!r} and end {end!r} must be frame numbers")
+        s, e = int(start), int(end)
+        if s != t or e <= s: raise DataError(f"{where}: segment [{s}, {e}) of {name!r} must start at frame {t} and be non-empty")
+        files[name].append(f"{label}\n" * (e - s)); t = e
+    bundles = {}
+    for lineno, (split, part, entry) in enumerate(_read_gzip_table(packed / "splits.tsv.gz", SPLIT_HEADER), 2):
+        if not _BUNDLE.fullmatch(f"{part}.split{split}.bundle"):
+            raise DataError(f"{packed / 'splits.tsv.gz'}: line {lineno}: split {split!r} / part {part!r} not understood")
+        bundles.setdefault(f"{part}.split{split}.bundle", []).append(f"{entry}\n")
+    for sub in ("groundTruth", "splits"): (dest / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(packed / "mapping.txt", dest / "mapping.txt")
+    if (packed / "PROVENANCE.txt").is_file(): shutil.copyfile(packed / "PROVENANCE.txt", dest / "PROVENANCE.txt")
+    for name, runs in files.items(): (dest / "groundTruth" / f"{name}.txt").write_bytes("".join(runs).encode("utf-8"))
+    for bundle, lines in bundles.items(): (dest / "splits" / bundle).write_bytes("".join(lines).encode("utf-8"))
+    return dest
+
+# %% ../nbs/02_procedural.ipynb #fe05cd54
+REAL_DATASETS = ("breakfast", "50salads", "gtea")  # the real label sets that ship with the package
+SHIPPED_LABELS = Path(hoi_audit.__file__).resolve().parent / "data" / "labels"  # hoi_audit/data/labels/<name>/
+SHIPPED_LABEL_PINS = {  # SHA-256 of each shipped file
+    "breakfast": {"mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
+                  "segments.tsv.gz": "2339e162f2a48702a322c675629bb0111e351213859eb1f175fa457c3fa65018",
+                  "splits.tsv.gz": "9d4a8c41e28c6a24057c84e9f659e3fdfbfe7103e9c9a28021bae9af50b0ba33"},
+    "50salads": {"mapping.txt": "d9896add0c02ba39649eb1745a8082c294d37b758961d4c4f425526630c549f7",
+                 "segments.tsv.gz": "d470194d44f5f228d3d5ae7f8457b78c82551d69f00ee0952f8b4d7ab1183fc7",
+                 "splits.tsv.gz": "e8fb3921f79eed21bd12d4098b69c374dfbe62f5ab63f110efaa20911067121c"},
+    "gtea": {"mapping.txt": "5af11cfbe461e5b6d73b41045ea53023d7b4d22030e010a744d2b1be9c868ad4",
+             "segments.tsv.gz": "b7c5b86bf5103eeba84bbad45bee096d66c81b1b624d8b4833fd6a6b41503c76",
+             "splits.tsv.gz": "9e904f1a22af6a59aa44ce3fa0da290c3b6b521f2c59cd5e74bbe22c5bdcb036"}}
+MSTCN_LABEL_PINS = {  # labels_pins of the rebuilt folders (= of the original MS-TCN distribution)
+    "breakfast": {"mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
+                  "splits": "60bc9652dbb6694d03be38d24aaf4d4c47c197b2d27eda75833dfc87a2d124e0",
+                  "groundTruth": "4be796779fee8d9a8f60aad7b8e32066f4e0bef21e75e97a9a757af7c69a48fa"},
+    "50salads": {"mapping.txt": "d9896add0c02ba39649eb1745a8082c294d37b758961d4c4f425526630c549f7",
+                 "splits": "c2643fe96e3c7fa1d703b46447b7ed202a2e647d5d993b0675d33c60bd3c00bf",
+                 "groundTruth": "1de39447c5e47d4d1409e91b9a1d855751067ce851459989497c2ff182fa093e"},
+    "gtea": {"mapping.txt": "5af11cfbe461e5b6d73b41045ea53023d7b4d22030e010a744d2b1be9c868ad4",
+             "splits": "6eae3c029bd5a95deca83efe8dfb645734f5290053089e7f9695edb42379609d",
+             "groundTruth": "21693e5772eed15302a9f09f72ba034e15933a77e0628b4e71e059de6e779ee1"}}
+
+# %% ../nbs/02_procedural.ipynb #691900ff
+def labels_pins(root, # an MS-TCN folder
+                name:str, # the dataset's name (prefix of each pin)
+               ) -> dict: # pin name -> SHA-256
+    "SHA-256 of what a label-only result depends on: mapping.txt, splits/ and groundTruth/ (never the features)."
+    root = Path(root)
+    return {f"{name}/mapping.txt": sha256_file(root / "mapping.txt"), f"{name}/splits": sha256_folder(root / "splits"),
+            f"{name}/groundTruth": sha256_folder(root / "groundTruth")}
+
+# %% ../nbs/02_procedural.ipynb #7e2e0332
+def _check_real_name(name:str):
+    if name not in REAL_DATASETS: raise DataError(f"no shipped labels called {name!r}; the package ships {list(REAL_DATASETS)}")
+
+def verify_shipped(name:str, # one of REAL_DATASETS
+                   packed=None, # the folder to check (default: the shipped one)
+                  ) -> Path: # the folder of the shipped files
+    "Check a dataset's shipped files against `SHIPPED_LABEL_PINS`; a changed or missing file is an error naming it."
+    _check_real_name(name)
+    folder = Path(packed) if packed is not None else SHIPPED_LABELS / name
+    for file, pin in SHIPPED_LABEL_PINS[name].items(): verify(folder / file, pin)
+    return folder
+
+# %% ../nbs/02_procedural.ipynb #8f005987
+LABELS_ENV = "HOI_AUDIT_LABELS"  # optional: a folder of the user's own MS-TCN copies, DIR/<name>/; used instead of the shipped labels
+CACHE_ENV = "HOI_AUDIT_CACHE"    # optional: the cache root (default $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit)
+
+def labels_cache_dir() -> Path:
+    "The cache root: $HOI_AUDIT_CACHE, else $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit."
+    if os.environ.get(CACHE_ENV): return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "hoi_audit"
+
+# %% ../nbs/02_procedural.ipynb #5e538e06
+def _check_rebuilt(root:Path, name:str, packed:Path):
+    "Compare a rebuilt folder with MSTCN_LABEL_PINS; on a mismatch name the first file that differs from a fresh rebuild."
+    actual = labels_pins(root, name)
+    bad = [part for part, pin in MSTCN_LABEL_PINS[name].items() if actual[f"{name}/{part}"] != pin]
+    if not bad: return
+    with tempfile.TemporaryDirectory() as fresh:
+        ref = unpack_labels(packed, Path(fresh) / name)
+        names = sorted({p.relative_to(ref).as_posix() for p in ref.rglob("*") if p.is_file()} |
+                       {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()})
+        differs = [n for n in names if not (root / n).is_file() or not (ref / n).is_file()
+                   or (root / n).read_bytes() != (ref / n).read_bytes()]
+    first = root / differs[0] if differs else root / bad[0]
+    raise PinMismatch(f"{first}: the rebuilt {name} labels do not match their pin ({', '.join(bad)}; {len(differs)} files differ); "
+                      f"delete {root} and it is rebuilt on next use")
+
+_CHECKED = set()   # rebuilt folders already checked by this process
+
+def materialize_real_labels(name:str, # one of REAL_DATASETS
+                            cache=None, # the cache root (default: labels_cache_dir())
+                           ) -> Path: # the MS-TCN folder <cache>/labels/<key>/<name>
+    "Rebuild a shipped dataset's MS-TCN folder into the cache on first use (atomically), and check it against its pins."
+    packed = verify_shipped(name)
+    final = Path(cache or labels_cache_dir()).expanduser().resolve() / "labels" / sha256_json(SHIPPED_LABEL_PINS)[:16] / name
+    if final in _CHECKED and final.is_dir(): return final   # checked already by this process (and not deleted since)
+    if not final.is_dir():
+        parent = _ensure_folder(final.parent)
+        build = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent))
+        try:
+            unpack_labels(packed, build / name)
+            _check_rebuilt(build / name, name, packed)
+            os.chmod(build / name, 0o777 & ~_umask())
+            try: os.rename(build / name, final)       # atomic; fails if another process renamed its build first
+            except OSError:
+                if not final.is_dir(): raise
+        finally: shutil.rmtree(build, ignore_errors=True)
+    _check_rebuilt(final, name, packed)
+    _CHECKED.add(final)
+    return final
+
+# %% ../nbs/02_procedural.ipynb #7640c86c
+def real_labels_root(name:str, # a dataset name: one of REAL_DATASETS, or any folder name under labels_dir / $HOI_AUDIT_LABELS
+                     labels_dir=None, # a folder of the user's own MS-TCN copies (default: $HOI_AUDIT_LABELS, else the shipped labels)
+                    ) -> Path: # the dataset's MS-TCN folder
+    "Where the real labels of `name` are: the user's copy when one is named, else the shipped labels rebuilt in the cache."
+    source, how = (labels_dir, "labels_dir") if labels_dir is not None else (os.environ.get(LABELS_ENV) or None, f"${LABELS_ENV}")
+    if source is None: return materialize_real_labels(name)
+    root = Path(source).expanduser() / name
+    if not (root / "mapping.txt").is_file():
+        raise DataError(f"{root}: no MS-TCN folder for {name!r} ({how}={source}); unset it to use the labels shipped with hoi_audit")
+    return root
+
+# %% ../nbs/02_procedural.ipynb #e2505be0
+def real_labels_dir(labels_dir=None, # as in `real_labels_root`
+                   ) -> Path: # a folder holding breakfast/, 50salads/ and gtea/
+    "The folder that holds the three real label sets (shipped, or the user's copy)."
+    return [real_labels_root(n, labels_dir) for n in REAL_DATASETS][0].parent
+
+# %% ../nbs/02_procedural.ipynb #dc3e09eb
+def read_real_labels(name:str, # as in `real_labels_root`
+                     labels_dir=None, # as in `real_labels_root`
+                     **kwargs, # options of `read_mstcn` (background, verbs, features, ...)
+                    ) -> ProceduralDataset:
+    "Open the real labels of `name` (shipped, or the user's copy) with `read_mstcn`."
+    return read_mstcn(real_labels_root(name, labels_dir), **kwargs)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
-from .core import (CANDIDATE_ORDER_SEED, PROTOCOL_SEEDS, DataError, ExperimentPaths, HoiAuditError, PinMismatch,
+from .core import (CANDIDATE_ORDER_SEED, PROTOCOL_SEEDS, CommandOutput, DataError, ExperimentPaths, HoiAuditError, PinMismatch,
                             TrackedArray, Unit, sha256_array, sha256_json, verify, write_npz, write_results)
 from .stats import bootstrap_interval
 
@@ -413,6 +413,7 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 progress:bool=False, # progress bar of the store
                 comparisons:Sequence[tuple]=DEFAULT_COMPARISONS, # (method, baseline) pairs with a paired bootstrap delta
                 config:dict|None=None, # settings the models depend on (e.g. training steps): in every unit's config and the JSON
+                results_path=None, # where to write the results JSON (default: out_dir/results/candidate_ranking.json)
                ) -> dict: # {"results": path, "candidates": CandidateSet, "per_query": {(method, seed, energy): DataFrame}, "records": [...]}
     "Build and pin the candidate set, score every method (one store unit per method and seed), write `candidate_ranking.json`."
     paths = ExperimentPaths(Path(out_dir), "candidate_ranking")
@@ -463,7 +464,7 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 records.append(delta.record(comparison=f"{method}-{baseline}", energy=energy, metric=f"delta_{metric}"))
     settings = {**(config or {}), "n_queries": len(cs), "pool": len(pool), "n_boot": n_boot, "seeds": list(seeds),
                 "methods": list(models), **cs.rules}
-    path = write_results(paths.results, "candidate_ranking", records, scale=scale, config=settings, pins={"candidate_set": pin})
+    path = write_results(results_path or paths.results, "candidate_ranking", records, scale=scale, config=settings, pins={"candidate_set": pin})
     return {"results": path, "candidates": cs, "per_query": per_query, "records": records}
 
 # %% ../nbs/13_ranking.ipynb #09530cb6
@@ -472,14 +473,16 @@ def _cmd_ranking(args) -> int:
     episodes = ep.read_episodes(args.episodes) if args.episodes else ep.make_episodes(size=args.size)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     train = {} if args.train_steps is None else {"steps": args.train_steps}
-    res = run_ranking(episodes, args.out, models=default_models(episodes, methods, **train), seeds=args.seeds,
+    paths = CommandOutput.parse(args.out, "candidate_ranking")
+    res = run_ranking(episodes, paths.out_dir, models=default_models(episodes, methods, **train), seeds=args.seeds, results_path=paths.results,
                       scale="full" if args.size == "full" and not args.episodes else "small", pin=args.pin, n_boot=args.n_boot,
                       progress=not args.quiet, config={"episodes": "user" if args.episodes else f"embedded:{args.size}",
                                                        "train_steps": args.train_steps})
     table = pd.DataFrame(res["records"])
     table = table[table["energy"] == "endpoint"].pivot_table(index="method", columns="metric", values="value", sort=False)
     print(table.round(3).to_string())
-    print(f"candidate set sha256 {res['candidates'].sha256}\nresults {res['results']}")
+    print(f"candidate set sha256 {res['candidates'].sha256}")
+    paths.wrote(res["results"]); paths.wrote(paths.store.root); paths.report()
     return 0
 
 def add_subcommand(subparsers):
@@ -487,7 +490,8 @@ def add_subcommand(subparsers):
     p = subparsers.add_parser("ranking", help="image-goal candidate-action ranking (section 2 of the world-model protocols)")
     p.add_argument("--episodes", help="a folder of episodes (episodes.write_episodes layout); default: the embedded episodes")
     p.add_argument("--size", choices=("tiny", "small", "full"), default="small", help="size of the embedded episodes")
-    p.add_argument("--out", default=".", help="output root: OUT/results/candidate_ranking.json, OUT/store/candidate_ranking")
+    p.add_argument("--out", required=True, help="DIR (DIR/results/candidate_ranking.json, DIR/store/candidate_ranking) or FILE.json "
+                                                 "(the results file; its store in FILE's folder)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="comma-separated methods to score")
     p.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="seeds of the learned methods")
     p.add_argument("--pin", help="a published candidate-set SHA-256 the built set must match")

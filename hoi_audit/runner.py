@@ -8,11 +8,12 @@ import argparse, importlib, json, os, sys, time
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from .core import SCALES, HoiAuditError, ResultStore, _ensure_folder
+from .core import SCALES, HoiAuditError, OutputError, ResultStore, _ensure_folder, read_json
+from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
-__all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'run_experiment',
-           'reproduce', 'store_status', 'build_parser', 'main']
+__all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
+           'run_experiment', 'reproduce', 'store_status', 'labels_in_use', 'build_parser', 'main']
 
 # %% ../nbs/15_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -53,6 +54,12 @@ def parse_param(text:str) -> tuple:
     return name, value
 
 # %% ../nbs/15_runner.ipynb #da9e368a
+def skipped_of(results, # a results JSON
+              ) -> dict: # dataset (or other input) -> why it was skipped
+    "What an experiment skipped because the user chose to: the results JSON's `skipped`, or its `config.skipped`."
+    payload = read_json(results)
+    return dict(payload.get("skipped") or payload.get("config", {}).get("skipped") or {})
+
 def run_experiment(notebook, # the experiment notebook
                    out, # the output root
                    scale:str="small", # one of SCALES
@@ -86,7 +93,9 @@ def run_experiment(notebook, # the experiment notebook
     results = out / "results" / f"{notebook.stem}.json"
     if not results.exists(): raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
     figures = sorted(p for p, mtime in figures_now().items() if before.get(p) != mtime)   # written by this run
-    return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures}
+    folders = [f for f in (out / "store" / notebook.stem, out / "raw" / notebook.stem) if f.is_dir()]
+    return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures, "folders": folders,
+            "skipped": skipped_of(results)}
 
 def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw/ below it
               scale:str="small", # "small" (minutes, as in CI) or "full" (the seeds' sizes)
@@ -96,6 +105,8 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
               progress:bool=True, # progress bars
              ) -> list:
     "Run the experiment notebooks; a killed run resumes, skipping every finished unit."
+    if Path(out).suffix.lower() == ".json":
+        raise OutputError(f"{out}: reproduce writes several results files; --out takes a folder (DIR/results, DIR/figures, ...)")
     found = find_experiments(notebooks)
     names = list(found) if not only else list(only)
     missing = [n for n in names if n not in found]
@@ -117,13 +128,22 @@ def store_status(path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
 
 # %% ../nbs/15_runner.ipynb #88a14042
+def labels_in_use() -> str:
+    "Which real labels the experiments read: the user's copy named by $HOI_AUDIT_LABELS, or the shipped ones."
+    if os.environ.get(LABELS_ENV): return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
+    return f"real labels: shipped with hoi_audit (rebuilt on first use in {labels_cache_dir() / 'labels'})"
+
 def _cmd_reproduce(args):
     params = dict(parse_param(p) for p in args.param)
+    print(labels_in_use(), file=sys.stderr)
     written = reproduce(out=args.out, scale=args.scale, only=args.only, params=params, notebooks=args.notebooks,
                         progress=not args.quiet)
     for w in written:
         print(f"{w['experiment']}:\n  results  {w['results']}\n  notebook {w['notebook']}")
         for f in w["figures"]: print(f"  figure   {f}")
+        for f in w["folders"]: print(f"  {f.parent.name:<8} {f}/")
+        for name, why in w["skipped"].items():
+            print(f"hoi-audit: warning: {w['experiment']} skipped {name} ({why}); see config.skipped in {w['results']}", file=sys.stderr)
     return 0
 
 def _cmd_status(args):
@@ -143,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="run the experiment notebooks (every figure and results JSON)")
     p.add_argument("--scale", choices=SCALES, default="small", help="small (CI, minutes) or full (the seeds' sizes)")
     p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
-    p.add_argument("--out", default=".", help="output root: DIR/figures, DIR/results, DIR/runs, DIR/store (default: .)")
+    p.add_argument("--out", default=".", help="output folder: DIR/figures, DIR/results, DIR/runs, DIR/store, DIR/raw (default: .)")
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="set a parameter of the experiments (JSON value or string); repeatable")
     p.add_argument("--notebooks", help="folder of experiment notebooks (default: nbs/experiments of this clone)")

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from .core import (PROTOCOL_SEEDS, Block, Condition, DataError, ExperimentPaths, HoiAuditError, Unit, derive_block,
+from .core import (PROTOCOL_SEEDS, CommandOutput, Block, Condition, DataError, ExperimentPaths, HoiAuditError, Unit, derive_block,
                             read_json, seed_everything, sha256_array, sha256_file, sha256_json, write_npy, write_results)
 from .episodes import Episodes, make_episodes, read_episodes
 from .stats import PROBE_METRICS, batched, bootstrap_interval
@@ -280,16 +280,18 @@ def _cli(args) -> int:
     else:
         episodes = make_episodes(args.size, seed=args.data_seed)
         scale = "full" if args.size == "full" else "small"
-    out = Path(args.out)
+    paths = CommandOutput.parse(args.out, "success_probes")
     started = time.time()
-    run = run_success_probes(episodes, out.parent, seeds=args.seeds, horizons=args.horizons, forecaster_steps=args.forecaster_steps,
+    run = run_success_probes(episodes, paths.out_dir, seeds=args.seeds, horizons=args.horizons, forecaster_steps=args.forecaster_steps,
                              forecaster_seed=None if args.forecaster_per_seed else PROTOCOL_SEEDS[0],
-                             n_boot=args.n_boot, scale=scale, results_path=out, pins=pins, progress=not args.quiet)
+                             n_boot=args.n_boot, scale=scale, results_path=paths.results, pins=pins, progress=not args.quiet)
     primary = run["comparison"].query("primary and test_set == 'full' and metric == 'auroc'")
     print(format_table(run["summary"]).to_string())
     if len(primary): print(f"forecast - context_action AUROC at H=4: {primary['value'].item():+.4f} "
                            f"[{primary['ci_low'].item():+.4f}, {primary['ci_high'].item():+.4f}]")
-    print(f"wrote {run['results']} in {time.time() - started:.1f}s")
+    paths.wrote(run["results"]); paths.wrote(paths.store.root)
+    paths.report()
+    print(f"done in {time.time() - started:.1f}s")
     return 0
 
 def add_subcommand(subparsers) -> argparse.ArgumentParser:
@@ -298,7 +300,8 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--episodes", default=None, help="a folder of episodes (default: the embedded ones)")
     p.add_argument("--size", default="small", choices=["tiny", "small", "full"], help="embedded episodes' size")
     p.add_argument("--data-seed", type=int, default=0, help="embedded episodes' seed")
-    p.add_argument("--out", default="results/success_probes.json", help="the results JSON to write")
+    p.add_argument("--out", required=True, help="DIR (DIR/results/success_probes.json, DIR/store/success_probes) or FILE.json "
+                                                 "(the results file; its store in FILE's folder)")
     p.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="probe and forecaster seeds")
     p.add_argument("--horizons", type=int, nargs="+", default=list(HORIZONS), help="horizons H")
     p.add_argument("--forecaster-steps", type=int, default=600, help="training steps of the frozen forecaster")

@@ -1,13 +1,14 @@
 """The MS-TCN reader: bad input, orientation, trimming, laziness, segments, and the real Breakfast / 50 Salads / GTEA labels."""
-import itertools, os
+import gzip, itertools, os, shutil, subprocess, sys, time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import hoi_audit.procedural as procedural
-from hoi_audit.core import DataError
-from hoi_audit.procedural import Trim, read_mstcn, segments_of, write_mstcn
+from hoi_audit.core import DataError, PinMismatch
+from hoi_audit.procedural import (MSTCN_LABEL_PINS, REAL_DATASETS, SHIPPED_LABELS, Trim, labels_pins, materialize_real_labels,
+                                  pack_mstcn, read_mstcn, real_labels_root, segments_of, unpack_labels, write_mstcn)
 
 CLASSES = ["SIL", "take_cup", "pour_milk", "stir_milk"]
 LABELS = {"v1": ["SIL"] * 3 + ["take_cup"] * 4 + ["pour_milk"] * 5 + ["SIL"] * 2,   # 14 frames
@@ -317,8 +318,6 @@ def test_write_read_roundtrip_with_ids(tmp_path):
 
 # ---------------------------------------------------------------------------------------------------------------- real labels
 
-LABELS_ROOT = os.environ.get("HOI_AUDIT_LABELS")
-real = pytest.mark.skipif(not LABELS_ROOT, reason="set HOI_AUDIT_LABELS to the real labels folder (e.g. ../shared/data/labels) to run")
 EXPECTED = {  # dataset: (videos, classes, background names, splits, (train, test) per split)
     "breakfast": (1712, 48, {"SIL"}, 4, None),
     "50salads": (50, 19, {"action_start", "action_end"}, 5, (40, 10)),
@@ -339,10 +338,9 @@ def runs_reference(path, class_id):
     return out
 
 
-@real
 @pytest.mark.parametrize("dataset", sorted(EXPECTED))
-def test_real_labels_load(dataset):
-    root = Path(LABELS_ROOT) / dataset
+def test_real_labels_load(dataset, labels_dir):
+    root = labels_dir / dataset
     n_videos, n_classes, bg, n_splits, sizes = EXPECTED[dataset]
     ds = read_mstcn(root)
     assert (len(ds.videos), len(ds.classes), {ds.classes[i] for i in ds.background}) == (n_videos, n_classes, bg)
@@ -359,9 +357,8 @@ def test_real_labels_load(dataset):
     assert all(ds.video(v).participant is not None for v in ds.videos)
 
 
-@real
-def test_real_breakfast_test_sets_cover_all_videos():
-    ds = read_mstcn(Path(LABELS_ROOT) / "breakfast")
+def test_real_breakfast_test_sets_cover_all_videos(real_labels):
+    ds = real_labels("breakfast")
     tests = [ds.splits[n]["test"] for n in ds.splits]
     assert [len(t) for t in tests] == [252, 451, 433, 576]
     assert sorted(itertools.chain(*tests)) == ds.videos                          # disjoint, and together all 1,712
@@ -372,11 +369,105 @@ def test_real_breakfast_test_sets_cover_all_videos():
     assert ds.verb_names[ds.verb_of[ds.class_id["pour_milk"]]] == "pour"
 
 
-@real
-def test_real_names_and_verbs():
-    salads = read_mstcn(Path(LABELS_ROOT) / "50salads")
+def test_real_names_and_verbs(real_labels):
+    salads = real_labels("50salads")
     assert (salads.video("rgb-01-1").participant, salads.video("rgb-01-1").task) == ("01", None)
     assert salads.verb_names == ["cut", "place", "add", "mix", "peel", "serve", "action_start", "action_end"]
-    gtea = read_mstcn(Path(LABELS_ROOT) / "gtea")
+    gtea = real_labels("gtea")
     assert (gtea.video("S1_Cheese_C1").participant, gtea.video("S1_Cheese_C1").task) == ("S1", "Cheese")
     assert gtea.verb_names == gtea.classes                                       # GTEA's classes are verbs already
+
+
+# ---------------------------------------------------------------------------------------------------------------- shipped labels
+
+@pytest.mark.parametrize("dataset", REAL_DATASETS)
+def test_shipped_labels_equal_the_shared_copy_frame_for_frame(dataset, shared_labels, labels_cache):
+    "The rebuilt MS-TCN folder holds exactly the files of ../shared/data/labels, byte for byte (PROVENANCE.txt aside: ours adds the terms)."
+    ours, theirs = materialize_real_labels(dataset), shared_labels / dataset
+    files = lambda root: sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "PROVENANCE.txt")
+    assert files(ours) == files(theirs)
+    for name in files(theirs):
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), f"{dataset}/{name} differs from the shared copy"
+    assert labels_pins(theirs, dataset) == {f"{dataset}/{k}": v for k, v in MSTCN_LABEL_PINS[dataset].items()}
+
+
+@pytest.mark.parametrize("dataset", REAL_DATASETS)
+def test_packing_the_shared_copy_gives_the_shipped_tables(dataset, shared_labels, tmp_path):
+    "The shipped tables are what pack_mstcn makes of the shared copy (compared decompressed: gzip bytes may differ across zlib versions)."
+    packed = pack_mstcn(shared_labels / dataset, tmp_path / dataset)
+    for table in ("segments.tsv.gz", "splits.tsv.gz"):
+        assert gzip.decompress((packed / table).read_bytes()) == gzip.decompress((SHIPPED_LABELS / dataset / table).read_bytes()), table
+    assert (packed / "mapping.txt").read_bytes() == (SHIPPED_LABELS / dataset / "mapping.txt").read_bytes()
+
+
+def test_shipped_tables_are_small():
+    sizes = {p.relative_to(SHIPPED_LABELS).as_posix(): p.stat().st_size for p in SHIPPED_LABELS.rglob("*") if p.is_file()}
+    assert sum(sizes.values()) < 200_000, sizes     # instead of 50 MB of per-frame text
+
+
+def test_a_changed_shipped_table_is_an_error_naming_it(tmp_path, monkeypatch):
+    copy = tmp_path / "labels"; shutil.copytree(SHIPPED_LABELS, copy)
+    table = copy / "gtea" / "segments.tsv.gz"
+    text = gzip.decompress(table.read_bytes()).decode()
+    table.write_bytes(gzip.compress(text.replace("\tbackground\n", "\ttake\n", 1).encode(), mtime=0))   # one segment relabelled
+    monkeypatch.setattr(procedural, "SHIPPED_LABELS", copy)
+    with pytest.raises(PinMismatch, match=r"gtea/segments\.tsv\.gz: SHA-256 does not match its pin"):
+        materialize_real_labels("gtea", tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()                                     # checked before anything is written
+
+
+def test_a_damaged_cache_is_an_error_naming_the_file(tmp_path):
+    root = materialize_real_labels("gtea", tmp_path)
+    procedural._CHECKED.discard(root)
+    (root / "splits" / "test.split2.bundle").write_text("S1_Cheese_C1.txt\n")
+    with pytest.raises(PinMismatch, match=r"test\.split2\.bundle: the rebuilt gtea labels do not match their pin \(splits;"):
+        materialize_real_labels("gtea", tmp_path)
+    shutil.rmtree(root)                                  # what the error says to do
+    assert labels_pins(materialize_real_labels("gtea", tmp_path), "gtea")["gtea/splits"] == MSTCN_LABEL_PINS["gtea"]["splits"]
+
+
+def test_concurrent_first_use_builds_one_complete_folder(tmp_path):
+    "Four processes materialize Breakfast into one empty cache at once: all succeed, all get the same complete folder, no scratch is left."
+    code = ("import sys, hoi_audit.procedural as p; r = p.materialize_real_labels('breakfast', sys.argv[1]); "
+            "print(r, len(list((r / 'groundTruth').iterdir())))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert len({o for o, _ in outs}) == 1 and outs[0][0].split()[1] == "1712", outs
+    folder = Path(outs[0][0].split()[0])
+    assert [p.name for p in folder.parent.iterdir()] == ["breakfast"]      # the losers' builds were removed
+    assert labels_pins(folder, "breakfast") == {f"breakfast/{k}": v for k, v in MSTCN_LABEL_PINS["breakfast"].items()}
+
+
+def test_first_use_is_fast(tmp_path):
+    start = time.perf_counter()
+    for name in REAL_DATASETS: materialize_real_labels(name, tmp_path)
+    took = time.perf_counter() - start
+    print(f"first use of the three shipped label sets: {took:.2f} s")
+    assert took < 20
+
+
+def test_user_copy_overrides_and_a_missing_one_is_an_error(tmp_path, monkeypatch):
+    own = write_mstcn(tmp_path / "mine" / "breakfast", {"a": ["SIL", "x"], "b": ["x"]}, ["SIL", "x"], {1: {"train": ["a"], "test": ["b"]}})
+    monkeypatch.setenv("HOI_AUDIT_LABELS", str(tmp_path / "mine"))
+    assert real_labels_root("breakfast") == own
+    with pytest.raises(DataError, match=r"no MS-TCN folder for 'gtea' \(\$HOI_AUDIT_LABELS="): real_labels_root("gtea")
+    monkeypatch.setenv("HOI_AUDIT_LABELS", "")                           # empty is unset: the shipped labels
+    assert read_mstcn(real_labels_root("breakfast")).classes[0] == "SIL" and len(read_mstcn(real_labels_root("breakfast")).videos) == 1712
+
+
+def test_unpack_refuses_a_damaged_table(tmp_path):
+    shutil.copytree(SHIPPED_LABELS / "50salads", tmp_path / "p")
+    rows = gzip.decompress((tmp_path / "p" / "segments.tsv.gz").read_bytes()).decode().split("\n")
+    del rows[3]                                                          # a gap inside rgb-01-1
+    (tmp_path / "p" / "segments.tsv.gz").write_bytes(gzip.compress("\n".join(rows).encode(), mtime=0))
+    with pytest.raises(DataError, match=r"segments\.tsv\.gz: line 4: segment \[\d+, \d+\) of 'rgb-01-1' must start at frame"):
+        unpack_labels(tmp_path / "p", tmp_path / "out")
+
+
+def test_the_committed_results_were_made_from_the_shipped_labels(repo):
+    "results/decomposition.json pins the label folders it read: they are the folders the shipped tables rebuild."
+    import json
+    pins = json.loads((repo / "results" / "decomposition.json").read_text())["pins"]
+    assert pins == {f"{d}/{k}": v for d, parts in MSTCN_LABEL_PINS.items() for k, v in parts.items()}

@@ -252,6 +252,12 @@ def test_command_line(tmp_path, capsys):
     assert same["pins"] == payload["pins"]                                    # the same episodes give the same pinned set
     args = p.parse_args(["ranking", "--size", "tiny", "--methods", "oracle", "--out", str(tmp_path)])
     with pytest.raises(HoiAuditError, match="unknown method"): args.func(args)
+    args = p.parse_args(["ranking", "--size", "tiny", "--methods", "persistence", "--out", str(tmp_path / "f" / "r.json"), "--n-boot", "50",
+                         "--quiet"])
+    assert args.func(args) == 0                                              # --out FILE.json: that file, the store beside it
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == ["r.json", "store"]
+    assert (tmp_path / "f" / "r.json").read_bytes() == (tmp_path / "results" / "candidate_ranking.json").read_bytes()
+    assert f"wrote {tmp_path / 'f' / 'r.json'}" in capsys.readouterr().out
 
 
 # ---- bad input ----------------------------------------------------------------------------------------------------------------

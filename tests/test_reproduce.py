@@ -1,9 +1,9 @@
 "`hoi-audit reproduce` end to end: outputs under --out, SIGKILL and resume, byte-identical results, honest errors."
-import json, subprocess, sys, time
+import json, os, shutil, subprocess, sys, time
 from pathlib import Path
 import nbformat
 import pytest
-from conftest import hoi_audit, sigkill_tree
+from conftest import REPO, hoi_audit, sigkill_tree
 
 DEMO = ["--only", "demo_provenance", "--quiet"]
 SLOW_UNITS = ["-p", "n_train=8000"]   # ~0.3 s a unit, so that a kill lands mid-run
@@ -90,3 +90,75 @@ def test_failed_experiment_keeps_its_notebook_and_names_it(tmp_path, repo):
     assert r.returncode == 2 and "broken" in r.stderr and "planted failure" in r.stderr
     assert (tmp_path / "out" / "runs" / "broken.failed.ipynb").exists()
     assert not (tmp_path / "out" / "runs" / "broken.ipynb").exists()
+
+
+# ------------------------------------------------------------------------------------------- a fresh clone, with nothing beside it
+
+EXPERIMENTS = sorted(p.stem for p in (REPO / "nbs" / "experiments").glob("*.ipynb"))
+NOT_YET = {  # strict: once fixed these pass, and the mark must go
+    "four_condition": "its real-label half still reads HOI_AUDIT_LABELS (the lead switches it to procedural.real_labels_root)",
+    "epic_anticipation": "the committed results/epic_anticipation.json is not what the current code regenerates, with or without ../shared "
+                         "(the forecaster seed hashes differ; run to run it is stable): its owner regenerates and commits it"}
+
+@pytest.fixture(scope="module")
+def fresh_clone(tmp_path_factory) -> Path:
+    "A copy of the working tree (tracked and untracked, not ignored files) in a folder with no ../shared: what a user clones."
+    root = tmp_path_factory.mktemp("fresh") / "hoi_audit"
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(REPO / name, root / name)
+    assert not (root.parent / "shared").exists() and not (root.parent.parent / "shared").exists()
+    return root
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n])) if n in NOT_YET else n
+                                  for n in EXPERIMENTS])
+def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_path):
+    "`make reproduce` (= `hoi-audit reproduce --out .`) in a clone with no ../shared and no HOI_AUDIT_LABELS: the committed JSONs, byte for byte."
+    env = {k: v for k, v in os.environ.items() if k != "HOI_AUDIT_LABELS"}
+    env.update(PYTHONPATH=str(fresh_clone), HOI_AUDIT_CACHE=str(tmp_path / "cache"))   # the clone's package, an empty cache
+    results = fresh_clone / "results"
+    committed = {p.name: p.read_bytes() for p in results.glob("*.json")}
+    before = {p: p.stat().st_mtime_ns for p in results.glob("*.json")}
+    r = hoi_audit("reproduce", "--only", name, "--scale", "small", "--out", ".", "--quiet", cwd=fresh_clone, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "real labels: shipped with hoi_audit" in r.stderr and "warning" not in r.stderr, r.stderr[-3000:]
+    rewritten = sorted(p for p in results.glob("*.json") if before.get(p) != p.stat().st_mtime_ns)
+    assert results / f"{name}.json" in rewritten
+    for p in rewritten:
+        assert p.name in committed, f"{name} wrote {p.name}, which is not committed"
+        assert p.read_bytes() == committed[p.name], f"{p.name} regenerated from a fresh clone differs from the committed file"
+
+def test_make_reproduce_is_the_command():
+    "No environment variable or extra argument separates `make reproduce` from the README's `hoi-audit reproduce`."
+    makefile = (REPO / "Makefile").read_text()
+    assert "HOI_AUDIT_LABELS" not in makefile.replace("# No environment variable", "")
+    r = subprocess.run(["make", "-n", "reproduce"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == ".venv/bin/hoi-audit reproduce --scale small --out .", r.stdout
+
+def test_the_wheel_ships_the_labels(fresh_clone, tmp_path):
+    "A `pip install` gets the real labels too: the wheel built from a clone holds every shipped file, and pip says nothing about them."
+    import zipfile
+    from hoi_audit.procedural import SHIPPED_LABEL_PINS
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(fresh_clone)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "would be ignored" not in r.stdout + r.stderr
+    names = set(zipfile.ZipFile(next(tmp_path.glob("*.whl"))).namelist())
+    for dataset, files in SHIPPED_LABEL_PINS.items():
+        for name in [*files, "PROVENANCE.txt"]: assert f"hoi_audit/data/labels/{dataset}/{name}" in names, (dataset, name)
+
+def test_a_missing_dataset_is_an_error_or_a_recorded_skip(tmp_path, labels_dir):
+    "decomposition with labels_dir holding only GTEA: an error naming what is missing; with skip_missing, a warning and config.skipped."
+    shutil.copytree(labels_dir / "gtea", tmp_path / "labels" / "gtea")
+    given = ["reproduce", "--only", "decomposition", "--quiet", "-p", f"labels_dir={tmp_path / 'labels'}", "-p", "synthetic_size=tiny"]
+    r = hoi_audit(*given, "--out", str(tmp_path / "strict"))
+    assert r.returncode == 2 and "no MS-TCN folder for 'breakfast' (labels_dir=" in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "strict" / "results" / "decomposition.json").exists()
+    r = hoi_audit(*given, "-p", "skip_missing=true", "--out", str(tmp_path / "lenient"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("breakfast", "50salads"): assert f"warning: decomposition skipped {name} (labels not found)" in r.stderr
+    payload = json.loads((tmp_path / "lenient" / "results" / "decomposition.json").read_text())
+    assert payload["config"]["skipped"] == {"breakfast": "labels not found", "50salads": "labels not found"}
+    assert {rec["dataset"] for rec in payload["records"]} == {"gtea", "synthetic_breakfast"}

@@ -137,6 +137,8 @@ def test_cli_on_a_user_folder_and_bad_folder(ep, tmp_path):
     assert args.func(args) == 0
     payload = json.loads(out.read_text())
     assert payload["experiment"] == "success_probes" and "outcome_audit" in payload["pins"] and payload["scale"] == "full"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["s.json", "store"]        # --out FILE.json: the store beside it, nothing else
+    assert (out.parent / "store" / "success_probes" / "plan.json").is_file()
     (folder / "labels.csv").write_text((folder / "labels.csv").read_text().replace(",0\n", ",1\n", 1))
     with pytest.raises(PinMismatch, match="labels.csv"):
         args.func(args)

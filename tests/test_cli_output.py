@@ -1,0 +1,123 @@
+"""One output convention for every `hoi-audit` subcommand (`core.CommandOutput`): `--out DIR` writes DIR/results/<experiment>.json,
+DIR/figures/ and DIR/store/<experiment>/; `--out FILE.json` is the results file, with figures and store in its folder. Nothing is
+written anywhere else (each command runs from an empty working folder, and every file that appears is accounted for), and the
+command prints every file (or store folder) it wrote."""
+from pathlib import Path
+import pytest
+from conftest import hoi_audit
+from hoi_audit.runner import build_parser
+
+def files_under(root:Path) -> dict:
+    return {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+def run_in_sandbox(tmp_path, *argv):
+    "Run `hoi-audit ARGV` from an empty working folder in tmp_path; return the result and every file created or changed in tmp_path."
+    cwd = tmp_path / "cwd"; cwd.mkdir(exist_ok=True)
+    before = files_under(tmp_path)
+    r = hoi_audit(*argv, cwd=cwd)
+    changed = sorted(p for p, m in files_under(tmp_path).items() if before.get(p) != m)
+    return r, changed
+
+def printed_paths(stdout:str) -> list[Path]:
+    "The paths a command reports: `wrote PATH` lines (stage commands) and the indented listing of `reproduce`."
+    out = []
+    for line in stdout.splitlines():
+        words = line.split()
+        if len(words) == 2 and (words[0] == "wrote" or line.startswith("  ")): out.append(Path(words[1].rstrip("/")))
+    return out
+
+def check_convention(r, changed, out:Path, experiment:str, extra:tuple=()):
+    "Every changed file sits where the convention puts it and was printed (itself, or the store folder holding it)."
+    assert r.returncode == 0, r.stderr[-3000:]
+    if out.suffix == ".json":
+        folder, results = out.parent, [out] + [out.with_name(f"{out.stem}.{e}.json") for e in extra]
+    else:
+        folder, results = out, [out / "results" / f"{e}.json" for e in (experiment, *extra)]
+    store, figures = folder / "store" / experiment, folder / "figures"
+    assert set(results) <= set(changed), f"expected results files {results}, got {changed}"
+    printed = printed_paths(r.stdout)
+    for p in changed:
+        assert p in results or p.is_relative_to(store) or p.parent == figures, f"{p}: written outside the --out convention"
+        assert any(p == q or p.is_relative_to(q) for q in printed), f"{p} was written but not printed:\n{r.stdout}"
+    return changed
+
+@pytest.fixture(params=["folder", "file"])
+def out_mode(request): return request.param
+
+def out_path(tmp_path, mode, name="mine.json"):
+    return tmp_path / "o" if mode == "folder" else tmp_path / "o" / name
+
+# ------------------------------------------------------------------------------------------------------------- stage commands
+
+def test_probes(tmp_path, out_mode):
+    out = out_path(tmp_path, out_mode)
+    r, changed = run_in_sandbox(tmp_path, "probes", "--real", "gtea", "--splits", "1", "--predictors", "majority", "--out", str(out))
+    check_convention(r, changed, out, "decomposition")
+    assert len(changed) == 1                                    # label-only: no store, no figure
+
+def test_success(tmp_path, out_mode):
+    out = out_path(tmp_path, out_mode)
+    r, changed = run_in_sandbox(tmp_path, "success", "--size", "tiny", "--seeds", "42", "--horizons", "4", "--forecaster-steps", "20",
+                                "--n-boot", "50", "--quiet", "--out", str(out))
+    check_convention(r, changed, out, "success_probes")
+    assert any(p.name == "plan.json" for p in changed)         # the store is there, so a rerun resumes
+
+def test_ranking(tmp_path, out_mode):
+    out = out_path(tmp_path, out_mode)
+    r, changed = run_in_sandbox(tmp_path, "ranking", "--size", "tiny", "--methods", "persistence", "--n-boot", "50", "--quiet",
+                                "--out", str(out))
+    check_convention(r, changed, out, "candidate_ranking")
+
+@pytest.mark.xfail(strict=True, reason="audit (08_audit, the lead's) still writes its store to OUT/../store and the 2x2 beside the file "
+                                       "without printing it; switching it to core.CommandOutput makes this pass: then drop this mark")
+def test_audit(tmp_path, out_mode):
+    from hoi_audit.procedural import read_mstcn
+    from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+    data = write_synthetic(synthetic_dataset("breakfast", "tiny", seed=0), tmp_path / "data" / "breakfast")
+    out = out_path(tmp_path, out_mode)
+    r, changed = run_in_sandbox(tmp_path, "audit", str(data), "--conditions", "video_only,gt_history", "--splits", "1", "--seeds", "42",
+                                "--tokens", "2", "--epochs", "1", "--d-model", "16", "--out", str(out))
+    check_convention(r, [p for p in changed if not p.is_relative_to(tmp_path / "data")], out, "four_condition", extra=("intervention_2x2",))
+
+def test_stage_commands_need_an_out(tmp_path):
+    for command in ("probes", "success", "ranking"):
+        r = hoi_audit(command, cwd=tmp_path)
+        assert r.returncode == 2 and "--out" in r.stderr, (command, r.stderr)
+    assert not list(tmp_path.iterdir())
+
+def test_a_file_where_a_folder_is_needed_is_refused(tmp_path):
+    (tmp_path / "taken").write_text("x")
+    r = hoi_audit("probes", "--real", "gtea", "--out", str(tmp_path / "taken"), cwd=tmp_path)
+    assert r.returncode == 2 and "taken: --out must be a folder or a .json path" in r.stderr
+
+# ------------------------------------------------------------------------------------------------------------- reproduce, status
+
+def test_reproduce(tmp_path):
+    out = tmp_path / "o"
+    r, changed = run_in_sandbox(tmp_path, "reproduce", "--only", "demo_provenance", "--quiet", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert all(p.is_relative_to(out) for p in changed), [p for p in changed if not p.is_relative_to(out)]
+    printed = printed_paths(r.stdout)
+    for p in changed:                                             # results, figures, the executed notebook, the store
+        assert any(p == q or p.is_relative_to(q) for q in printed), f"{p} was written but not printed:\n{r.stdout}"
+    assert {out / "results" / "demo_provenance.json", out / "runs" / "demo_provenance.ipynb"} <= set(changed)
+    assert "real labels: " in r.stderr                            # which labels the experiments read is said
+    r = hoi_audit("reproduce", "--out", str(tmp_path / "x.json"), "--quiet", cwd=tmp_path)
+    assert r.returncode == 2 and "--out takes a folder" in r.stderr
+
+def test_status_writes_nothing(tmp_path):
+    from hoi_audit.core import ResultStore, Unit
+    ResultStore(tmp_path / "store" / "toy").run([Unit({"i": 1})], lambda u, w: 1, progress=False)
+    r, changed = run_in_sandbox(tmp_path, "status", str(tmp_path))
+    assert r.returncode == 0 and changed == []
+
+# ------------------------------------------------------------------------------------------------------------- coverage
+
+COVERED = {"probes", "success", "ranking", "audit", "reproduce", "status"}   # tested above
+PENDING = {"extract": "01_decode/14_epic owner: extract writes latents.npz + substitutions.json below --out; its test belongs there"}
+
+def test_every_subcommand_is_covered():
+    "A new subcommand must get an output-convention test here (or an entry in PENDING saying whose it is)."
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert set(sub.choices) == COVERED | set(PENDING), set(sub.choices) ^ (COVERED | set(PENDING))
