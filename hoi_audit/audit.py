@@ -647,7 +647,7 @@ def run_audit_command(args) -> int:
         paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=args.scale,
                                   config=config.as_dict(), pins=pins))
     paths.report()
-    print(f"result store: {store.root}")
+    print(f"wrote {store.root}/")
     return 0
 
 def add_subcommand(subparsers):
@@ -660,7 +660,7 @@ def add_subcommand(subparsers):
     p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
     p.add_argument("--splits", help="comma-separated split numbers (default: all)")
     p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
-    p.add_argument("--out", default=".", help="a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) "
+    p.add_argument("--out", required=True, help="a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) "
                                               "or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)")
     p.add_argument("--store", help="result-store folder (default: store/four_condition in the --out folder)")
     p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")

@@ -72,9 +72,8 @@ def test_bad_input(toy):
     with pytest.raises(ValueError, match="short_window"): next_action_queries(toy, short_window="pad")
     with pytest.raises(DataError, match="no split 3"): split_queries(toy, 3)
 
-def test_real_labels_are_causal():
-    root = os.environ.get("HOI_AUDIT_LABELS")
-    if not root: pytest.skip("HOI_AUDIT_LABELS is not set (the folder of the real Breakfast/50 Salads/GTEA labels)")
+def test_real_labels_are_causal(labels_dir):
+    root = labels_dir
     for name in ("breakfast", "50salads", "gtea"):
         ds = read_mstcn(Path(root) / name)
         videos = ds.splits[1]["test"][:60]
