@@ -73,7 +73,7 @@ def test_audit(tmp_path, out_mode):
     from hoi_audit.synthetic import synthetic_dataset, write_synthetic
     data = write_synthetic(synthetic_dataset("breakfast", "tiny", seed=0), tmp_path / "data" / "breakfast")
     out = out_path(tmp_path, out_mode)
-    r, changed = run_in_sandbox(tmp_path, "audit", str(data), "--conditions", "video_only,gt_history", "--splits", "1", "--seeds", "42",
+    r, changed = run_in_sandbox(tmp_path, "audit", str(data), "--conditions", "recognizer_ba,gt_history", "--splits", "1", "--seeds", "42",
                                 "--tokens", "2", "--epochs", "1", "--d-model", "16", "--out", str(out))
     check_convention(r, [p for p in changed if not p.is_relative_to(tmp_path / "data")], out, "four_condition", extra=("intervention_2x2",))
 
