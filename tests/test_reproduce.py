@@ -96,9 +96,7 @@ def test_failed_experiment_keeps_its_notebook_and_names_it(tmp_path, repo):
 
 EXPERIMENTS = sorted(p.stem for p in (REPO / "nbs" / "experiments").glob("*.ipynb"))
 NOT_YET = {  # strict: once fixed these pass, and the mark must go
-    "four_condition": "its real-label half still reads HOI_AUDIT_LABELS (the lead switches it to procedural.real_labels_root)",
-    "epic_anticipation": "the committed results/epic_anticipation.json is not what the current code regenerates, with or without ../shared "
-                         "(the forecaster seed hashes differ; run to run it is stable): its owner regenerates and commits it"}
+    "four_condition": "its real-label half still reads HOI_AUDIT_LABELS (the lead switches it to procedural.real_labels_root)"}
 
 @pytest.fixture(scope="module")
 def fresh_clone(tmp_path_factory) -> Path:
