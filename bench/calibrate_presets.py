@@ -46,6 +46,7 @@ KNOBS = ("current_signal", "next_signal", "segment_noise", "frame_noise", "parti
 # with three train subjects: the per-participant offset, not the noise, limits it), so its signal scale is searched instead.
 WINDOW_KNOB = {"gtea": "current_signal", "gtea_labels": "current_signal"}
 WINDOW_BRACKET = {"gtea": (2.0, 4.0), "gtea_labels": (2.0, 4.0), "50salads": (1.4, 2.0), "50salads_labels": (1.4, 2.0)}  # default: frozen value x [1, 1.4]
+VIDEO_STOP = 2 / 3   # the video search stops within this fraction of its tolerance (2 points): one evaluation is ~1.5 points noisy and costs minutes
 NEXT_SPAN = 0.3   # next_signal's first bracket: [frozen value, frozen value + NEXT_SPAN] (a video-split evaluation costs minutes)
 
 
@@ -118,7 +119,7 @@ def calibrate(ev:Evaluator, case:str, size:str, search:bool, max_evals:int, roun
             v = spec.next_signal
             lo, hi = (v, v + NEXT_SPAN) if rnd == 0 else (max(0.0, v - 0.1), v + 0.1)
             r, spec = calibrate_feature_spec(spec, "next_signal", lambda s: ev(case, size, "video", s)["video_only_act1"], vt, vtol,
-                                             lo, hi, max_evals=max_evals)
+                                             lo, hi, max_evals=max_evals, stop_fraction=VIDEO_STOP)
             steps["video" + tag] = r.as_dict()
         final = ev(case, size, "video" if video else "window", spec)
         window_ok = abs(final["window_acc"] - target) <= tol
