@@ -414,22 +414,22 @@ def _make_presets() -> dict:
     b = _BREAKFAST_PARTICIPANTS
     breakfast = Preset("breakfast", _breakfast_grammar(),
         sizes={"tiny": SizeSpec((b[0], b[13], b[26], b[39]), ("cam01",), 200, 16),
-               "small": SizeSpec(b, ("cam01",), 400, 64),
-               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712)},
+               "small": SizeSpec(b, ("cam01",), 400, 64, features=dict(frame_noise=5.06, next_signal=0.667029)),
+               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712, features=dict(frame_noise=3.793686, next_signal=0.55))},
         split_groups=_groups(b, 4), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
         durations=_BREAKFAST_DURATIONS, start_background="SIL", end_background="SIL", end_background_p=0.93,
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.3, participant_shift=0.5, camera_shift=0.3))
     s = _SALADS_PARTICIPANTS
     salads = Preset("50salads", _salads_grammar(),
         sizes={"tiny": SizeSpec(s[0:2] + s[5:7] + s[10:12] + s[15:17] + s[20:22], ("rgb",), 400, 16),
-               "small": SizeSpec(s, ("rgb",), 2000, 64),
-               "full": SizeSpec(s, ("rgb",), 11552, 2048)},
+               "small": SizeSpec(s, ("rgb",), 2000, 64, features=dict(frame_noise=0.8)),
+               "full": SizeSpec(s, ("rgb",), 11552, 2048, features=dict(frame_noise=1.4))},
         split_groups=_groups(s, 5), video_name="{camera}-{participant}-{repetition}", repetitions=2,
         durations=_SALADS_DURATIONS, start_background="action_start", end_background="action_end",
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0))
     g = ("S1", "S2", "S3", "S4")
     gtea = Preset("gtea", _gtea_grammar(),
-        sizes={"tiny": SizeSpec(g, ("C1",), 300, 16), "small": SizeSpec(g, ("C1",), 700, 64), "full": SizeSpec(g, ("C1",), 1115, 2048)},
+        sizes={"tiny": SizeSpec(g, ("C1",), 300, 16), "small": SizeSpec(g, ("C1",), 700, 64, features=dict(current_signal=4.0)), "full": SizeSpec(g, ("C1",), 1115, 2048, features=dict(current_signal=4.0))},
         split_groups=_groups(g, 4), video_name="{participant}_{task}_{camera}", repetitions=1,
         durations=_GTEA_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.9,
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0))
@@ -833,12 +833,12 @@ def calibrate_feature_spec(base:FeatureSpec, # the knobs held fixed
 
 # %% ../nbs/03_synthetic.ipynb #calib13
 REAL_LABEL_FEATURES = { # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
-    "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.3, participant_shift=0.5, camera_shift=0.3),
-                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.3, participant_shift=0.5, camera_shift=0.3)},
+    "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.85, segment_noise=1.1, frame_noise=3.726, participant_shift=0.5, camera_shift=0.3),
+                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.55, segment_noise=1.1, frame_noise=4.14, participant_shift=0.5, camera_shift=0.3)},
     "50salads": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0),
-                 "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0)},
-    "gtea": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0),
-             "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0)}}
+                 "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=1.561416, participant_shift=0.3, camera_shift=0.0)},
+    "gtea": {"small": dict(dim=64, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0),
+             "full": dict(dim=2048, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0)}}
 
 def real_label_feature_spec(name:str, # "breakfast", "50salads" or "gtea" (the real label folder's dataset)
                             size:str="full", # "small" (64-d) or "full" (2048-d, like I3D)

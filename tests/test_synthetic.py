@@ -1,5 +1,5 @@
 "Integration tests of hoi_audit.synthetic: determinism, the MS-TCN layout, exact Bayes values vs Monte-Carlo, preset shapes, real-label mode."
-import json, os, re, shutil, tempfile
+import itertools, json, os, re, shutil, tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -291,7 +291,7 @@ def _notebook_table(heading):
     for cell in json.loads(NOTEBOOK.read_text())["cells"]:
         src = "".join(cell["source"])
         if cell["cell_type"] == "markdown" and heading in src:
-            lines = [l for l in src[src.index(heading):].splitlines() if l.startswith("|")]
+            lines = list(itertools.takewhile(lambda l: l.startswith("|"), src[src.index(heading):].splitlines()))
             head = [h.strip() for h in lines[0].strip("|").split("|")]
             return [dict(zip(head, (c.strip() for c in l.strip("|").split("|")))) for l in lines[2:]]
     raise AssertionError(f"no markdown cell with {heading!r} in {NOTEBOOK.name}")
