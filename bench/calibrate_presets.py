@@ -10,7 +10,7 @@ whose target moved out of tolerance is searched again (at most three rounds).
     python bench/calibrate_presets.py                      # search every case at sizes full and small, print, draw
     python bench/calibrate_presets.py --check              # measure the frozen values only (no search)
     python bench/calibrate_presets.py --cases breakfast --sizes small
-    python bench/calibrate_presets.py --cached-only        # replay the cached evaluations: the table and figure, no new run
+    python bench/calibrate_presets.py --check --cached-only   # the frozen values' table from the cached evaluations, no new run
 
 A rerun starts every search from the frozen values, so when they still hit their targets it costs one evaluation per knob (a
 verification); it searches only where something (the anticipation model, the recognizer) moved the numbers.
@@ -148,8 +148,10 @@ def calibrate(ev:Evaluator, case:str, size:str, search:bool, max_evals:int, max_
             window_ok = abs(final["window_acc"] - target) <= tol
             video_ok = not video or abs(final["video_only_act1"] - vt) <= vtol
             if window_ok and video_ok: break
-        except NotCached:              # a --cached-only replay of a round that never ran
-            if rnd == 0: raise
+        except NotCached:              # a --cached-only replay of a search that never ran (e.g. from values frozen since)
+            if rnd == 0:
+                print(f"  no cached search from these starting values: the frozen values are checked instead")
+                spec, steps = base_spec(case, size), {}
             break
     final = ev(case, size, "video" if video else "window", spec)
     row = {"case": case, "size": size, "dim": spec.dim, "current_signal": spec.current_signal, "frame_noise": spec.frame_noise,
@@ -171,7 +173,7 @@ def draw(rows:list, path:Path):
         ax.axhspan(target - tol, target + tol, color="#f5c242", alpha=0.35, lw=0)
         ax.axhline(target, color="#b8860b", lw=1)
         for r in rows:
-            if r["case"] != case: continue
+            if r["case"] != case or not rounds(r, stage): continue
             color = {"full": "#3b6ea8", "small": "#c0392b"}[r["size"]]
             for i, step in enumerate(rounds(r, stage)):
                 pts = sorted(step["curve"])
@@ -229,7 +231,7 @@ def main():
         print(f"| `{r['case']}` | {r['size']} | {r['dim']} | {round(r['current_signal'], 6)!r} | {round(r['frame_noise'], 6)!r} | {round(r['next_signal'], 6)!r} | "
               f"{r['window_acc']:.1f} ({r['window_target']}) | {vo} | {r['n_train']}+{r['n_test']} |")
     if a.json: a.json.write_text(json.dumps(rows, indent=1))
-    if not a.check:
+    if not a.check and (not a.cached_only or all(r["steps"] for r in rows)):   # a partial replay leaves the figure alone
         draw(rows, a.figure)
         print("figure:", a.figure)
 
