@@ -9,18 +9,20 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from .core import DataError, read_json, write_json, write_npy, write_text, sha256_file, sha256_json
-from .procedural import read_label_file, read_mapping, segments_of
+from .procedural import read_label_file, read_mapping, read_splits, segments_of
 
 # %% auto #0
-__all__ = ['PREDICTORS', 'SIZES', 'PRESETS', 'Seq', 'AnyOrder', 'Choice', 'Maybe', 'seq', 'any_order', 'choice', 'maybe',
-           'transcript_distribution', 'sample_transcript', 'grammar_json', 'Task', 'Grammar', 'predictor_input',
-           'transcript_queries', 'query_weights', 'bayes_accuracy', 'bayes_table', 'expected_queries', 'SizeSpec',
-           'Preset', 'preset', 'FeatureSpec', 'synthesize_features', 'VideoSpec', 'SyntheticDataset',
-           'synthetic_dataset', 'write_synthetic', 'participant_camera', 'synthesize_features_for_labels']
+__all__ = ['PREDICTORS', 'SIZES', 'PRESETS', 'CALIBRATION_SEED', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'Seq', 'AnyOrder',
+           'Choice', 'Maybe', 'seq', 'any_order', 'choice', 'maybe', 'transcript_distribution', 'sample_transcript',
+           'grammar_json', 'Task', 'Grammar', 'predictor_input', 'transcript_queries', 'query_weights',
+           'bayes_accuracy', 'bayes_table', 'expected_queries', 'SizeSpec', 'Preset', 'preset', 'FeatureSpec',
+           'synthesize_features', 'VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'write_synthetic',
+           'participant_camera', 'synthesize_features_for_labels', 'CalibrationResult', 'calibrate_knob',
+           'calibration_split', 'real_label_calibration_videos', 'calibrate_feature_spec', 'real_label_feature_spec']
 
 # %% ../nbs/03_synthetic.ipynb #3c068d4c
 @dataclass(frozen=True)
@@ -360,6 +362,7 @@ class SizeSpec:
     mean_frames: float # expected video length in frames (before the per-participant speed)
     feature_dim: int # D of the features
     n_videos: int|None = None # Breakfast full: sessions get 3-4 cameras so that the total is the real count
+    features: dict = field(default_factory=dict) # FeatureSpec values of this size (calibrated), over the preset's `features`
 
 @dataclass(frozen=True)
 class Preset:
@@ -411,22 +414,22 @@ def _make_presets() -> dict:
     b = _BREAKFAST_PARTICIPANTS
     breakfast = Preset("breakfast", _breakfast_grammar(),
         sizes={"tiny": SizeSpec((b[0], b[13], b[26], b[39]), ("cam01",), 200, 16),
-               "small": SizeSpec(b, ("cam01",), 400, 64),
-               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712)},
+               "small": SizeSpec(b, ("cam01",), 400, 64, features=dict(frame_noise=5.06, next_signal=0.667029)),
+               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712, features=dict(frame_noise=3.793686, next_signal=0.55))},
         split_groups=_groups(b, 4), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
         durations=_BREAKFAST_DURATIONS, start_background="SIL", end_background="SIL", end_background_p=0.93,
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.3, participant_shift=0.5, camera_shift=0.3))
     s = _SALADS_PARTICIPANTS
     salads = Preset("50salads", _salads_grammar(),
         sizes={"tiny": SizeSpec(s[0:2] + s[5:7] + s[10:12] + s[15:17] + s[20:22], ("rgb",), 400, 16),
-               "small": SizeSpec(s, ("rgb",), 2000, 64),
-               "full": SizeSpec(s, ("rgb",), 11552, 2048)},
+               "small": SizeSpec(s, ("rgb",), 2000, 64, features=dict(frame_noise=0.8)),
+               "full": SizeSpec(s, ("rgb",), 11552, 2048, features=dict(frame_noise=1.4))},
         split_groups=_groups(s, 5), video_name="{camera}-{participant}-{repetition}", repetitions=2,
         durations=_SALADS_DURATIONS, start_background="action_start", end_background="action_end",
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0))
     g = ("S1", "S2", "S3", "S4")
     gtea = Preset("gtea", _gtea_grammar(),
-        sizes={"tiny": SizeSpec(g, ("C1",), 300, 16), "small": SizeSpec(g, ("C1",), 700, 64), "full": SizeSpec(g, ("C1",), 1115, 2048)},
+        sizes={"tiny": SizeSpec(g, ("C1",), 300, 16), "small": SizeSpec(g, ("C1",), 700, 64, features=dict(current_signal=4.0)), "full": SizeSpec(g, ("C1",), 1115, 2048, features=dict(current_signal=4.0))},
         split_groups=_groups(g, 4), video_name="{participant}_{task}_{camera}", repetitions=1,
         durations=_GTEA_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.9,
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0))
@@ -607,7 +610,7 @@ def synthetic_dataset(name:str, # preset: "breakfast", "50salads" or "gtea"
     "A preset at a size: videos, participant-group splits and feature knobs (nothing is generated yet)."
     p = preset(name)
     if size not in SIZES: raise ValueError(f"unknown size {size!r}; sizes are {SIZES}")
-    knobs = {"dim": p.sizes[size].feature_dim, **p.features, "seed": seed, **feature_knobs}
+    knobs = {"dim": p.sizes[size].feature_dim, **p.features, **p.sizes[size].features, "seed": seed, **feature_knobs}
     spec = FeatureSpec(**knobs)
     videos = _videos(p, size, seed)
     splits = {}
@@ -718,3 +721,132 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
         else: write_text(target, gt.read_text())
     write_json(root / "truth.json", {**config, "grammar": None, "bayes": None, "background": [classes[b] for b in bg], "label_sha256": pins})
     return root
+
+# %% ../nbs/03_synthetic.ipynb #calib01
+CALIBRATION_SEED = 1000 # dataset / feature seed of the calibration split (experiments use 0: the values are not fitted on them)
+
+PAPER_TARGETS = { # (dataset, metric) -> (paper value, tolerance) in percent: Table 3's window accuracy, Table 1's video-only Act@1
+    ("breakfast", "window_acc"): (44.4, 2.0), ("50salads", "window_acc"): (74.7, 2.0), ("gtea", "window_acc"): (99.6, 2.0),
+    ("breakfast", "video_only_act1"): (21.7, 3.0)}
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    "One knob's search: the value chosen, what it measured, and every (knob, measured) pair in evaluation order."
+    knob: str # the FeatureSpec field searched
+    target: float # the value aimed at
+    tolerance: float # |measured - target| allowed
+    value: float # the chosen knob value
+    measured: float # the metric at `value`
+    curve: tuple # ((knob value, measured), ...) in evaluation order
+
+    @property
+    def within(self) -> bool: return abs(self.measured - self.target) <= self.tolerance
+    def as_dict(self) -> dict:
+        return {"knob": self.knob, "target": self.target, "tolerance": self.tolerance, "value": self.value,
+                "measured": self.measured, "within": self.within, "curve": [list(p) for p in self.curve]}
+
+# %% ../nbs/03_synthetic.ipynb #calib04
+def calibrate_knob(evaluate:Callable, # knob value -> measured metric (a full pipeline run, or a cheap stand-in)
+                   lo:float, # one end of the starting bracket
+                   hi:float, # the other end
+                   target:float, # the metric value to hit
+                   tolerance:float, # |measured - target| that counts as a hit
+                   max_evals:int=8, # evaluation budget (each may write and fit a dataset)
+                   knob:str="knob", # the knob's name (for the result)
+                   floor:float=0.0, # the knob never goes below this when the bracket widens
+                   stop_fraction:float=0.5, # stop once a measurement is within this fraction of the tolerance
+                  ) -> CalibrationResult:
+    "A 1-D bracketing search for a monotone, noisy metric: widen the bracket, then Illinois regula falsi with a bisection guard."
+    curve = []
+    def f(x):
+        curve.append((float(x), float(evaluate(float(x))))); return curve[-1][1]
+    def done(): return len(curve) >= max_evals or any(abs(m - target) <= stop_fraction * tolerance for _, m in curve)
+    lo, hi = sorted((float(lo), float(hi)))
+    flo = f(lo)
+    fhi = f(hi) if not done() else flo
+    while not done() and (flo - target) * (fhi - target) > 0:     # not bracketed: widen towards the target
+        rising = fhi >= flo
+        if (target > fhi) == rising: lo, flo, hi = hi, fhi, hi + (hi - lo); fhi = f(hi)
+        elif lo > floor: hi, fhi, lo = lo, flo, max(floor, lo - (hi - lo)); flo = f(lo)
+        else: break                                                 # the floor is reached: the target is out of range
+    side = 0
+    while not done() and (flo - target) * (fhi - target) <= 0 and fhi != flo:
+        w = 0.1 * (hi - lo)                                         # guard: stay off the ends so the bracket always shrinks
+        x = min(max(lo + (target - flo) * (hi - lo) / (fhi - flo), lo + w), hi - w)
+        fx = f(x)
+        if (fx - target) * (flo - target) > 0:
+            lo, flo = x, fx
+            if side == -1: fhi = target + (fhi - target) / 2        # Illinois: halve the stale end's pull
+            side = -1
+        else:
+            hi, fhi = x, fx
+            if side == 1: flo = target + (flo - target) / 2
+            side = 1
+    value, measured = min(curve, key=lambda p: (abs(p[1] - target), p[0]))
+    return CalibrationResult(knob, float(target), float(tolerance), value, measured, tuple(curve))
+
+# %% ../nbs/03_synthetic.ipynb #calib07
+def _subset(names:Sequence, n:int|None, seed:int, part:str) -> list:
+    names = sorted(names)
+    if n is None or n >= len(names): return names
+    return sorted(_rng(seed, "calibration", part).choice(names, size=int(n), replace=False).tolist())
+
+def calibration_split(name:str, # preset: "breakfast", "50salads" or "gtea"
+                      size:str="full", # the size whose knobs are calibrated
+                      n_train:int|None=None, # keep this many of split 1's train videos (None: all)
+                      n_test:int|None=None, # ... and of its test videos
+                      seed:int=CALIBRATION_SEED, # the dataset seed (not the experiments' 0)
+                      split:int=1, # the split used for calibration
+                      **feature_knobs, # FeatureSpec overrides (the knob being searched)
+                     ) -> SyntheticDataset:
+    "The calibration split: one split of a calibration-seed dataset, reduced to a seeded subset of its train and test videos."
+    ds = synthetic_dataset(name, size, seed, **feature_knobs)
+    train = _subset(ds.splits[split]["train"], n_train, seed, "train")
+    test = _subset(ds.splits[split]["test"], n_test, seed, "test")
+    keep = set(train) | set(test)
+    return replace(ds, videos=tuple(v for v in ds.videos if v.name in keep), splits={split: {"train": train, "test": test}})
+
+def real_label_calibration_videos(labels_root, # a real MS-TCN label folder
+                                  n_train:int|None=None, # keep this many of split 1's train videos (None: all)
+                                  n_test:int|None=None, # ... and of its test videos
+                                  seed:int=CALIBRATION_SEED, # seed of the subset
+                                  split:int=1, # the split used for calibration
+                                 ) -> list:
+    "Real-label mode's calibration videos: the same seeded subset rule on the real split bundles (for `synthesize_features_for_labels`)."
+    parts = read_splits(Path(labels_root) / "splits")[split]
+    return sorted(_subset(parts["train"], n_train, seed, "train") + _subset(parts["test"], n_test, seed, "test"))
+
+# %% ../nbs/03_synthetic.ipynb #calib10
+def calibrate_feature_spec(base:FeatureSpec, # the knobs held fixed
+                           knob:str, # the FeatureSpec field to search, e.g. "frame_noise"
+                           metric:Callable, # FeatureSpec -> measured value (writes/opens a calibration split and runs the pipeline)
+                           target:float, # the value to hit
+                           tolerance:float, # |measured - target| that counts as a hit
+                           lo:float, # starting bracket
+                           hi:float,
+                           **search, # calibrate_knob options (max_evals, stop_fraction, ...)
+                          ) -> tuple: # (CalibrationResult, the FeatureSpec with the chosen value)
+    "Search one knob of `base` so that `metric` hits `target`; the other knobs stay as they are."
+    if knob not in FeatureSpec.__dataclass_fields__ or knob in ("dim", "latent_dim", "seed"): raise ValueError(f"{knob!r} is not a feature knob")
+    result = calibrate_knob(lambda x: metric(replace(base, **{knob: x})), lo, hi, target, tolerance, knob=knob, **search)
+    return result, replace(base, **{knob: result.value})
+
+# %% ../nbs/03_synthetic.ipynb #calib13
+REAL_LABEL_FEATURES = { # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
+    "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.85, segment_noise=1.1, frame_noise=3.726, participant_shift=0.5, camera_shift=0.3),
+                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.55, segment_noise=1.1, frame_noise=4.14, participant_shift=0.5, camera_shift=0.3)},
+    "50salads": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0),
+                 "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=1.561416, participant_shift=0.3, camera_shift=0.0)},
+    "gtea": {"small": dict(dim=64, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0),
+             "full": dict(dim=2048, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0)}}
+
+def real_label_feature_spec(name:str, # "breakfast", "50salads" or "gtea" (the real label folder's dataset)
+                            size:str="full", # "small" (64-d) or "full" (2048-d, like I3D)
+                            seed:int=0, # feature seed (the calibration used CALIBRATION_SEED)
+                            **overrides, # FeatureSpec overrides
+                           ) -> FeatureSpec:
+    "The calibrated `FeatureSpec` of real-label mode (`synthesize_features_for_labels`) for a dataset and size."
+    if name not in REAL_LABEL_FEATURES: raise ValueError(f"no real-label features for {name!r}; known: {sorted(REAL_LABEL_FEATURES)}")
+    sizes = REAL_LABEL_FEATURES[name]
+    if size not in sizes: raise ValueError(f"real-label mode has sizes {sorted(sizes)}, not {size!r}")
+    return FeatureSpec(**{**sizes[size], "seed": seed, **overrides})

@@ -1,15 +1,19 @@
 "Integration tests of hoi_audit.synthetic: determinism, the MS-TCN layout, exact Bayes values vs Monte-Carlo, preset shapes, real-label mode."
-import os, shutil
+import itertools, json, os, re, shutil, tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hoi_audit.core import DataError, read_json, sha256_folder
 from hoi_audit.procedural import read_mstcn
-from hoi_audit.synthetic import (PRESETS, PREDICTORS, FeatureSpec, Grammar, Task, bayes_accuracy, preset, seq,
-                                 synthesize_features_for_labels, synthetic_dataset, write_synthetic)
+from hoi_audit.recovery import WindowRecognizer
+from dataclasses import replace
+from hoi_audit.synthetic import (CALIBRATION_SEED, PAPER_TARGETS, PRESETS, PREDICTORS, FeatureSpec, Grammar, Task, bayes_accuracy,
+                                 bayes_table, calibrate_feature_spec, calibrate_knob, calibration_split, preset, real_label_feature_spec,
+                                 seq, synthesize_features_for_labels, synthetic_dataset, write_synthetic)
 
 PRESET_NAMES = ("breakfast", "50salads", "gtea")
 
@@ -275,3 +279,96 @@ def test_next_action_cue_is_planted_and_can_be_switched_off():
     np.testing.assert_allclose(latent[404], mu[2], atol=1e-4)                  # action 2 is the last action: no cue
     off = synthesize_features(labels, FeatureSpec(**{**spec.__dict__, "next_signal": 0.0}), 3, background=[0])
     np.testing.assert_allclose((spec.embedding() @ off).T[204], mu[1], atol=1e-4)
+
+
+# ---------------------------------------------------------------- calibration
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "nbs" / "03_synthetic.ipynb"
+
+
+def _notebook_table(heading):
+    "The markdown table that follows `heading` in the notebook's prose, as a list of dicts (header -> cell)."
+    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and heading in src:
+            lines = list(itertools.takewhile(lambda l: l.startswith("|"), src[src.index(heading):].splitlines()))
+            head = [h.strip() for h in lines[0].strip("|").split("|")]
+            return [dict(zip(head, (c.strip() for c in l.strip("|").split("|")))) for l in lines[2:]]
+    raise AssertionError(f"no markdown cell with {heading!r} in {NOTEBOOK.name}")
+
+
+@pytest.mark.parametrize("increasing", [False, True])
+def test_calibrate_knob_finds_a_planted_crossing(increasing):
+    "A monotone metric with seeded measurement noise: the search ends within tolerance, near the planted crossing."
+    noise = np.random.default_rng(0)
+    crossing = 1.7
+    metric = (lambda x: 30 + 12 * (x - crossing) + noise.normal(0, 0.3)) if increasing else (lambda x: 30 - 12 * (x - crossing) + noise.normal(0, 0.3))
+    r = calibrate_knob(metric, 0.2, 0.6, target=30.0, tolerance=2.0, max_evals=10)
+    assert r.within and abs(r.value - crossing) < 0.2, r
+    assert len(r.curve) <= 10 and r.curve[0][0] == 0.2 and (r.value, r.measured) in r.curve
+
+
+def test_calibrate_knob_reports_an_unreachable_target():
+    r = calibrate_knob(lambda x: 96.0 - x, 0.0, 0.5, target=99.6, tolerance=2.0, max_evals=5)   # the floor stops the widening
+    assert not r.within and r.value == 0.0 and min(x for x, _ in r.curve) == 0.0
+
+
+def test_calibrate_feature_spec_on_tiny_window_accuracy():
+    "The real metric on a tiny calibration split (seconds): frame_noise found so that window accuracy hits a planted target."
+    def window_acc(spec, root=[0]):
+        knobs = {k: getattr(spec, k) for k in ("current_signal", "next_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift")}
+        root[0] += 1
+        out = write_synthetic(calibration_split("breakfast", "tiny", **knobs), Path(tmp) / str(root[0]))
+        ds = read_mstcn(out)
+        return WindowRecognizer().fit(ds, split=1, seed=42).window_accuracy(ds, ds.splits[1]["test"])
+    with tempfile.TemporaryDirectory() as tmp:
+        base = calibration_split("breakfast", "tiny").feature_spec
+        result, spec = calibrate_feature_spec(base, "frame_noise", window_acc, target=40.0, tolerance=3.0, lo=1.0, hi=2.0, max_evals=8)
+        assert result.within, result
+        assert replace(spec, frame_noise=base.frame_noise) == base and spec.frame_noise == result.value
+        assert window_acc(spec) == pytest.approx(result.measured)          # the frozen value reproduces its measurement
+
+
+def test_calibration_split_is_a_seeded_subset_of_split_one():
+    cal = calibration_split("breakfast", "small", n_train=30, n_test=10)
+    full = synthetic_dataset("breakfast", "small", CALIBRATION_SEED)
+    assert set(cal.splits) == {1} and len(cal.splits[1]["train"]) == 30 and len(cal.splits[1]["test"]) == 10
+    assert set(cal.splits[1]["train"]) <= set(full.splits[1]["train"]) and set(cal.splits[1]["test"]) <= set(full.splits[1]["test"])
+    assert cal.splits == calibration_split("breakfast", "small", n_train=30, n_test=10).splits
+    assert cal.feature_spec == full.feature_spec
+
+
+def _frozen(case, size):
+    return real_label_feature_spec(case[:-7], size) if case.endswith("_labels") else synthetic_dataset(case, size).feature_spec
+
+
+def test_frozen_knobs_are_the_calibrated_ones_in_the_notebook():
+    "Every row of the notebook's calibration table: the presets / real-label specs hold its knob values, and its measurements hit the targets."
+    rows = _notebook_table("| case | size |")
+    cases = {(r["case"].strip("`"), r["size"]) for r in rows}
+    assert cases == {(c, s) for c in ("breakfast", "50salads", "gtea", "breakfast_labels", "50salads_labels", "gtea_labels") for s in ("small", "full")}
+    for r in rows:
+        case, size = r["case"].strip("`"), r["size"]
+        spec = _frozen(case, size)
+        assert spec.dim == int(r["D"]) == (2048 if size == "full" else 64)
+        for knob in ("current_signal", "frame_noise", "next_signal"):
+            assert getattr(spec, knob) == pytest.approx(float(r[knob]), abs=1e-9), (case, size, knob)
+        dataset = case.replace("_labels", "")
+        measured, target = (float(x) for x in re.match(r"([\d.]+) \(([\d.]+)\)", r["window acc. (target)"]).groups())
+        assert target == PAPER_TARGETS[dataset, "window_acc"][0]
+        if size == "full": assert abs(measured - target) <= PAPER_TARGETS[dataset, "window_acc"][1], (case, measured)
+        if size == "full" and dataset == "breakfast":
+            measured, target = (float(x) for x in re.match(r"([\d.]+) \(([\d.]+)\)", r["video-only Act@1 (target)"]).groups())
+            assert abs(measured - target) <= PAPER_TARGETS["breakfast", "video_only_act1"][1], (case, measured)
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_bayes_values_in_the_notebook_do_not_depend_on_feature_knobs(name):
+    "The exact Bayes values depend on the grammar only: any feature knobs, any size, give the numbers the notebook documents."
+    documented = {r["predictor"].strip("`"): float(r[name]) for r in _notebook_table("| predictor | breakfast |")}
+    reference = bayes_table(name)
+    for size, knobs in [("full", {}), ("small", {}), ("tiny", dict(frame_noise=9.0, next_signal=0.0, current_signal=0.1, dim=32))]:
+        table = bayes_table(synthetic_dataset(name, size, seed=3, **knobs))
+        pd.testing.assert_frame_equal(table, reference)
+    act1 = reference.query("include_first and top_k == 1").set_index("predictor")["value"]
+    for predictor, value in documented.items(): assert round(100 * act1[predictor], 1) == value, (name, predictor)
