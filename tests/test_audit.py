@@ -174,7 +174,7 @@ def test_bad_input(tiny, tmp_path):
     with pytest.raises(DataError, match="needs features"): four_condition_audit(labels_only, seeds=(42,))
     with pytest.raises(DataError, match="no split"): four_condition_audit(tiny, splits=[9], seeds=(42,))
     with pytest.raises(DataError, match="unknown condition"): four_condition_audit(tiny, conditions=("oracle_magic",))
-    with pytest.raises(Exception, match="unknown condition"): _cli(str(tiny.root), "--conditions", "nope")
+    with pytest.raises(Exception, match="unknown condition"): _cli(str(tiny.root), "--conditions", "nope", "--out", str(tmp_path / "o"))
 
 def test_two_workers_on_one_store_give_the_single_worker_results(tiny, tmp_path):
     "The documented way to use k cores: k copies of the same command on one store. Units are split, results are unchanged."
