@@ -113,16 +113,20 @@ def fresh_clone(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n])) if n in NOT_YET else n
                                   for n in EXPERIMENTS])
 def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_path):
-    "`make reproduce` (= `hoi-audit reproduce --out .`) in a clone with no ../shared and no HOI_AUDIT_LABELS: the committed JSONs, byte for byte."
+    """`make reproduce` (= `hoi-audit reproduce --out .`) in a clone with no ../shared and no HOI_AUDIT_LABELS: every experiment runs at the
+    small scale, writes a figure and its executed notebook, and regenerates the committed JSONs byte for byte."""
     env = {k: v for k, v in os.environ.items() if k != "HOI_AUDIT_LABELS"}
     env.update(PYTHONPATH=str(fresh_clone), HOI_AUDIT_CACHE=str(tmp_path / "cache"))   # the clone's package, an empty cache
     results = fresh_clone / "results"
     committed = {p.name: p.read_bytes() for p in results.glob("*.json")}
-    before = {p: p.stat().st_mtime_ns for p in results.glob("*.json")}
+    before = {p: p.stat().st_mtime_ns for p in [*results.glob("*.json"), *(fresh_clone / "figures").glob("*.png")]}
     r = hoi_audit("reproduce", "--only", name, "--scale", "small", "--out", ".", "--quiet", cwd=fresh_clone, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "real labels: shipped with hoi_audit" in r.stderr and "warning" not in r.stderr, r.stderr[-3000:]
     rewritten = sorted(p for p in results.glob("*.json") if before.get(p) != p.stat().st_mtime_ns)
+    figures = [p for p in (fresh_clone / "figures").glob("*.png") if before.get(p) != p.stat().st_mtime_ns]
+    assert figures, f"{name} wrote no figure"
+    assert (fresh_clone / "runs" / f"{name}.ipynb").exists()              # the executed notebook is kept
     assert results / f"{name}.json" in rewritten
     for p in rewritten:
         assert p.name in committed, f"{name} wrote {p.name}, which is not committed"
