@@ -81,6 +81,8 @@ def test_pages_have_titles_and_descriptions_from_the_front_matter(site):
         assert re.search(r"<h1>.+</h1>", doc), f"{page.name}: no H1"
         text = text_of(page)
         assert description[:60] in " ".join(text.split()), f"{page.name}: no description from the front matter"
+        meta = re.search(r'<meta content="([^"]*)" name="description"', doc) or re.search(r'<meta name="description" content="([^"]*)"', doc)
+        assert meta and html.unescape(meta.group(1))[:40] == description[:40], f"{page.name}: no <meta name=description> from the front matter"
         assert "title:" not in text[:2000] and "output-file:" not in text, f"{page.name}: raw front matter shown as text"
 
 def test_no_quarto_markup_or_off_site_self_links(site):

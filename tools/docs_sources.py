@@ -171,8 +171,9 @@ def page(nb_path: Path, symbols: Symbols, module: str | None = None, executed: P
             continue
         outputs = [_links_in_output(o, symbols) for o in _plain(list(c.get("outputs", [])))]
         cells.append(_cell("code", src, {"tags": tags} if tags else {}, outputs, c.get("execution_count")))
-    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                                          "language_info": {"name": "python"}},
+    meta = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}}
+    if fm.get("description"): meta["myst"] = {"html_meta": {"description": re.sub(r"[`*]", "", fm["description"])}}   # myst-nb: front matter
+    return {"cells": cells, "metadata": meta,
             "nbformat": 4, "nbformat_minor": 5}
 
 def _links_in_output(o, symbols):
