@@ -44,11 +44,19 @@ nbtest: venv
 pytest: venv
 	$(BIN)/python -m pytest tests -q -ra --durations=10
 
-## make docs: offline docs. nbdev_proc_nbs's processing (without its Quarto install step), then an HTML render into _docs/
+## make docs: the documentation site into _docs/ (Sphinx + myst-nb + autodoc, offline; nbdev_docs where Quarto exists)
+# sources: nbdev's processing of nbs/ and the executed experiments (runs/ of make reproduce when current, else run small here)
+RUNS ?= $(OUT)/runs
 docs: venv
-	rm -rf _proc _docs
-	$(BIN)/python -c "from nbdev.serve import proc_nbs; proc_nbs(force=True, n_workers=0)"
-	$(BIN)/python tools/render_docs.py _proc _docs
+	rm -rf _docs _build/html
+	$(BIN)/python tools/docs_sources.py _build/site --runs $(RUNS) --executed _build/reproduce
+	$(BIN)/sphinx-build -j auto -q -W --keep-going -n -b html -c docs -d _build/doctrees _build/site _build/html
+	mv _build/html _docs
+
+# the site's checks alone (also part of make pytest): no warning, every internal link and anchor resolves (pytest-check-links),
+# an API entry per export with its parameter table and source link, a figure and a table on every experiment page
+check-docs: docs
+	$(BIN)/python -m pytest -q tests/test_docs.py
 
 ## make readme: README.md from nbs/index.ipynb
 readme: venv
