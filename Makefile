@@ -74,4 +74,4 @@ bench: venv
 	@echo "Breakfast-scale reading (about 20 min, 29 GB of disk): $(BIN)/python bench/bench_procedural.py"
 
 clean:
-	rm -rf _proc _docs runs store raw
+	rm -rf _proc _docs _build runs store raw
