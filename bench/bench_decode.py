@@ -10,16 +10,8 @@ from collections import Counter
 from pathlib import Path
 import numpy as np
 from hoi_audit.clips import ClipPreset, encode_mp4, plan_video, render_actions
-from hoi_audit.decode import (BinSpec, VideoDecoder, damage_samples, mp4_sample_offsets, observation_bins, open_decord, sample_indices,
+from hoi_audit.decode import (BinSpec, VideoDecoder, damage_samples, mp4_sample_offsets, overwrite_runs, observation_bins, open_decord, sample_indices,
                               summarize_substitutions)
-
-def overwrite_runs(path, n, seed=0, length=64):
-    "n runs of `length` random bytes overwritten in the middle third of the frame data (the issue's damage)."
-    data = bytearray(path.read_bytes()); offs = mp4_sample_offsets(path)
-    lo, hi = offs[len(offs) // 3][0], offs[2 * len(offs) // 3][0]
-    rng = np.random.default_rng(seed)
-    for a in sorted(rng.integers(lo, hi, n)): data[a:a + length] = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
-    path.write_bytes(bytes(data))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

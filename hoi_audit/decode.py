@@ -16,7 +16,7 @@ __all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'observation_bins', 
            'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_is_idr', 'SubstitutionRecord',
            'summarize_substitutions', 'DecodeTimeout', 'call_with_time_limit', 'DecodeProcess', 'open_decord',
            'decode_with_damage', 'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'VideoDecoder',
-           'mp4_sample_offsets', 'damage_samples']
+           'mp4_sample_offsets', 'damage_samples', 'overwrite_runs']
 
 # %% ../nbs/01_decode.ipynb #1c2d014c
 @dataclass(frozen=True)
@@ -580,3 +580,19 @@ def damage_samples(path, # an mp4 file, changed in place
         data[a:offset + size] = rng.integers(0, 256, offset + size - a, dtype=np.uint8).tobytes()
     path.write_bytes(bytes(data))
     return [int(f) for f in frames]
+
+# %% ../nbs/01_decode.ipynb #1e4f7a33
+def overwrite_runs(path, # an mp4 file, changed in place
+                   n:int, # runs of random bytes to write
+                   seed:int=0, # seed of the places and the bytes
+                   length:int=64, # bytes per run
+                  ) -> list[int]: # the byte offsets overwritten
+    "The issue's damage: `n` runs of `length` random bytes at random places in the middle third of the frame data (`mdat`)."
+    path = Path(path)
+    data, offsets = bytearray(path.read_bytes()), mp4_sample_offsets(path)
+    lo, hi = offsets[len(offsets) // 3][0], offsets[2 * len(offsets) // 3][0]
+    rng = np.random.default_rng(seed)
+    places = sorted(int(a) for a in rng.integers(lo, hi, n))
+    for a in places: data[a:a + length] = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
+    path.write_bytes(bytes(data))
+    return places

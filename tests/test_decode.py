@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hoi_audit.core import DataError
-from hoi_audit.decode import (BinSpec, DecodeTimeout, VideoDecoder, damage_samples, decode_range_pyav, decode_with_damage,
+from hoi_audit.decode import (BinSpec, DecodeTimeout, VideoDecoder, damage_samples, overwrite_runs, decode_range_pyav, decode_with_damage,
                               mp4_sample_offsets, observation_bins, sample_indices, scan_damage, summarize_substitutions)
 
 FPS = 12
@@ -143,14 +143,6 @@ def _render(path, bframes=0, preset="ultrafast", extra=()):
     subprocess.run(cmd, input=frames.tobytes(), check=True)
     return path
 
-def _overwrite_runs(path, n, seed, length=64):
-    "Overwrite n runs of `length` random bytes at random places of the middle third of the frame data in mdat."
-    data = bytearray(path.read_bytes()); offs = mp4_sample_offsets(path)
-    lo, hi = offs[len(offs) // 3][0], offs[2 * len(offs) // 3][0]
-    rng = np.random.default_rng(seed)
-    for a in sorted(rng.integers(lo, hi, n)): data[a:a + length] = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
-    path.write_bytes(bytes(data))
-
 TOLERANCE = 2   # grey levels: a frame differs when some pixel is further than this from the undamaged decode (the decoder is exact)
 
 def _differing(clean, damaged):
@@ -222,7 +214,7 @@ def test_accept_concealed_uses_them_and_still_lists_them(rendered):
 def test_random_runs_in_mdat_are_never_over_marked_without_b_frames(tmp_path, seed):
     "Runs of 64 random bytes, as in the issue: every marked frame differs. (Damage FFmpeg neither fails on, flags nor reports cannot be seen.)"
     clean = _render(tmp_path / "clean.mp4", preset="medium")
-    damaged = tmp_path / "damaged.mp4"; damaged.write_bytes(clean.read_bytes()); _overwrite_runs(damaged, 12, seed)
+    damaged = tmp_path / "damaged.mp4"; damaged.write_bytes(clean.read_bytes()); overwrite_runs(damaged, 12, seed)
     _, differ = _differing(clean, damaged)
     marked = set(scan_damage(damaged, FPS))
     assert marked <= differ and len(marked) >= 0.7 * len(differ)
