@@ -135,8 +135,9 @@ def test_make_reproduce_is_the_command():
     "No environment variable or extra argument separates `make reproduce` from the README's `hoi-audit reproduce`."
     makefile = (REPO / "Makefile").read_text()
     assert "HOI_AUDIT_LABELS" not in makefile.replace("# No environment variable", "")
-    r = subprocess.run(["make", "-n", "reproduce"], cwd=REPO, capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == ".venv/bin/hoi-audit reproduce --scale small --out .", r.stdout
+    r = subprocess.run(["make", "--no-print-directory", "-n", "reproduce"], cwd=REPO, capture_output=True, text=True)   # also under make test
+    commands = [line for line in r.stdout.strip().splitlines() if not line.startswith("make")]
+    assert r.returncode == 0 and commands[-1] == ".venv/bin/hoi-audit reproduce --scale small --out .", r.stdout
 
 def test_the_wheel_ships_the_labels(fresh_clone, tmp_path):
     "A `pip install` gets the real labels too: the wheel built from a clone holds every shipped file, and pip says nothing about them."
