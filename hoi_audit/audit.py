@@ -127,11 +127,10 @@ NON_ORACLE, ORACLE = "recognizer_ba", "gt_history"  # Table 2's first row: the p
 # %% ../nbs/08_audit.ipynb #0f77a83b
 def matched_pairs(conditions:Sequence[str], # condition names (CONDITIONS)
                  ) -> list[tuple]: # (oracle, non_oracle) pairs, the primary pair first
-    "Pairs that differ in history provenance only: same inputs, an oracle history against a deployable recognizer history."
+    "Pairs that differ in history provenance only: same inputs, the GT history against a deployable recognizer history."
     conds = [CONDITIONS[c] for c in conditions]
     pairs = [(o.name, r.name) for r in conds for o in conds
-             if r.deployable and r.history and o.history and HISTORY_SOURCES[o.history].source == "oracle"
-             and o.history == "gt" and tuple(o.inputs) == tuple(r.inputs)]
+             if o.history == "gt" and r.history and r.deployable and tuple(o.inputs) == tuple(r.inputs)]
     return sorted(pairs, key=lambda p: p != (ORACLE, NON_ORACLE))
 
 # %% ../nbs/08_audit.ipynb #4199c01a
