@@ -46,7 +46,7 @@ SUBSET = {("breakfast", "full"): {"window": (240, 80), "video": (None, 100)},
           ("breakfast", "small"): {"window": (None, None), "video": (None, None)},
           ("breakfast_labels", "full"): {"window": (240, 80), "video": (None, 100)},
           ("breakfast_labels", "small"): {"window": (128, 43), "video": (128, 43)}}   # the experiment's small real-label mode: 1/10 of the videos
-KNOBS = ("current_signal", "next_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift")
+KNOBS = ("current_signal", "next_signal", "end_fade", "segment_noise", "frame_noise", "participant_shift", "camera_shift")
 # The window-accuracy knob: frame_noise, except GTEA, whose ceiling with frame_noise -> 0 is about 96% (leave-one-subject-out
 # with three train subjects: the per-participant offset, not the noise, limits it), so its signal scale is searched instead.
 WINDOW_KNOB = {"gtea": "current_signal", "gtea_labels": "current_signal"}

@@ -456,6 +456,7 @@ class FeatureSpec:
     latent_dim: int = 16 # dimension of the semantic subspace the signal lives in
     current_signal: float = 1.0 # scale of the current action's prototype
     next_signal: float = 0.25 # scale of the next action's cue at the end of a segment (ramps up from 0)
+    end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
     participant_shift: float = 0.5 # per-participant offset (per latent dimension)
@@ -466,6 +467,7 @@ class FeatureSpec:
         if self.dim < self.latent_dim or self.latent_dim < 1: raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
         for k in ("current_signal", "next_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
+        if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
 
     def prototypes(self, n_classes:int) -> np.ndarray:
         "Class prototypes in the latent space (n_classes x latent_dim)."
@@ -479,6 +481,12 @@ class FeatureSpec:
     def offset(self, kind:str, name) -> np.ndarray:
         "The latent offset of a participant or camera (unit scale)."
         return _rng(self.seed, kind, name, self.latent_dim).standard_normal(self.latent_dim)
+
+def _fade(n:int, end_fade:float) -> np.ndarray:
+    "Weights of the current action over a segment of n frames: 1, then a linear fade to 0 over its last `end_fade` fraction."
+    w, k = np.ones(n), int(round(end_fade * n))
+    if k > 0: w[n - k:] = np.arange(k - 1, -1, -1) / k
+    return w
 
 def synthesize_features(labels:np.ndarray, # class id per frame (T,)
                         spec:FeatureSpec, # the knobs
@@ -502,7 +510,7 @@ def synthesize_features(labels:np.ndarray, # class id per frame (T,)
         if segs[i, 2] not in background: upcoming = segs[i, 2]
     z = np.zeros((labels.size, spec.latent_dim))
     for (s, e, c), nxt in zip(segs, next_action):
-        z[s:e] += spec.current_signal * mu[c] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
+        z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[c] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
         if nxt is not None and spec.next_signal > 0:
             ramp = np.arange(1, e - s + 1) / (e - s)
             z[s:e] += spec.next_signal * ramp[:, None] * mu[nxt]
