@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #3bca72a7
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, math, os, random, re, shutil, sys, tempfile, uuid, zipfile
+import contextlib, fcntl, importlib, hashlib, json, math, os, random, re, shutil, sys, tempfile, uuid, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -440,8 +440,8 @@ class ResultStore:
             if state == "corrupt": raise ManifestError(f"unit {u.path} in {self.root}: {reason}; delete {self.unit_dir(u)} to recompute it")
             if state != "done": pending.append(u)
         if pending:
-            from .cluster import current_backend   # the backends build on the store: imported when first needed
-            backend = backend if backend is not None else current_backend()
+            if backend is None:   # the backends build on the store, so their module is imported when first needed
+                backend = importlib.import_module("hoi_audit.cluster").current_backend()
             if backend is not None: backend.run_units(self, pending, compute, desc=desc or self.root.name, progress=progress)
         from tqdm import tqdm
         bar = tqdm(total=len(units), desc=desc or self.root.name, disable=not progress, mininterval=1.0, file=sys.stderr)
