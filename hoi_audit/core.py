@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #3bca72a7
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, math, os, random, re, shutil, sys, tempfile, uuid, zipfile
+import contextlib, fcntl, importlib, hashlib, json, math, os, random, re, shutil, sys, tempfile, uuid, zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -297,7 +297,7 @@ class Unit:
         return to_jsonable({"key": self.key, "config": self.config, "inputs": self.inputs})
 
 # %% ../nbs/00_core.ipynb #b1f364d6
-UNIT_STATES = ("done", "pending", "stale", "running", "corrupt")  # what `ResultStore.status` reports
+UNIT_STATES = ("done", "pending", "stale", "running", "failed", "corrupt")  # what `ResultStore.status` reports
 
 class ResultStore:
     "A folder of units of work, each written atomically and skipped on restart when its manifest matches."
@@ -344,12 +344,28 @@ class ResultStore:
         return "done", "outputs match the manifest"
 
     def state(self, unit:Unit) -> str:
-        "One of `UNIT_STATES` for `unit` (`running` when another process holds its lock)."
+        "One of `UNIT_STATES` for `unit` (`running` when another process holds its lock, `failed` when its last attempt raised)."
         state, _ = self._inspect(unit)
         if state in ("pending", "stale") and (self.root / ".locks").exists():
             with self._lock(unit, blocking=False) as got:
                 if not got: return "running"
+        if state in ("pending", "stale") and self.failure(unit) is not None: return "failed"
         return state
+
+    def _failure_file(self, unit:Unit) -> Path:
+        return self.root / ".failed" / f"{sha256_bytes(unit.path.encode())[:24]}.json"
+
+    def record_failure(self, unit:Unit, # the unit whose compute raised
+                       error:str, # the error and its traceback
+                       log:str|None=None, # where the worker's full log is (a SLURM task's stderr)
+                      ) -> Path:
+        "Keep why `unit` failed (until it succeeds), so that `status` can say so; returns the record's path."
+        return write_json(self._failure_file(unit), {"unit": unit.path, "key": unit.key, "error": error, "log": log})
+
+    def failure(self, unit:Unit) -> dict|None:
+        "The failure record of `unit` (unit, key, error, log), or None."
+        f = self._failure_file(unit)
+        return read_json(f) if f.exists() else None
 
     def load(self, unit:Unit):
         "The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not done."
@@ -384,6 +400,7 @@ class ResultStore:
             os.rename(work, final)
             _fsync_path(final.parent, directory=True)
             if trash is not None: shutil.rmtree(trash, ignore_errors=True)
+            self._failure_file(unit).unlink(missing_ok=True)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
@@ -398,23 +415,34 @@ class ResultStore:
             return True
 
     def plan(self, units:Sequence[Unit]) -> Path:
-        "Record the units of a run, so that `status` can tell what is still pending."
+        "Add the units of a run to the store's grid (`plan.json`; a unit planned again replaces its entry), so that `status` can tell what is pending."
         paths = [u.path for u in units]
         dup = sorted({p for p in paths if paths.count(p) > 1})
         if dup: raise ValueError(f"two units share the key(s) {dup}")
-        return write_json(self.root / "plan.json", [{"path": u.path, **u.manifest} for u in units])
+        with self._lock(Unit({"plan": "json"}), blocking=True):   # two processes planning at once do not lose each other's units
+            f = self.root / "plan.json"
+            grid = {m["path"]: m for m in (read_json(f) if f.exists() else [])}
+            grid |= {u.path: {"path": u.path, **u.manifest} for u in units}
+            return write_json(f, list(grid.values()))
 
     def run(self, units:Sequence[Unit], # the units, in the order results are returned
             compute:Callable, # compute(unit, workdir) -> JSON-able result; may write files into workdir
             progress:bool=True, # show a progress bar
             desc:str|None=None, # its label
+            backend=None, # who computes the pending units (`hoi_audit.cluster`); None: the current one, by default this process
            ) -> list:
         "Compute every unit that is not done (skipping finished ones) and return all results, read back from the store."
         units = list(units)
         self.plan(units)
+        pending = []
         for u in units:   # a damaged store is reported before any work is done
             state, reason = self._inspect(u)
             if state == "corrupt": raise ManifestError(f"unit {u.path} in {self.root}: {reason}; delete {self.unit_dir(u)} to recompute it")
+            if state != "done": pending.append(u)
+        if pending:
+            if backend is None:   # the backends build on the store, so their module is imported when first needed
+                backend = importlib.import_module("hoi_audit.cluster").current_backend()
+            if backend is not None: backend.run_units(self, pending, compute, desc=desc or self.root.name, progress=progress)
         from tqdm import tqdm
         bar = tqdm(total=len(units), desc=desc or self.root.name, disable=not progress, mininterval=1.0, file=sys.stderr)
         deferred = []
@@ -436,7 +464,8 @@ class ResultStore:
             u = Unit({k: m["key"][k] for k in order}, m["config"], m["inputs"])
             seen.add(u.path)
             state = self.state(u)
-            rows.append({"unit": u.path, **u.key, "state": state, "planned": True, "reason": self._inspect(u)[1]})
+            reason = self.failure(u)["error"].strip().splitlines()[-1] if state == "failed" else self._inspect(u)[1]
+            rows.append({"unit": u.path, **u.key, "state": state, "planned": True, "reason": reason})
         units_root = self.root / "units"
         if units_root.exists():
             for mpath in sorted(units_root.rglob(self.MANIFEST)):

@@ -4,16 +4,20 @@
 
 # %% ../nbs/15_runner.ipynb #0d469195
 from __future__ import annotations
-import argparse, importlib, json, os, sys, time
+import argparse, contextlib, importlib, json, os, sys, tempfile, time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 import pandas as pd
-from .core import SCALES, HoiAuditError, OutputError, ResultStore, _ensure_folder, read_json
+from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, SlurmBackend, backend_spec,
+                               cluster_jobs, read_cluster_config)
+from .core import SCALES, HoiAuditError, OutputError, ResultStore, Unit, _ensure_folder, read_json
 from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
 __all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
-           'run_experiment', 'reproduce', 'store_status', 'labels_in_use', 'build_parser', 'main']
+           'backend_in_env', 'run_experiment', 'reproduce', 'store_status', 'store_roots', 'plan_experiment',
+           'labels_in_use', 'backend_of', 'build_parser', 'main']
 
 # %% ../nbs/15_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -60,6 +64,16 @@ def skipped_of(results, # a results JSON
     payload = read_json(results)
     return dict(payload.get("skipped") or payload.get("config", {}).get("skipped") or {})
 
+@contextlib.contextmanager
+def backend_in_env(backend):
+    "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
+    before = os.environ.get(BACKEND_ENV)
+    if backend is not None: os.environ[BACKEND_ENV] = backend_spec(backend)
+    try: yield
+    finally:
+        if before is None: os.environ.pop(BACKEND_ENV, None)
+        else: os.environ[BACKEND_ENV] = before
+
 def run_experiment(notebook, # the experiment notebook
                    out, # the output root
                    scale:str="small", # one of SCALES
@@ -103,6 +117,7 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
               params:dict|None=None, # parameters passed to every selected experiment
               notebooks=None, # the folder of experiment notebooks
               progress:bool=True, # progress bars
+              backend=None, # who computes the units (`cluster.LocalBackend`, `cluster.SlurmBackend`); None: each notebook in place
              ) -> list:
     "Run the experiment notebooks; a killed run resumes, skipping every finished unit."
     if Path(out).suffix.lower() == ".json":
@@ -113,8 +128,9 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
     if missing: raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
     from tqdm import tqdm
     written = []
-    for name in tqdm(names, desc="experiments", disable=not progress, file=sys.stderr):
-        written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
+    with backend_in_env(backend):
+        for name in tqdm(names, desc="experiments", disable=not progress, file=sys.stderr):
+            written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
     return written
 
 # %% ../nbs/15_runner.ipynb #554a40d2
@@ -127,17 +143,63 @@ def store_status(path) -> pd.DataFrame:
     frames = [ResultStore(r).status().assign(store=r.name) for r in roots]
     return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
 
+def store_roots(path) -> list:
+    "The result stores at `path`: the store itself, or each `store/<experiment>/` of an output root."
+    path = Path(path)
+    if (path / "plan.json").exists(): return [path]
+    return sorted(p.parent for p in (path / "store").glob("*/plan.json")) if (path / "store").is_dir() else []
+
+# %% ../nbs/15_runner.ipynb #9ea65ecb
+def plan_experiment(name:str, # an experiment notebook's name
+                    out=".", # the output root whose store/<name>/ the plan reads and extends
+                    scale:str="small", # one of SCALES
+                    params:dict|None=None, # the experiment's parameters, as for `reproduce`
+                    notebooks=None, # the folder of experiment notebooks
+                   ) -> tuple: # (the store's status table, whether the whole grid is done)
+    "The unit grid of an experiment without computing it: its store's `plan.json`, extended up to the first pending units."
+    import papermill as pm
+    found = find_experiments(notebooks)
+    if name not in found: raise HoiAuditError(f"unknown experiment {name!r}; available: {sorted(found)}")
+    notebook, out, params = found[name], Path(out).resolve(), dict(params or {})
+    unknown = sorted(set(params) - set(notebook_parameters(notebook)))
+    if unknown: raise HoiAuditError(f"{notebook}: unknown parameter(s) {unknown}")
+    complete = True
+    with backend_in_env(PlanBackend()), tempfile.TemporaryDirectory() as tmp:
+        try: pm.execute_notebook(str(notebook), str(Path(tmp) / notebook.name), parameters={**params, "scale": scale, "out_dir": str(out)},
+                                 cwd=str(notebook.parent), progress_bar=False, log_output=False)
+        except pm.PapermillExecutionError as e:
+            if e.ename != "PlanStop": raise HoiAuditError(f"experiment {name} failed while planning ({e.ename}: {e.evalue})") from None
+            complete = False
+    store = out / "store" / name
+    if not (store / "plan.json").exists(): raise HoiAuditError(f"experiment {name} declared no units in {store}")
+    return ResultStore(store).status(), complete
+
 # %% ../nbs/15_runner.ipynb #88a14042
 def labels_in_use() -> str:
     "Which real labels the experiments read: the user's copy named by $HOI_AUDIT_LABELS, or the shipped ones."
     if os.environ.get(LABELS_ENV): return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
     return f"real labels: shipped with hoi_audit (rebuilt on first use in {labels_cache_dir() / 'labels'})"
 
+def backend_of(kind:str|None, # "local", "slurm" or None (in place)
+               workers:int=1, # processes of the local backend
+               cluster_config=None, # a TOML file of `cluster.ClusterConfig` settings (slurm)
+               cluster:str|None=None, # overrides the config's cluster: slurm, or submitit's local / debug executor
+              ):
+    "The backend the command-line options name."
+    if kind is None:
+        if cluster_config or cluster: raise HoiAuditError("--cluster-config and --cluster need --backend slurm")
+        return LocalBackend(workers) if workers > 1 else None
+    if kind == "local": return LocalBackend(workers)
+    if kind != "slurm": raise HoiAuditError(f"unknown backend {kind!r}: local or slurm")
+    config = read_cluster_config(cluster_config) if cluster_config else ClusterConfig()
+    return SlurmBackend(replace(config, cluster=cluster) if cluster else config)
+
 def _cmd_reproduce(args):
     params = dict(parse_param(p) for p in args.param)
     print(labels_in_use(), file=sys.stderr)
+    backend = backend_of(args.backend, args.workers, args.cluster_config, args.cluster)
     written = reproduce(out=args.out, scale=args.scale, only=args.only, params=params, notebooks=args.notebooks,
-                        progress=not args.quiet)
+                        progress=not args.quiet, backend=backend)
     for w in written:
         print(f"{w['experiment']}:\n  results  {w['results']}\n  notebook {w['notebook']}")
         for f in w["figures"]: print(f"  figure   {f}")
@@ -149,8 +211,32 @@ def _cmd_reproduce(args):
 def _cmd_status(args):
     table = store_status(args.path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
-    print(summary.to_string())
+    print(summary.reindex(columns=[s for s in ("done", "pending", "stale", "running", "failed", "corrupt") if s in summary]).to_string())
+    for root in store_roots(args.path):
+        jobs = cluster_jobs(root)
+        if len(jobs):
+            states = ", ".join(f"{n} {s}" for s, n in jobs["state"].value_counts().sort_index().items())
+            print(f"{root.name}: SLURM array tasks {', '.join(jobs['job_id'])} ({states})")
+            for _, j in jobs[jobs["state"] != "completed"].iterrows():
+                if j["state"] != "submitted": print(f"  task {j['job_id']} {j['state']}: log {j['stderr']}")
+        st = ResultStore(root)
+        for _, row in table[(table["store"] == root.name) & (table["state"] == "failed")].iterrows():
+            unit = _unit_of(row["unit"])
+            print(f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}")
     if args.units: print(table.to_string(index=False))
+    return 0
+
+def _unit_of(path:str) -> Unit:
+    "The unit a store path names (its key; enough to find its failure record)."
+    return Unit(dict(part.split("=", 1) for part in path.split("/")))
+
+def _cmd_plan(args):
+    params = dict(parse_param(p) for p in args.param)
+    table, complete = plan_experiment(args.experiment, out=args.out, scale=args.scale, params=params, notebooks=args.notebooks)
+    print(table[["unit", "state"]].to_string(index=False))
+    counts = ", ".join(f"{n} {s}" for s, n in table["state"].value_counts().items())
+    where = "the whole grid" if complete else "the grid up to its first pending units (later units depend on their results)"
+    print(f"{args.experiment}: {len(table)} units ({counts}); {where}; store {Path(args.out) / 'store' / args.experiment}")
     return 0
 
 STAGE_COMMANDS = ("audit", "probes", "success", "ranking", "epic")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
@@ -168,8 +254,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a parameter of the experiments (JSON value or string); repeatable")
     p.add_argument("--notebooks", help="folder of experiment notebooks (default: nbs/experiments of this clone)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--backend", choices=("local", "slurm"), help="who computes the units: local processes, or SLURM array tasks "
+                   "through submitit (default: each experiment in place)")
+    p.add_argument("--workers", type=int, default=1, help="processes of the local backend (results do not depend on it)")
+    p.add_argument("--cluster-config", metavar="FILE", help="TOML file of the SLURM backend's settings (partition, time limit, ...)")
+    p.add_argument("--cluster", choices=("slurm", "local", "debug"), help="override the config's cluster (local: submitit's local executor)")
     p.set_defaults(func=_cmd_reproduce)
-    p = sub.add_parser("status", help="which units of a result store are done, pending, stale, running or corrupt")
+    p = sub.add_parser("plan", help="an experiment's unit grid and what is done, without computing anything")
+    p.add_argument("experiment", help="an experiment notebook's name")
+    p.add_argument("--scale", choices=SCALES, default="small", help="small or full")
+    p.add_argument("--out", default=".", help="the output root whose store/EXPERIMENT/ is planned (default: .)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of the experiment; repeatable")
+    p.add_argument("--notebooks", help="folder of experiment notebooks (default: nbs/experiments of this clone)")
+    p.set_defaults(func=_cmd_plan)
+    p = sub.add_parser("status", help="which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs")
     p.add_argument("path", help="a store folder, or an output root with store/<experiment>/")
     p.add_argument("--units", action="store_true", help="list every unit, not only the counts")
     p.set_defaults(func=_cmd_status)

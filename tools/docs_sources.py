@@ -24,7 +24,7 @@ SECTIONS = [  # sidebar sections: (caption, entries); the library and experiment
     ("Library stages", None),
     ("Experiments", None),
     ("Running on your data", ["your_data"]),
-    ("Running on a cluster", ["cluster"]),
+    ("Running on a cluster", ["on_a_cluster"]),
 ]
 
 def _settings() -> dict:

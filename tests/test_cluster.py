@@ -1,0 +1,93 @@
+"""The cluster backends end to end: a process pool, submitit's local executor, and (when it can start here) a real SLURM
+scheduler. Each run's results must be byte-identical to the in-place run, with every unit finished exactly once, through a task
+killed mid-unit (SIGKILL), a task that outlives its time limit (requeued), and a unit that raises (reported with key and log)."""
+import os, shutil, signal, subprocess, sys, time
+from pathlib import Path
+import cloudpickle, numpy as np, pytest
+from hoi_audit.core import HoiAuditError, ResultStore, Unit, read_json, sha256_json, write_npy
+from hoi_audit.cluster import ClusterConfig, LocalBackend, SlurmBackend, cluster_jobs
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])   # the computes below travel by value: a node cannot import this test file
+LOCAL_SLURM = Path(__file__).resolve().parents[2] / "shared" / "tools" / "local-slurm.sh"
+
+def units(n_splits=2, n_seeds=3):
+    return [Unit({"split": s, "seed": 42 + i}, config={"grid": "test"}, inputs={"x": sha256_json([s, i])})
+            for s in range(1, n_splits + 1) for i in range(n_seeds)]
+
+def compute(unit, workdir):
+    rng = np.random.default_rng(unit.key["seed"] * 10 + unit.key["split"])
+    write_npy(workdir / "draws.npy", rng.normal(size=8))
+    return {"mean": float(rng.normal(size=1000).mean())}
+
+class Tricky:
+    "compute, plus the faults of the issue: `kill` is SIGKILLed mid-unit once, `overrun` sleeps past the time limit once, `fail` always raises."
+    def __init__(self, folder, kill=None, overrun=None, fail=None, sleep=600):
+        self.folder, self.kill, self.overrun, self.fail, self.sleep = str(folder), kill, overrun, fail, sleep
+    def __call__(self, unit, workdir):
+        marker = Path(self.folder) / ("tried-" + unit.path.replace("/", "-"))
+        first = not marker.exists()
+        marker.touch()
+        if unit.key == self.fail: raise ValueError(f"unit {unit.path} diverged")
+        if first and unit.key == self.kill: os.kill(os.getpid(), signal.SIGKILL)
+        if first and unit.key == self.overrun: time.sleep(self.sleep)
+        r = compute(unit, workdir)
+        with open(Path(self.folder) / "finished.log", "a") as f: f.write(unit.path + "\n")
+        return r
+
+def result_bytes(store, us): return [(store.unit_dir(u) / name).read_bytes() for u in us for name in ("result.json", "draws.npy", "manifest.json")]
+
+@pytest.fixture
+def reference(tmp_path):
+    st = ResultStore(tmp_path / "reference")
+    st.run(units(), compute, progress=False)
+    return result_bytes(st, units())
+
+def finished(folder): return sorted((Path(folder) / "finished.log").read_text().split())
+
+def test_pool_survives_a_killed_worker_and_reports_a_failing_unit(tmp_path, reference):
+    st = ResultStore(tmp_path / "pool")
+    with pytest.raises(HoiAuditError) as e:
+        st.run(units(), Tricky(tmp_path, kill={"split": 1, "seed": 43}, fail={"split": 2, "seed": 44}), progress=False, backend=LocalBackend(2))
+    assert "unit {'split': 2, 'seed': 44}: ValueError: unit split=2/seed=44 diverged" in str(e.value)
+    assert st.status().set_index("unit").loc["split=2/seed=44", "state"] == "failed"
+    st.run(units(), Tricky(tmp_path), progress=False, backend=LocalBackend(2))   # the fix: the failed unit is computed, the rest skipped
+    assert result_bytes(st, units()) == reference
+    assert finished(tmp_path) == sorted(u.path for u in units())
+
+def test_submitit_local_executor_requeues_and_resubmits(tmp_path, reference):
+    "submitit's local executor: a timeout is checkpointed and requeued by submitit, a SIGKILLed task resubmitted by the driver."
+    cfg = ClusterConfig(cluster="local", tasks=3, timeout_min=0.15, signal_delay_s=4, poll_s=0.5)
+    st = ResultStore(tmp_path / "store")
+    st.run(units(), Tricky(tmp_path, kill={"split": 1, "seed": 42}, overrun={"split": 2, "seed": 43}), progress=False, backend=SlurmBackend(cfg))
+    assert result_bytes(st, units()) == reference
+    assert finished(tmp_path) == sorted(u.path for u in units())          # every unit finished exactly once
+    jobs = cluster_jobs(st.root)
+    assert (jobs["state"] == "error").sum() == 1 and (jobs["round"] == 1).any()   # the killed task, and its shard resubmitted
+    assert "this job is timed-out" in "".join(Path(p).read_text() for p in jobs["stderr"] if Path(p).exists())   # the overrun task was checkpointed
+
+@pytest.fixture(scope="session")
+def slurm():
+    "A real SLURM scheduler: already up, or started with ../shared/tools/local-slurm.sh (as root); else the tests skip, saying why."
+    def up(): return shutil.which("sinfo") and "up" in subprocess.run(["sinfo", "-h", "-o", "%a"], capture_output=True, text=True).stdout
+    if not up():
+        if not LOCAL_SLURM.exists(): pytest.skip(f"no SLURM here and no {LOCAL_SLURM} to start one")
+        if os.geteuid() != 0: pytest.skip(f"no SLURM here, and {LOCAL_SLURM} needs root")
+        r = subprocess.run(["bash", str(LOCAL_SLURM)], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0 or not up(): pytest.skip(f"{LOCAL_SLURM} could not start SLURM: {(r.stderr or r.stdout).strip()[-500:]}")
+    return True
+
+def test_slurm_array_requeue_kill_and_failure(slurm, tmp_path, reference):
+    "One array on the real scheduler: a SIGKILLed task, a task past its 1-minute limit, a unit that raises; then the fixed rerun."
+    cfg = ClusterConfig(cluster="slurm", tasks=3, timeout_min=1, signal_delay_s=30, poll_s=2, max_requeues=3)
+    st = ResultStore(tmp_path / "store")
+    faults = Tricky(tmp_path, kill={"split": 1, "seed": 42}, overrun={"split": 2, "seed": 43}, fail={"split": 1, "seed": 44}, sleep=150)
+    with pytest.raises(HoiAuditError) as e: st.run(units(), faults, progress=False, backend=SlurmBackend(cfg))
+    msg = str(e.value)
+    assert "unit {'split': 1, 'seed': 44}: ValueError: unit split=1/seed=44 diverged" in msg and "_log.err" in msg   # key and the task's log
+    assert Path(msg.split("log: ")[1].split()[0]).exists()
+    assert st.status()["state"].value_counts().to_dict() == {"done": 5, "failed": 1}
+    st.run(units(), Tricky(tmp_path), progress=False, backend=SlurmBackend(cfg))
+    assert result_bytes(st, units()) == reference
+    assert finished(tmp_path) == sorted(u.path for u in units())          # every unit finished exactly once, across every requeue
+    jobs = cluster_jobs(st.root)
+    assert jobs["state"].isin(["completed", "died", "error"]).all() and (jobs["round"] >= 1).any()
