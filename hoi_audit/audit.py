@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
+from .cluster import LocalBackend
 from .core import (PROTOCOL_SEEDS, CommandOutput, Condition, DataError, HoiAuditError, ResultStore, Unit, sha256_json,
                             write_results)
 from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, video_window_tokens
@@ -304,7 +305,7 @@ def audit_records(dataset, # a `ProceduralDataset` with features
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
     if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if workers > 1: return _with_workers((dataset, splits, seeds, conds, store, config, history_fn), progress, workers)
+    backend = LocalBackend(workers) if workers > 1 else None   # k processes share each split's pending units (hoi_audit.cluster)
     n_classes, rows = len(dataset.classes), []
     for split in splits:
         train_q, test_q = split_audit_queries(dataset, split, config)
@@ -346,7 +347,7 @@ def audit_records(dataset, # a `ProceduralDataset` with features
                 out[k or "none"] = anticipation_metrics(logits, test_q["target"], dataset.verb_of)
             return {"metrics": out, "best_epoch": int(getattr(model, "best_epoch", -1)), "epochs_run": len(getattr(model, "history", []) or []),
                     "n_train": len(train_q), "n_test": len(test_q)}
-        for u, r in zip(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}")):
+        for u, r in zip(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend)):
             for test_history, metrics in r["metrics"].items():
                 for metric, value in metrics.items():
                     rows.append({**u.key, "test_history": test_history, "metric": metric, "value": float(value)})
@@ -371,29 +372,6 @@ def history_quality(dataset, # the audited dataset
             rows += [{"dataset": dataset.name, "split": split, "condition": c.name, "history": k, "part": part, "metric": m, "value": float(v)}
                      for c in conds if c.history == k for part in ("train", "test") for m, v in quality[part].items()]
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "history", "part", "metric", "value"])
-
-def _audit_worker(args:tuple):
-    "A helper process's share of `audit_records` (spawned; results go to the store only)."
-    audit_records(*args, progress=False, workers=1)
-
-def _with_workers(args:tuple, progress:bool, workers:int) -> pd.DataFrame:
-    import multiprocessing, pickle
-    try: pickle.loads(pickle.dumps(args))
-    except Exception as e:
-        raise HoiAuditError(f"workers={workers} sends the audit's inputs to other processes, and they do not pickle ({type(e).__name__}: {e}); "
-                            "a history_fn defined inside a function cannot be sent: use workers=1") from None
-    context = multiprocessing.get_context("spawn")
-    helpers = [context.Process(target=_audit_worker, args=(args,), name=f"hoi-audit-worker-{i}") for i in range(1, workers)]
-    for h in helpers: h.start()
-    try: rows = audit_records(*args, progress=progress, workers=1)
-    except BaseException:
-        for h in helpers: h.terminate()
-        raise
-    finally:
-        for h in helpers: h.join()
-    failed = [f"{h.name} (exit code {h.exitcode})" for h in helpers if h.exitcode]
-    if failed: raise HoiAuditError(f"audit helper process(es) failed: {', '.join(failed)}; every finished unit is in {args[4].root}: run again")
-    return rows
 
 # %% ../nbs/08_audit.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
