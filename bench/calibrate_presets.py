@@ -155,7 +155,7 @@ def calibrate(ev:Evaluator, case:str, size:str, search:bool, max_evals:int, max_
             break
     final = ev(case, size, "video" if video else "window", spec)
     row = {"case": case, "size": size, "dim": spec.dim, "current_signal": spec.current_signal, "frame_noise": spec.frame_noise,
-           "next_signal": spec.next_signal, "window_target": target, "window_acc": final["window_acc"],
+           "next_signal": spec.next_signal, "end_fade": spec.end_fade, "window_target": target, "window_acc": final["window_acc"],
            "window_within": abs(final["window_acc"] - target) <= tol, "n_train": final["n_train"], "n_test": final["n_test"], "steps": steps}
     if video: row.update(video_target=vt, video_only_act1=final["video_only_act1"], video_within=abs(final["video_only_act1"] - vt) <= vtol)
     return row
@@ -216,19 +216,19 @@ def main():
             print(f"{case} / {size}:", flush=True)
             rows.append(calibrate(ev, case, size, not a.check, a.max_evals, a.max_video_evals, a.rounds))
     print()
-    print(f"{'case':<17} {'size':<5} {'dim':>4} {'current_signal':>14} {'frame_noise':>11} {'next_signal':>11} {'win target':>10} {'win meas.':>9} {'ok':>3}"
+    print(f"{'case':<17} {'size':<5} {'dim':>4} {'current_signal':>14} {'frame_noise':>11} {'next_signal':>11} {'end_fade':>8} {'win target':>10} {'win meas.':>9} {'ok':>3}"
           f" {'VO target':>9} {'VO meas.':>8} {'ok':>3}  videos")
     for r in rows:
         vo = (f" {r['video_target']:>9.1f} {r['video_only_act1']:>8.1f} {'yes' if r['video_within'] else 'NO':>3}"
               if "video_only_act1" in r else f" {'':>9} {'':>8} {'':>3}")
-        print(f"{r['case']:<17} {r['size']:<5} {r['dim']:>4} {r['current_signal']:>14.4f} {r['frame_noise']:>11.4f} {r['next_signal']:>11.4f} {r['window_target']:>10.1f}"
+        print(f"{r['case']:<17} {r['size']:<5} {r['dim']:>4} {r['current_signal']:>14.4f} {r['frame_noise']:>11.4f} {r['next_signal']:>11.4f} {r['end_fade']:>8.2f} {r['window_target']:>10.1f}"
               f" {r['window_acc']:>9.1f} {'yes' if r['window_within'] else 'NO':>3}{vo}  {r['n_train']}+{r['n_test']}")
     print("\nFor the notebook (nbs/03_synthetic.ipynb, the calibration table):\n")
-    print("| case | size | D | current_signal | frame_noise | next_signal | window acc. (target) | video-only Act@1 (target) | videos (train+test) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| case | size | D | current_signal | frame_noise | next_signal | end_fade | window acc. (target) | video-only Act@1 (target) | videos (train+test) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         vo = f"{r['video_only_act1']:.1f} ({r['video_target']})" if "video_only_act1" in r else ""
-        print(f"| `{r['case']}` | {r['size']} | {r['dim']} | {round(r['current_signal'], 6)!r} | {round(r['frame_noise'], 6)!r} | {round(r['next_signal'], 6)!r} | "
+        print(f"| `{r['case']}` | {r['size']} | {r['dim']} | {round(r['current_signal'], 6)!r} | {round(r['frame_noise'], 6)!r} | {round(r['next_signal'], 6)!r} | {round(r['end_fade'], 6)!r} | "
               f"{r['window_acc']:.1f} ({r['window_target']}) | {vo} | {r['n_train']}+{r['n_test']} |")
     if a.json: a.json.write_text(json.dumps(rows, indent=1))
     if not a.check and (not a.cached_only or all(r["steps"] for r in rows)):   # a partial replay leaves the figure alone

@@ -351,7 +351,7 @@ def test_frozen_knobs_are_the_calibrated_ones_in_the_notebook():
         case, size = r["case"].strip("`"), r["size"]
         spec = _frozen(case, size)
         assert spec.dim == int(r["D"]) == (2048 if size == "full" else 64)
-        for knob in ("current_signal", "frame_noise", "next_signal"):
+        for knob in ("current_signal", "frame_noise", "next_signal", "end_fade"):
             assert getattr(spec, knob) == pytest.approx(float(r[knob]), abs=1e-9), (case, size, knob)
         dataset = case.replace("_labels", "")
         measured, target = (float(x) for x in re.match(r"([\d.]+) \(([\d.]+)\)", r["window acc. (target)"]).groups())
