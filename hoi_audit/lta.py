@@ -160,9 +160,9 @@ class LTAConfig:
     hidden:int = 64 # GRU width
     layers:int = 1 # GRU layers
     epochs:int = 30 # training epochs
-    batch_size:int = 64 # examples per step
+    batch_size:int = 32 # transcripts per step
     lr:float = 3e-3 # Adam learning rate
-    random_cuts:int = 20 # random cut frames per training video (plus every segment boundary)
+    random_cuts:int = 8 # random cut frames per training video (the whole transcript covers every segment boundary)
     cut_range:tuple = (0.05, 0.8) # random cuts fall in this fraction of the video
     length_weight:float = 10.0 # weight of the two length losses against the class loss
     max_segments:int = 200 # most segments predicted per video (a guard)
@@ -179,18 +179,17 @@ class LTAConfig:
     def as_dict(self) -> dict: return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 class SegmentRNN(nn.Module):
-    "GRU over (class, length, unfinished) tokens; heads: remaining length of the last segment, next class, next length."
+    "GRU over (class, length, unfinished) tokens; at every position: remaining length of that segment, next class, next length."
     def __init__(self, n_classes:int, hidden:int=64, layers:int=1):
         super().__init__()
         self.n_classes = n_classes
         self.gru = nn.GRU(n_classes + 2, hidden, num_layers=layers, batch_first=True)
         self.remaining, self.next_class, self.next_length = nn.Linear(hidden, 1), nn.Linear(hidden, n_classes), nn.Linear(hidden, 1)
 
-    def forward(self, tokens:torch.Tensor, lengths:torch.Tensor) -> tuple:
+    def forward(self, tokens:torch.Tensor) -> tuple: # (batch, positions) remaining, (batch, positions, classes) logits, next length
         out, _ = self.gru(tokens)
-        last = out[torch.arange(len(lengths)), lengths - 1]
-        return (nn.functional.softplus(self.remaining(last)).squeeze(-1), self.next_class(last),
-                nn.functional.softplus(self.next_length(last)).squeeze(-1))
+        return (nn.functional.softplus(self.remaining(out)).squeeze(-1), self.next_class(out),
+                nn.functional.softplus(self.next_length(out)).squeeze(-1))
 
 def transcript_tokens(labels:Sequence[int], # segment classes
                       lengths:Sequence[float], # segment lengths / video length
@@ -209,55 +208,61 @@ def training_examples(dataset, # a `ProceduralDataset`
                       videos:Sequence[str], # the split's train videos
                       config:LTAConfig, # random_cuts, cut_range
                       seed:int, # seed of the random cuts
-                     ) -> list: # (tokens, remaining, next class or -1, next length) per example
-    "GT transcripts of the train videos cut at random frames and at every segment boundary."
+                     ) -> list: # (tokens, remaining, next class or -1, next length) per sequence, one target per position
+    "GT transcripts of the train videos: the whole transcript (every position a boundary cut) and prefixes cut at random frames."
     rng, n_classes, out = np.random.default_rng(seed), len(dataset.classes), []
     for name in videos:
         video = dataset.video(name)
         n, seg = video.n_frames, np.asarray(video.segments)
-        lo, hi = int(config.cut_range[0] * n), max(int(config.cut_range[1] * n), int(config.cut_range[0] * n) + 1)
-        cuts = sorted(set(rng.integers(max(lo, 1), hi, size=config.random_cuts).tolist()) | set(int(e) for e in seg[:-1, 1]))
+        lo, hi = max(int(config.cut_range[0] * n), 1), max(int(config.cut_range[1] * n), int(config.cut_range[0] * n) + 2)
+        cuts = sorted(set(rng.integers(lo, hi, size=config.random_cuts).tolist()) - set(int(x) for x in seg[:, 0])) + [n]
+        nxt_class, nxt_len = np.r_[seg[1:, 2], -1], np.r_[seg[1:, 1] - seg[1:, 0], 0] / n
         for cut in cuts:
-            i = int(np.searchsorted(seg[:, 1], cut, side="right"))          # the segment holding frame `cut` (i = len: past the end)
-            boundary = i < len(seg) and seg[i, 0] == cut
-            last = i - 1 if boundary else i                                    # the last (partly) observed segment
-            lab = seg[:last + 1, 2]
-            lengths = (np.minimum(seg[:last + 1, 1], cut) - seg[:last + 1, 0]) / n
-            remaining = 0.0 if boundary else (seg[last, 1] - cut) / n
-            nxt = last + 1
-            out.append((transcript_tokens(lab, lengths, n_classes, unfinished=not boundary), remaining,
-                        int(seg[nxt, 2]) if nxt < len(seg) else -1, float((seg[nxt, 1] - seg[nxt, 0]) / n) if nxt < len(seg) else 0.0))
+            last = int(np.searchsorted(seg[:, 1], cut, side="left"))           # the segment holding frame cut - 1
+            k = last + 1
+            lengths = (np.minimum(seg[:k, 1], cut) - seg[:k, 0]) / n
+            remaining = np.zeros(k); remaining[-1] = (seg[last, 1] - cut) / n
+            out.append((transcript_tokens(seg[:k, 2], lengths, n_classes, unfinished=cut < seg[last, 1]), remaining,
+                        nxt_class[:k].astype(np.int64), nxt_len[:k]))
     return out
 
 def _batch(examples:list) -> tuple:
-    lengths = torch.tensor([len(e[0]) for e in examples])
-    tokens = torch.zeros(len(examples), int(lengths.max()), examples[0][0].shape[1])
-    for k, e in enumerate(examples): tokens[k, :len(e[0])] = torch.from_numpy(e[0])
-    return (tokens, lengths, torch.tensor([e[1] for e in examples], dtype=torch.float32), torch.tensor([e[2] for e in examples]),
-            torch.tensor([e[3] for e in examples], dtype=torch.float32))
+    size = max(len(e[0]) for e in examples)
+    tokens = torch.zeros(len(examples), size, examples[0][0].shape[1])
+    remaining, length = torch.zeros(len(examples), size), torch.zeros(len(examples), size)
+    nxt, mask = torch.full((len(examples), size), -1, dtype=torch.int64), torch.zeros(len(examples), size, dtype=torch.bool)
+    for k, (x, r, c, l) in enumerate(examples):
+        tokens[k, :len(x)], remaining[k, :len(x)] = torch.from_numpy(x), torch.from_numpy(r).float()
+        nxt[k, :len(x)], length[k, :len(x)], mask[k, :len(x)] = torch.from_numpy(c), torch.from_numpy(l).float(), True
+    return tokens, mask, remaining, nxt, length
 
 def fit_lta_model(dataset, # a `ProceduralDataset` (labels are enough: the model reads transcripts, never features)
                   videos:Sequence[str], # the split's train videos
                   config:LTAConfig=LTAConfig(), # model and training settings
                   seed:int=42, # seed of the cuts, the initialization and the batches
                  ) -> SegmentRNN:
-    "Train the segment RNN on GT transcripts of the train videos (cross-entropy on the next class, L1 on the lengths)."
+    "Train the segment RNN on GT transcripts of the train videos (cross-entropy on the next class, L1 on the lengths; the remaining length on unfinished segments only)."
     seed_everything(seed)
     examples = training_examples(dataset, videos, config, seed)
     if not examples: raise DataError(f"{dataset.root}: no training transcripts in {len(videos)} videos")
-    model = SegmentRNN(len(dataset.classes), config.hidden, config.layers)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    gen = torch.Generator().manual_seed(seed)
-    for _ in range(config.epochs):
-        for idx in torch.randperm(len(examples), generator=gen).split(config.batch_size):
-            tokens, lengths, remaining, nxt, nxt_len = _batch([examples[i] for i in idx.tolist()])
-            r, logits, length = model(tokens, lengths)
-            has_next = nxt >= 0
-            loss = config.length_weight * nn.functional.l1_loss(r, remaining)
-            if has_next.any():
-                loss = loss + nn.functional.cross_entropy(logits[has_next], nxt[has_next])
-                loss = loss + config.length_weight * nn.functional.l1_loss(length[has_next], nxt_len[has_next])
-            opt.zero_grad(); loss.backward(); opt.step()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)          # small recurrent steps: one thread is fastest and does not fight other processes
+    try:
+        model = SegmentRNN(len(dataset.classes), config.hidden, config.layers)
+        opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+        gen = torch.Generator().manual_seed(seed)
+        for _ in range(config.epochs):
+            for idx in torch.randperm(len(examples), generator=gen).split(config.batch_size):
+                tokens, mask, remaining, nxt, nxt_len = _batch([examples[i] for i in idx.tolist()])
+                r, logits, length = model(tokens)
+                has_next = mask & (nxt >= 0)
+                unfinished = mask & (tokens[..., -1] > 0)          # the remaining length is asked of an unfinished segment only
+                loss = config.length_weight * nn.functional.l1_loss(r[unfinished], remaining[unfinished]) if unfinished.any() else 0.0
+                if has_next.any():
+                    loss = loss + nn.functional.cross_entropy(logits[has_next], nxt[has_next])
+                    loss = loss + config.length_weight * nn.functional.l1_loss(length[has_next], nxt_len[has_next])
+                opt.zero_grad(); loss.backward(); opt.step()
+    finally: torch.set_num_threads(threads)
     return model.eval()
 
 # %% ../nbs/10_lta.ipynb #1b20d19c
@@ -267,6 +272,8 @@ def anticipate(model:SegmentRNN, # a fitted model
                lengths:Sequence[int], # their lengths in frames (they sum to the observation cut)
                video_length:float, # the length the protocol implies: cut / alpha (oracle: it comes from the video's length)
                end:int, # predict frames up to this one
+               min_length:int=1, # frames of the shortest predicted segment
+               max_segments:int=200, # most segments predicted (then the last class is held)
               ) -> np.ndarray: # class id per frame of [0, end): the observed labels, then the prediction
     "Finish the last observed segment, then predict segments until `end`."
     labels, lengths = [int(x) for x in labels], [int(x) for x in lengths]
@@ -274,15 +281,15 @@ def anticipate(model:SegmentRNN, # a fitted model
     cut, frames = sum(lengths), [np.repeat(labels, lengths)]
     token_lengths = [x / video_length for x in lengths]
     filled, unfinished, guard = cut, True, 0
-    while filled < end and guard < 10_000:
+    while filled < end and guard < max_segments:
         x = torch.from_numpy(transcript_tokens(labels, token_lengths, model.n_classes, unfinished))[None]
-        remaining, logits, length = model(x, torch.tensor([len(labels)]))
+        remaining, logits, length = (o[0, -1] for o in model(x))
         if unfinished:
-            extra = int(round(float(remaining[0]) * video_length))
+            extra = int(round(float(remaining) * video_length))
             frames.append(np.full(extra, labels[-1])); filled += extra; token_lengths[-1] += extra / video_length; unfinished = False
             continue
-        logits = logits[0].clone(); logits[labels[-1]] = -math.inf
-        c, n = int(logits.argmax()), max(1, int(round(float(length[0]) * video_length)))
+        logits = logits.clone(); logits[labels[-1]] = -math.inf
+        c, n = int(logits.argmax()), max(min_length, int(round(float(length) * video_length)))
         labels.append(c); token_lengths.append(n / video_length); frames.append(np.full(n, c)); filled += n; guard += 1
     out = np.concatenate(frames).astype(np.int64)
     if len(out) < end: out = np.r_[out, np.full(end - len(out), out[-1])]
@@ -313,7 +320,7 @@ def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) 
             last = max(horizon_end(n, alpha, b, config.convention) for b in config.predict)
             sources = {"gt": gt_observed_transcript(video, cut), "recognizer": recognized_observed_transcript(recognizer, video, cut, config.min_run)}
             for condition in CONDITIONS:
-                pred = anticipate(model, *sources[condition], cut / alpha, last)
+                pred = anticipate(model, *sources[condition], cut / alpha, last, max_segments=config.max_segments)
                 arrays[f"{name}|{alpha}|{condition}"] = pred
                 for beta in config.predict:
                     c = class_counts(video.labels, pred, cut, horizon_end(n, alpha, beta, config.convention), n_classes)
