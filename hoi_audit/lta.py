@@ -169,6 +169,7 @@ class LTAConfig:
     recognizer_window:int = 16 # the window recognizer's window (frames)
     recognizer_stride:int = 8 # its stride
     recognizer_seed:int = 42 # its seed
+    recognizer_max_windows:int = 8000 # at most this many training windows (a seeded subset)
     min_run:int = 2 # windows a recognized run must last
 
     def __post_init__(self):
@@ -307,7 +308,7 @@ def _unit(dataset, split:int, seed:int, config:LTAConfig) -> Unit:
 
 def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) -> dict:
     parts, n_classes = dataset.splits[split], len(dataset.classes)
-    recognizer = WindowRecognizer().fit(dataset, split=split, window=config.recognizer_window, stride=config.recognizer_stride,
+    recognizer = WindowRecognizer(max_windows=config.recognizer_max_windows).fit(dataset, split=split, window=config.recognizer_window, stride=config.recognizer_stride,
                                         seed=config.recognizer_seed)
     model = fit_lta_model(dataset, parts["train"], config, seed)
     rows, arrays = [], {}
