@@ -140,7 +140,7 @@ def report_html(audit:dict, # from `load_audit`
                     f"AdamW lr {train.get('lr')}, batch {train.get('batch_size')}. Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds))}; "
                     f"query schedule {escape(str(config.get('schedule')))}; recognizer histories {'cross-fitted' if config.get('cross_fit', True) else 'in-sample (optimistic)'} "
                     f"for training queries.</p>" + _html_table(cond_rows))
-    wide = table.pivot_table(index="label", columns="metric", values=["mean", "ci_low", "ci_high"], sort=False)
+    wide = table.pivot_table(index="label", columns="metric", values=["mean", "ci_low", "ci_high"], sort=False, dropna=False)   # one split: no interval, NaN columns kept
     shown = pd.DataFrame({"condition": wide.index})
     for m in [m for m in METRICS if ("mean", m) in wide]:
         shown[m] = [f"{a:.1f} [{lo:.1f}, {hi:.1f}]" if not math.isnan(lo) else f"{a:.1f}" for a, lo, hi in
