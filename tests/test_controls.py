@@ -45,8 +45,8 @@ def test_killed_run_resumes_without_training(tiny, tmp_path, monkeypatch):
     store = ResultStore(tmp_path / "s")
     kw = dict(splits=[1, 2], seeds=(42,), store=store, config=CFG)
     first = run_controls(tiny, ["matched", "boundary_independent"], **kw)
-    def refuse(name): raise AssertionError("a finished unit was trained again")
-    monkeypatch.setattr(audit, "architecture", refuse)
+    def refuse(*args, **kwargs): raise AssertionError("a finished unit was trained again")
+    monkeypatch.setattr(audit, "architecture", lambda name: refuse)
     again = run_controls(tiny, ["matched", "boundary_independent"], **kw)
     pd.testing.assert_frame_equal(first.table, again.table)
 
