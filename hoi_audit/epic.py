@@ -214,16 +214,22 @@ def anticipation_protocol(sets:dict, # from feature_sets
                           seed:int=0, # bootstrap seed
                           C:float=1.0, # classifier regularisation
                           baselines:Sequence[str]=("context", "persistence", "linear"), # forecast deltas against these
+                          scores:dict|None=None, # feature set -> out-of-fold scores already computed (LOPO is skipped for them)
+                          report:Sequence[str]|None=None, # sets whose own metrics are recorded (default: all; deltas always are)
                          ) -> AnticipationResult:
     "LOPO probes of every feature set; metrics with participant-cluster intervals; paired forecast deltas; seen-class metrics."
     y, participants = np.asarray(y), np.asarray(participants)
     n_classes = int(y.max()) + 1
-    scores, rows, seen = {}, [], None
+    from sklearn.model_selection import LeaveOneGroupOut
+    scores, rows = dict(scores or {}), []
     for name, (cond, X) in sets.items():
-        scores[name], seen = lopo_scores(X, y, participants, n_classes, C)
+        if name not in scores: scores[name], _ = lopo_scores(X, y, participants, n_classes, C)
+    seen = np.zeros(len(y), bool)
+    for train, test in LeaveOneGroupOut().split(y, y, participants): seen[test] = np.isin(y[test], y[train])
+    report = list(sets) if report is None else list(report)
     for subset, mask in (("all", np.ones(len(y), bool)), ("seen_classes", seen)):
         if not mask.any(): continue
-        for name in sets:
+        for name in report:
             for metric in METRICS:
                 iv = stats.cluster_bootstrap(_metric(metric, n_classes), y[mask], scores[name][mask], clusters=participants[mask],
                                              n_boot=n_boot, seed=seed)
@@ -240,7 +246,7 @@ def anticipation_protocol(sets:dict, # from feature_sets
     records = pd.DataFrame(rows)
     rows.append({"metric": "seen_class_fraction", "value": float(seen.mean())})
     plain = records[(records.subset == "all") & records.comparison.isna()] if "comparison" in records else records[records.subset == "all"]
-    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[list(sets), list(METRICS)]
+    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[report, list(METRICS)]
     return AnticipationResult(pd.DataFrame(rows), table, float(seen.mean()), scores)
 
 # %% ../nbs/14_epic.ipynb #17d40631
@@ -251,10 +257,11 @@ def protocol_over_seeds(feats:EpicFeatures, # the usable actions (feats.subset(f
                        ) -> tuple[pd.DataFrame, float]: # (records with a seed column on forecast rows, seen-class fraction)
     "`anticipation_protocol` with each seed's forecaster; seed-independent sets are kept once."
     if not forecasters: raise ValueError("protocol_over_seeds: no forecaster")
-    runs = []
-    for s, f in forecasters.items():
+    runs, fixed = [], {}
+    for i, (s, f) in enumerate(forecasters.items()):
         res = anticipation_protocol(feature_sets(feats.context, f, target=feats.target), feats.labels, feats.participants,
-                                    n_boot=n_boot, seed=seed)
+                                    n_boot=n_boot, seed=seed, scores=fixed, report=None if i == 0 else ["forecast"])
+        fixed = {k: v for k, v in res.scores.items() if k != "forecast"}      # seed-independent: fit once
         runs.append(res.records.assign(seed=s))
     records = pd.concat(runs, ignore_index=True)
     det = records.feature_set.ne("forecast") & records.comparison.isna() if "comparison" in records else records.feature_set.ne("forecast")
