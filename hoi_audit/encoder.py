@@ -114,9 +114,16 @@ class ContextForecaster:
         return (out.numpy() * self.scale).astype(np.float32)
 
     def rollout(self, context, commands=None) -> dict:
-        "The world-model interface: one step ahead, no action gate (the model is context-only)."
-        pred = self.predict(context)
-        return {"latents": pred[:, None], "gate": np.zeros((len(pred), 1), np.float32)}
+        "The world-model interface: H = len(commands[0]) steps (1 without commands), autoregressively on the last C latents; commands are ignored."
+        window = np.asarray(context, dtype=np.float32)
+        if window.ndim != 3 or window.shape[1] < self.n_context:
+            raise DataError(f"forecaster: rollout needs at least {self.n_context} visible latents, got context of shape {window.shape}")
+        window, steps = window[:, -self.n_context:], 1 if commands is None else np.asarray(commands).shape[1]
+        out = []
+        for _ in range(steps):
+            out.append(self.predict(window))
+            window = np.concatenate([window[:, 1:], out[-1][:, None]], axis=1)
+        return {"latents": np.stack(out, 1), "gate": np.zeros((len(window), steps), np.float32)}
 
 def train_context_forecaster(context:np.ndarray, # (N, C, D) visible latents of the training clips
                              target:np.ndarray, # (N, D) their next latents

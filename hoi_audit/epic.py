@@ -4,20 +4,23 @@
 
 # %% ../nbs/14_epic.ipynb #d06f2306
 from __future__ import annotations
-import argparse, json, re
+import argparse, json, re, time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 import numpy as np
 import pandas as pd
-from .core import (Block, CommandOutput, Condition, DataError, derive_block, write_json, write_npz, sha256_array)
+from .core import (PROTOCOL_SEEDS, Block, CommandOutput, Condition, DataError, derive_block, sha256_file, sha256_json,
+                            write_json, write_npz, write_results, sha256_array)
+from .contracts import as_context_forecaster, build, check_encoder, check_forecaster, identity
 from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, observation_bins, summarize_substitutions,
                               target_bin)
 from . import stats
 
 # %% auto #0
 __all__ = ['EPIC_COLUMNS', 'DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'EpicFeatures',
-           'extract', 'feature_sets', 'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'add_subcommand']
+           'extract', 'feature_sets', 'lopo_scores', 'AnticipationResult', 'anticipation_protocol',
+           'protocol_over_seeds', 'seed_mean_table', 'results_records', 'run_epic', 'add_subcommand']
 
 # %% ../nbs/14_epic.ipynb #fd5f00a2
 EPIC_COLUMNS = ["narration_id", "participant_id", "video_id", "narration_timestamp", "start_timestamp", "stop_timestamp",
@@ -143,7 +146,7 @@ def extract(videos_dir, # folder of videos (see find_video)
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
 
 def feature_sets(context:np.ndarray, # (N, C, D) visible latents
-                 forecaster, # .predict(context) -> (N, D), or .rollout(context, None)["latents"][:, -1]
+                 forecaster, # .predict(context) -> (N, D), or a world model (contracts.as_context_forecaster: one step, null plan)
                  target=None, # (N, D) target-segment latents: only for the oracle row
                  include:Sequence[str]|None=None, # the sets to build (default: all; the oracle only when `target` is given)
                 ) -> dict: # name -> (Condition, (N, features) matrix)
@@ -153,7 +156,7 @@ def feature_sets(context:np.ndarray, # (N, C, D) visible latents
     visible = Block("context", "video", np.concatenate([context[:, -1], context.mean(1)], axis=1))
     last = Block("persistence", "video", context[:, -1])
     linear = Block("linear", "video", 2 * context[:, -1] - context[:, -2])
-    pred = forecaster.predict(context) if hasattr(forecaster, "predict") else forecaster.rollout(context, None)["latents"][:, -1]
+    pred = as_context_forecaster(forecaster).predict(context.astype(np.float32))
     forecast = derive_block("forecast", np.asarray(pred, dtype=float), [Block("context", "video", context)], source="forecast")
     out = {"context": (Condition("context", {"video"}), [visible]), "persistence": (Condition("persistence", {"video"}), [last]),
            "linear": (Condition("linear", {"video"}), [linear]), "forecast": (Condition("forecast", {"forecast"}), [forecast])}
@@ -211,16 +214,22 @@ def anticipation_protocol(sets:dict, # from feature_sets
                           seed:int=0, # bootstrap seed
                           C:float=1.0, # classifier regularisation
                           baselines:Sequence[str]=("context", "persistence", "linear"), # forecast deltas against these
+                          scores:dict|None=None, # feature set -> out-of-fold scores already computed (LOPO is skipped for them)
+                          report:Sequence[str]|None=None, # sets whose own metrics are recorded (default: all; deltas always are)
                          ) -> AnticipationResult:
     "LOPO probes of every feature set; metrics with participant-cluster intervals; paired forecast deltas; seen-class metrics."
     y, participants = np.asarray(y), np.asarray(participants)
     n_classes = int(y.max()) + 1
-    scores, rows, seen = {}, [], None
+    from sklearn.model_selection import LeaveOneGroupOut
+    scores, rows = dict(scores or {}), []
     for name, (cond, X) in sets.items():
-        scores[name], seen = lopo_scores(X, y, participants, n_classes, C)
+        if name not in scores: scores[name], _ = lopo_scores(X, y, participants, n_classes, C)
+    seen = np.zeros(len(y), bool)
+    for train, test in LeaveOneGroupOut().split(y, y, participants): seen[test] = np.isin(y[test], y[train])
+    report = list(sets) if report is None else list(report)
     for subset, mask in (("all", np.ones(len(y), bool)), ("seen_classes", seen)):
         if not mask.any(): continue
-        for name in sets:
+        for name in report:
             for metric in METRICS:
                 iv = stats.cluster_bootstrap(_metric(metric, n_classes), y[mask], scores[name][mask], clusters=participants[mask],
                                              n_boot=n_boot, seed=seed)
@@ -237,8 +246,96 @@ def anticipation_protocol(sets:dict, # from feature_sets
     records = pd.DataFrame(rows)
     rows.append({"metric": "seen_class_fraction", "value": float(seen.mean())})
     plain = records[(records.subset == "all") & records.comparison.isna()] if "comparison" in records else records[records.subset == "all"]
-    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[list(sets), list(METRICS)]
+    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[report, list(METRICS)]
     return AnticipationResult(pd.DataFrame(rows), table, float(seen.mean()), scores)
+
+# %% ../nbs/14_epic.ipynb #17d40631
+def protocol_over_seeds(feats:EpicFeatures, # the usable actions (feats.subset(feats.ok)); `target` only for the oracle row
+                        forecasters:dict, # seed -> forecaster (anything feature_sets accepts)
+                        n_boot:int=2000, # bootstrap replicates
+                        seed:int=0, # bootstrap seed
+                       ) -> tuple[pd.DataFrame, float]: # (records with a seed column on forecast rows, seen-class fraction)
+    "`anticipation_protocol` with each seed's forecaster; seed-independent sets are kept once."
+    if not forecasters: raise ValueError("protocol_over_seeds: no forecaster")
+    runs, fixed = [], {}
+    for i, (s, f) in enumerate(forecasters.items()):
+        res = anticipation_protocol(feature_sets(feats.context, f, target=feats.target), feats.labels, feats.participants,
+                                    n_boot=n_boot, seed=seed, scores=fixed, report=None if i == 0 else ["forecast"])
+        fixed = {k: v for k, v in res.scores.items() if k != "forecast"}      # seed-independent: fit once
+        runs.append(res.records.assign(seed=s))
+    records = pd.concat(runs, ignore_index=True)
+    det = records.feature_set.ne("forecast") & records.comparison.isna() if "comparison" in records else records.feature_set.ne("forecast")
+    records = pd.concat([records[det & records.seed.eq(next(iter(forecasters)))].drop(columns="seed"), records[~det]], ignore_index=True)
+    return records[records.metric != "seen_class_fraction"], res.seen_fraction
+
+def seed_mean_table(records:pd.DataFrame) -> pd.DataFrame:
+    "feature set x metric, seed means (all test examples)."
+    plain = records[records.subset.eq("all") & records.comparison.isna()]
+    table = plain.groupby(["feature_set", "metric"], sort=False)[["value", "ci_low", "ci_high"]].mean().round(3)
+    return table["value"].unstack("metric").reindex([s for s in (*DEPLOYABLE_SETS, "oracle") if s in set(plain.feature_set)])
+
+def results_records(records:pd.DataFrame, seen_fraction:float, summary:dict) -> list:
+    "The records of the results JSON: metrics, the seen-class fraction, the substitution summary."
+    out = records.to_dict("records")
+    out.append({"metric": "seen_class_fraction", "value": seen_fraction})
+    for k in ("actions", "actions_affected", "substitutions", "max_offset", "actions_with_errors", "actions_with_damage",
+              "undecodable_frames", "concealed_frames"):
+        out.append({"metric": f"substitution_{k}", "value": summary[k]})
+    for cause, count in summary["damage_causes"].items(): out.append({"metric": f"damaged_frames_{cause}", "value": count})
+    return out
+
+# %% ../nbs/14_epic.ipynb #42c9bf2c
+def _forecasters(forecaster, encoder, seeds, train_clips:str, train_steps:int, n_bins:int) -> tuple[dict, dict, str]:
+    "seed -> forecaster, seed -> fingerprint, name; seeds whose models answer identically (an object, a seed-free factory) are run once."
+    from hoi_audit.encoder import train_context_forecaster, training_windows
+    if forecaster == "embedded":
+        windows = training_windows(encoder, train_clips, seed=1000)
+        built, name = {s: train_context_forecaster(*windows, seed=s, steps=train_steps) for s in seeds}, "embedded"
+    else:
+        built = {s: build(forecaster, "forecaster", seed=s, encoder=encoder, latent_dim=encoder.latent_dim) for s in seeds}
+        name = identity(forecaster)["model"]
+    prints, kept = {}, {}
+    for s, f in built.items():
+        fp = check_forecaster(as_context_forecaster(f), encoder.latent_dim, n_bins, name=f"forecaster (seed {s})")
+        if fp not in prints.values(): kept[s], prints[s] = f, fp
+    return kept, prints, name
+
+def run_epic(videos_dir, # folder of videos (see find_video)
+             narrations, # EPIC-100 annotation CSV
+             out, # a folder or a .json path (core.CommandOutput)
+             encoder="embedded", # "embedded", or an encoder / factory / "module:name"
+             forecaster="embedded", # "embedded", or a forecaster or world model / factory / "module:name"
+             seeds:Sequence[int]=PROTOCOL_SEEDS, # forecaster seeds
+             n_boot:int=2000, # bootstrap replicates
+             spec:BinSpec=BinSpec(), # the observation bins
+             oracle:bool=True, # also encode the target segment for the oracle upper bound
+             train_clips:str="small", # clip preset of the embedded forecaster's training windows
+             train_steps:int=600, # its training steps
+             **extract_kwargs, # passed to `extract` (time_limit, accept_concealed, verify, isolate)
+            ) -> dict: # results (path), records, table, summary, paths (the CommandOutput)
+    "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON."
+    from hoi_audit.encoder import PooledMotionEncoder
+    paths = out if isinstance(out, CommandOutput) else CommandOutput.parse(out, "epic_anticipation")
+    encoder_name = "embedded" if encoder == "embedded" else identity(encoder)["model"]
+    encoder = PooledMotionEncoder() if encoder == "embedded" else build(encoder, "encoder")
+    prints = {"encoder": check_encoder(encoder, frames=(spec.n_bins, spec.frames_per_bin, 32, 32))}
+    forecasters, fprints, forecaster_name = _forecasters(forecaster, encoder, list(seeds), train_clips, train_steps, spec.n_bins)
+    prints.update({f"forecaster_{s}": fp for s, fp in fprints.items()})
+    feats = extract(videos_dir, narrations, encoder, spec, with_target=oracle, **extract_kwargs)
+    usable = feats.subset(feats.ok)
+    if len(np.unique(usable.participants)) < 2: raise DataError(f"{narrations}: leave-one-participant-out needs two participants with usable actions")
+    records, seen = protocol_over_seeds(usable, forecasters, n_boot=n_boot)
+    summary = feats.summary
+    config = {"seeds": [int(s) for s in forecasters], "n_boot": n_boot, "spec": asdict(spec), "oracle": oracle,
+              "encoder": encoder_name, "latent_dim": int(encoder.latent_dim), "forecaster": forecaster_name,
+              "forecaster_adapter": getattr(as_context_forecaster(next(iter(forecasters.values()))), "adapter", "predict"),
+              **({"train_clips": train_clips, "train_steps": train_steps} if forecaster == "embedded" else {}),
+              "substitution_summary": summary, "excluded": {r.action_id: r.error for r in feats.records if r.error}}
+    pins = {"narrations": sha256_file(narrations) if not isinstance(narrations, pd.DataFrame) else sha256_json(narrations.to_json()),
+            **{f"fingerprint_{k}": v for k, v in prints.items()}}
+    path = paths.wrote(write_results(paths.results, "epic_anticipation", results_records(records, seen, summary), scale="full",
+                                     config=config, pins=pins))
+    return {"results": path, "records": records, "table": seed_mean_table(records), "summary": summary, "paths": paths}
 
 # %% ../nbs/14_epic.ipynb #c7de8fac
 def _cmd_extract(args) -> int:
@@ -265,16 +362,22 @@ def _cmd_extract(args) -> int:
     paths.report()
     return 1 if summary["actions_with_errors"] else 0
 
-def add_subcommand(subparsers):
-    "Register `hoi-audit extract`."
-    p = subparsers.add_parser("extract", help="decode the causal bins of EPIC-100-format narrations (latents or frames) "
-                              "and the substitution record of damaged video")
-    p.add_argument("--videos", required=True, help="folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4")
-    p.add_argument("--narrations", required=True, help="EPIC-KITCHENS-100 annotation CSV")
-    p.add_argument("--out", required=True, help="a folder (DIR/results/epic_extract.json, the record; DIR/raw/epic_extract/latents.npz) "
-                   "or the record's .json path (raw/epic_extract/ beside it)")
-    p.add_argument("--encoder", choices=["embedded", "none"], default="embedded", help="embedded encoder, or none (keep frames)")
-    p.add_argument("--with-target", action="store_true", help="also encode the target segment (the oracle's input only)")
+def _cmd_epic(args) -> int:
+    spec = BinSpec(n_bins=args.bins, frames_per_bin=args.frames_per_bin, observe_from=args.observe_from, gap=args.gap)
+    started = time.time()
+    run = run_epic(args.videos, args.narrations, CommandOutput.parse(args.out, "epic_anticipation"), encoder=args.encoder,
+                   forecaster=args.forecaster, seeds=args.seeds, n_boot=args.n_boot, spec=spec, oracle=not args.no_oracle,
+                   train_clips=args.train_clips, train_steps=args.train_steps, time_limit=args.time_limit,
+                   accept_concealed=args.accept_concealed, verify=args.verify, isolate=args.isolate)
+    s = run["summary"]
+    print(run["table"].round(3).to_string())
+    print(f"{s['actions']} narrations: {s['actions'] - s['actions_with_errors']} scored, {s['actions_with_errors']} excluded "
+          f"(listed with their reason in config.excluded); {s['actions_affected']} with substituted frames")
+    run["paths"].report()
+    print(f"done in {time.time() - started:.1f}s")
+    return 0
+
+def _bin_arguments(p):
     p.add_argument("--bins", type=int, default=4, help="observation bins")
     p.add_argument("--frames-per-bin", type=int, default=16, help="frames sampled per bin")
     p.add_argument("--observe-from", type=float, default=6.0, help="window start, seconds before the action")
@@ -286,5 +389,32 @@ def add_subcommand(subparsers):
                    help="scan a video for damage once decord fails on it (default), or every video when opened")
     p.add_argument("--isolate", action="store_true", help="decode in a child process that is killed when a call passes --time-limit "
                    "(holds even for a decoder that never releases the GIL; costs a copy of every frame)")
+
+def add_subcommand(subparsers):
+    "Register `hoi-audit extract` and `hoi-audit epic`."
+    p = subparsers.add_parser("extract", help="decode the causal bins of EPIC-100-format narrations (latents or frames) "
+                              "and the substitution record of damaged video")
+    p.add_argument("--videos", required=True, help="folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4")
+    p.add_argument("--narrations", required=True, help="EPIC-KITCHENS-100 annotation CSV")
+    p.add_argument("--out", required=True, help="a folder (DIR/results/epic_extract.json, the record; DIR/raw/epic_extract/latents.npz) "
+                   "or the record's .json path (raw/epic_extract/ beside it)")
+    p.add_argument("--encoder", choices=["embedded", "none"], default="embedded", help="embedded encoder, or none (keep frames)")
+    p.add_argument("--with-target", action="store_true", help="also encode the target segment (the oracle's input only)")
+    _bin_arguments(p)
     p.set_defaults(func=_cmd_extract)
+    e = subparsers.add_parser("epic", help="EPIC-style future-action anticipation end to end: extraction, a frozen encoder and "
+                              "context-only forecaster (yours or the embedded ones), leave-one-participant-out probes")
+    e.add_argument("--videos", required=True, help="folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4")
+    e.add_argument("--narrations", required=True, help="EPIC-KITCHENS-100 annotation CSV")
+    e.add_argument("--out", required=True, help="FILE.json (the results) or DIR (DIR/results/epic_anticipation.json)")
+    e.add_argument("--encoder", default="embedded", help="'embedded' or package.module:name / path/file.py:name (an encoder or its factory)")
+    e.add_argument("--forecaster", default="embedded", help="'embedded' or package.module:name / path/file.py:name (a context-only "
+                   "forecaster, a world model, or a factory of either, offered seed, encoder and latent_dim)")
+    e.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="forecaster seeds")
+    e.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates")
+    e.add_argument("--no-oracle", action="store_true", help="skip the target segment (no oracle upper bound)")
+    e.add_argument("--train-clips", default="small", help="clip preset of the embedded forecaster's training windows")
+    e.add_argument("--train-steps", type=int, default=600, help="training steps of the embedded forecaster")
+    _bin_arguments(e)
+    e.set_defaults(func=_cmd_epic)
     return p

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_ranking.ipynb #030e51d1
 from __future__ import annotations
-import argparse, math, os
+import argparse, inspect, math, os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,12 +14,14 @@ import pandas as pd
 from .core import (CANDIDATE_ORDER_SEED, PROTOCOL_SEEDS, CommandOutput, DataError, ExperimentPaths, HoiAuditError, PinMismatch,
                             TrackedArray, Unit, sha256_array, sha256_json, verify, write_npz, write_results)
 from .stats import bootstrap_interval
+from .contracts import build, check_world_model, identity
 
 # %% auto #0
 __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP', 'RANK_METRICS', 'DEFAULT_METHODS', 'ENERGIES',
            'DEFAULT_COMPARISONS', 'RankingPool', 'heldout_pool', 'GuardedLatents', 'plan_statistics', 'standardize',
            'snap', 'context_grid', 'CandidateSet', 'build_candidates', 'build_candidates_reference', 'query_targets',
-           'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'run_ranking', 'add_subcommand']
+           'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'user_model', 'run_ranking',
+           'add_subcommand']
 
 # %% ../nbs/13_ranking.ipynb #3760ead3
 N_CANDIDATES = 16  # the recorded plan and 15 negatives
@@ -402,9 +404,30 @@ def default_models(episodes, # the episodes; forecasters train on their train_fu
         else: out[m] = ((lambda kind: lambda seed: worldmodel.train_forecaster(episodes, kind=kind, seed=seed, **train_kwargs))(m), True)
     return out
 
+def user_model(model, # the user's world model: an object, a factory or "module:name" (contracts.build)
+               episodes, # the episodes; a factory is offered their train_full split only
+               context_bins:int=CONTEXT_BINS, # visible bins (the rest are rolled out)
+              ) -> tuple: # (factory(seed) -> model, seeded, identity) for `run_ranking`'s `models`
+    "A `models` entry for the user's world model, checked (`contracts.check_world_model`) when built."
+    from hoi_audit.contracts import load_object
+    target = load_object(model) if isinstance(model, str) else model
+    is_object = not isinstance(target, type) and callable(getattr(target, "rollout", None))
+    try: params = {} if is_object else inspect.signature(target).parameters
+    except (TypeError, ValueError): params = {}
+    seeded = "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    train = episodes.split_of("train_full") if hasattr(episodes, "split_of") else None
+    K, D = episodes.latents.shape[1], episodes.latents.shape[2]
+    def factory(seed):
+        m = build(target, "world_model", seed=seed, episodes=train)
+        check_world_model(m, D, context_bins=context_bins, horizon=K - context_bins, name=str(model) if isinstance(model, str) else None)
+        return m
+    ident = identity(model)
+    if is_object: ident["fingerprint"] = check_world_model(target, D, context_bins=context_bins, horizon=K - context_bins)
+    return factory, seeded, ident
+
 def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 out_dir, # output root: results/, store/ below it
-                models:Mapping|None=None, # method -> (factory(seed) -> model, seeded); default `default_models`
+                models:Mapping|None=None, # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
                 seeds:Sequence[int]=PROTOCOL_SEEDS, # seeds of the learned methods
                 scale:str="small", # recorded in the results JSON
                 pin:str|None=None, # a published candidate-set SHA-256 to match (None: pin what is built)
@@ -426,9 +449,9 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
     models = default_models(episodes) if models is None else dict(models)
     data_pin = sha256_json({"context": sha256_array(context), "goal": sha256_array(goal), "future": sha256_array(future)})
     units, plan = [], []
-    for method, (factory, seeded) in models.items():
+    for method, (factory, seeded, *ident) in models.items():
         for seed in (seeds if seeded else ["none"]):
-            units.append(Unit({"method": method, "seed": seed}, config={**(config or {}), "n_boot": n_boot},
+            units.append(Unit({"method": method, "seed": seed}, config={**(config or {}), "n_boot": n_boot, **({"model": ident[0]} if ident else {})},
                               inputs={"candidates": pin, "query_latents": data_pin}))
             plan.append((method, factory, seed))
     lookup = {u.path: p for u, p in zip(units, plan)}
@@ -474,7 +497,15 @@ def _cmd_ranking(args) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     train = {} if args.train_steps is None else {"steps": args.train_steps}
     paths = CommandOutput.parse(args.out, "candidate_ranking")
-    res = run_ranking(episodes, paths.out_dir, models=default_models(episodes, methods, **train), seeds=args.seeds, results_path=paths.results,
+    models = default_models(episodes, methods, **train)
+    for text in args.model:
+        name, sep, spec = text.partition("=")
+        name, spec = (name, spec) if sep and ":" not in name else (text.rpartition(":")[2], text)
+        if name in models: raise HoiAuditError(f"--model {text}: the method name {name!r} is taken; write --model NAME=SPEC")
+        models[name] = user_model(spec, episodes)
+    own = [m for m in models if m not in methods]
+    comparisons = list(DEFAULT_COMPARISONS) + [(m, b) for m in own for b in methods]
+    res = run_ranking(episodes, paths.out_dir, models=models, seeds=args.seeds, results_path=paths.results, comparisons=comparisons,
                       scale="full" if args.size == "full" and not args.episodes else "small", pin=args.pin, n_boot=args.n_boot,
                       progress=not args.quiet, config={"episodes": "user" if args.episodes else f"embedded:{args.size}",
                                                        "train_steps": args.train_steps})
@@ -493,6 +524,9 @@ def add_subcommand(subparsers):
     p.add_argument("--out", required=True, help="DIR (DIR/results/candidate_ranking.json, DIR/store/candidate_ranking) or FILE.json "
                                                  "(the results file; its store in FILE's folder)")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="comma-separated methods to score")
+    p.add_argument("--model", action="append", default=[], metavar="[NAME=]SPEC",
+                   help="your world model, scored beside --methods: package.module:name or path/file.py:name (an object with "
+                        "rollout(context, commands), or a factory offered seed and the train_full episodes); repeatable")
     p.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="seeds of the learned methods")
     p.add_argument("--pin", help="a published candidate-set SHA-256 the built set must match")
     p.add_argument("--train-steps", type=int, help="optimizer steps of the learned forecasters (default: worldmodel's)")

@@ -16,6 +16,7 @@ from .core import (PROTOCOL_SEEDS, CommandOutput, Block, Condition, DataError, E
 from .episodes import Episodes, make_episodes, read_episodes
 from .stats import PROBE_METRICS, batched, bootstrap_interval
 from .worldmodel import WorldModel, check_rollout, train_forecaster
+from .contracts import build, check_world_model, identity
 
 # %% auto #0
 __all__ = ['HORIZONS', 'FEATURE_SETS', 'CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands', 'forecast_features',
@@ -163,9 +164,10 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
                        seeds:Sequence[int]=PROTOCOL_SEEDS, # probe (and forecaster) seeds
                        horizons:Sequence[int]=HORIZONS, # H values
                        feature_sets:Sequence[str]=FEATURE_SETS, # the probe inputs
-                       forecaster_kind:str="jepa", # the frozen world model (worldmodel.KINDS)
+                       forecaster_kind:str="jepa", # the package's frozen world model (worldmodel.KINDS), when `model` is None
                        forecaster_steps:int=600, # its training steps
-                       forecaster_seed:int|None=PROTOCOL_SEEDS[0], # one frozen forecaster for all probe seeds; None: one per probe seed
+                       forecaster_seed:int|None=None, # None: one forecaster per probe seed (as ranking); an int: one for all
+                       model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
                        n_boot:int=1000, # bootstrap replicates of every interval
                        scale:str="small", # the results JSON's scale label
                        results_path=None, # where to write the results JSON (default: out_dir/results/success_probes.json)
@@ -183,16 +185,26 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     train_pin, held_pin = train.fingerprint(), held.fingerprint()
     pairs = hard_test_pairs(held)
     hard = hard_test_index(pairs)
-    fc_config = {"kind": forecaster_kind, "steps": forecaster_steps, "horizons": horizons}
+    K, D = episodes.n_bins, episodes.latent_dim
+    check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
     fc_seed = (lambda s: s) if forecaster_seed is None else (lambda s: int(forecaster_seed))
+    if model is None:
+        fc_config = {"kind": forecaster_kind, "steps": forecaster_steps, "horizons": horizons}
+        make = lambda seed: train_forecaster(train, kind=forecaster_kind, seed=seed, steps=forecaster_steps)
+    else:
+        fc_config = {**identity(model), "horizons": horizons}
+        if not isinstance(model, (str, type)) and callable(getattr(model, "rollout", None)):   # an object: one frozen model
+            fc_config["fingerprint"], fc_seed = check(model), (lambda s: "given")
+        make = lambda seed: build(model, "world_model", seed=seed, episodes=train)   # a factory sees train_full only
 
     def forecast_unit(unit, workdir):
-        model = train_forecaster(episodes, kind=forecaster_kind, seed=unit.key["seed"], steps=forecaster_steps)
+        wm = make(None if unit.key["seed"] == "given" else unit.key["seed"])
+        fingerprint = check(wm)
         for h in horizons:
             for name, part in (("train", train), ("heldout", held)):
                 inp = probe_inputs(part, h)
-                for k, v in forecast_features(model, inp.visible, inp.future_commands).items(): write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
-        return {"trained_on": model.trained_on, "loss_history": model.history}
+                for k, v in forecast_features(wm, inp.visible, inp.future_commands).items(): write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
+        return {"fingerprint": fingerprint, "trained_on": getattr(wm, "trained_on", None), "loss_history": getattr(wm, "history", None)}
 
     fc_units = [_forecaster_unit(s, fc_config, train_pin) for s in sorted({fc_seed(s) for s in seeds})]
     store.run(fc_units, forecast_unit, progress=progress, desc="forecasters")
@@ -223,26 +235,30 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     proba = {tuple(u.key.values()): np.load(store.files(u) / "p_heldout.npy") for u in probe_units}
 
     y = held.success.astype(int)
+    pair_of = np.full(len(held), -1)
+    pair_of[pairs["failure"].to_numpy()] = pair_of[pairs["success"].to_numpy()] = np.arange(len(pairs))
+    clusters_of = {"full": None, "hard": pair_of[hard]}     # the hard set resamples pairs, a failure with its matched success
     summary, comparison = [], []
     for test, idx in (("full", np.arange(len(held))), ("hard", hard)):
         for h in horizons:
             for fs in feature_sets:
                 ps = [proba[(h, fs, s)][idx] for s in seeds]
                 for m, fn in PROBE_METRICS.items():
-                    iv = bootstrap_interval((y[idx], *ps), seed_mean_metric(fn, len(seeds)), n_boot=n_boot, seed=0)
+                    iv = bootstrap_interval((y[idx], *ps), seed_mean_metric(fn, len(seeds)), n_boot=n_boot, seed=0, clusters=clusters_of[test])
                     summary.append({"horizon": h, "feature_set": fs, "test_set": test, "metric": m, "statistic": "mean_over_seeds",
                                     "value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high})
             if {"forecast", "context_action"} <= set(feature_sets):
                 pa, pb = [proba[(h, "forecast", s)][idx] for s in seeds], [proba[(h, "context_action", s)][idx] for s in seeds]
                 for m, fn in PROBE_METRICS.items():
-                    iv = bootstrap_interval((y[idx], *pa, *pb), seed_mean_delta(fn, len(seeds)), n_boot=n_boot, seed=0)
+                    iv = bootstrap_interval((y[idx], *pa, *pb), seed_mean_delta(fn, len(seeds)), n_boot=n_boot, seed=0, clusters=clusters_of[test])
                     comparison.append({"comparison": "forecast-context_action", "horizon": h, "test_set": test, "metric": m,
                                        "statistic": "paired_bootstrap_delta", "primary": h == 4, "value": iv.estimate,
                                        "ci_low": iv.low, "ci_high": iv.high})
     summary, comparison = pd.DataFrame(summary), pd.DataFrame(comparison)
     config = {"seeds": seeds, "horizons": horizons, "feature_sets": list(feature_sets), "n_boot": n_boot,
-              "forecaster": {**fc_config, "seed": "per probe seed" if forecaster_seed is None else int(forecaster_seed)},
-              "bootstrap": "percentile over held-out episodes of the seed-mean metric; comparison paired on shared resamples",
+              "forecaster": {**fc_config, "seed": "given" if fc_seed(0) == "given" else "per probe seed" if forecaster_seed is None else int(forecaster_seed)},
+              "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over matched pairs (hard); "
+                           "comparison paired on shared resamples",
               "positive_class": "success", "ece_bins": 15, "balanced_accuracy_threshold": 0.5,
               "hard_test_set": {"pairs": len(pairs), "match": "language available x length bin, min L2 of initial latents"},
               "n_train": len(train), "n_heldout": len(held)}
@@ -283,7 +299,7 @@ def _cli(args) -> int:
     paths = CommandOutput.parse(args.out, "success_probes")
     started = time.time()
     run = run_success_probes(episodes, paths.out_dir, seeds=args.seeds, horizons=args.horizons, forecaster_steps=args.forecaster_steps,
-                             forecaster_seed=None if args.forecaster_per_seed else PROTOCOL_SEEDS[0],
+                             forecaster_seed=args.forecaster_seed, model=args.model,
                              n_boot=args.n_boot, scale=scale, results_path=paths.results, pins=pins, progress=not args.quiet)
     primary = run["comparison"].query("primary and test_set == 'full' and metric == 'auroc'")
     print(format_table(run["summary"]).to_string())
@@ -305,7 +321,10 @@ def add_subcommand(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="probe and forecaster seeds")
     p.add_argument("--horizons", type=int, nargs="+", default=list(HORIZONS), help="horizons H")
     p.add_argument("--forecaster-steps", type=int, default=600, help="training steps of the frozen forecaster")
-    p.add_argument("--forecaster-per-seed", action="store_true", help="train one forecaster per probe seed (default: one, seed 42)")
+    p.add_argument("--forecaster-seed", type=int, default=None, help="train one forecaster with this seed for all probe seeds "
+                   "(default: one per probe seed)")
+    p.add_argument("--model", default=None, help="your world model instead of the package's: package.module:name or path/file.py:name, "
+                   "an object with rollout(context, commands) or a factory of one (offered seed and the train_full episodes)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_cli)

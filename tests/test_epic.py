@@ -187,3 +187,21 @@ def test_cli_out_convention_writes_only_below_out_and_lists_every_file(tiny, tmp
     from hoi_audit.core import OutputError
     with pytest.raises(OutputError, match="afile: --out must be a folder or a .json path"):
         run_cli("--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(tmp_path / "afile"))
+
+
+@pytest.mark.parametrize("mode", ["folder", "file"])
+def test_epic_cli_out_convention_writes_only_below_out_and_lists_every_file(tiny, tmp_path, capsys, monkeypatch, mode):
+    "`hoi-audit epic`: --out DIR gives DIR/results/epic_anticipation.json, --out FILE.json that file; nothing else, all printed."
+    monkeypatch.chdir(tmp_path)
+    before = {p for p in tmp_path.rglob("*")}
+    out = tmp_path / "mine" if mode == "folder" else tmp_path / "mine" / "e.json"
+    p = argparse.ArgumentParser(); sub = p.add_subparsers(); add_subcommand(sub)
+    args = p.parse_args(["epic", "--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(out),
+                         "--forecaster", "hoi_audit.worldmodel:PersistenceModel", "--n-boot", "20", "--no-oracle"])
+    assert args.func(args) == 0
+    written = {p for p in tmp_path.rglob("*") if p.is_file()} - before
+    assert written == {out / "results" / "epic_anticipation.json" if mode == "folder" else out}
+    printed = [l.removeprefix("wrote ") for l in capsys.readouterr().out.splitlines() if l.startswith("wrote ")]
+    assert printed == [str(p) for p in written]
+    payload = json.loads(next(iter(written)).read_text())
+    assert "oracle" not in {r.get("feature_set") for r in payload["records"]}          # --no-oracle: the target is never encoded

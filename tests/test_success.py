@@ -142,3 +142,35 @@ def test_cli_on_a_user_folder_and_bad_folder(ep, tmp_path):
     (folder / "labels.csv").write_text((folder / "labels.csv").read_text().replace(",0\n", ",1\n", 1))
     with pytest.raises(PinMismatch, match="labels.csv"):
         args.func(args)
+
+
+def test_one_forecaster_per_seed_by_default(ep, run):
+    out, r = run
+    from hoi_audit.core import ExperimentPaths
+    units = ExperimentPaths(out, "success_probes").store.root / "units" / "stage=forecaster"
+    assert sorted(p.name for p in units.iterdir()) == ["seed=42", "seed=43"]
+    a, b = (np.load(units / f"seed={s}" / "H4_heldout_endpoint.npy") for s in (42, 43))
+    assert not np.allclose(a, b)                                      # two trained models, not one copied
+    cfg = read_results(out / "results" / "success_probes.json")["config"]["forecaster"]
+    assert cfg["seed"] == "per probe seed"
+
+
+def test_hard_set_intervals_resample_pairs(ep, run):
+    "The hard-set interval is the cluster bootstrap over pairs (a hand-built cluster id per pair), not over episodes."
+    from hoi_audit.core import ExperimentPaths
+    from hoi_audit.stats import PROBE_METRICS, bootstrap_interval
+    from hoi_audit.success import seed_mean_metric
+    out, r = run
+    held, pairs = ep.split_of("heldout"), r["pairs"]
+    hard = np.sort(np.r_[pairs["failure"], pairs["success"]])
+    pair_id = {int(f): i for i, f in enumerate(pairs["failure"])} | {int(s): i for i, s in enumerate(pairs["success"])}
+    clusters = np.array([pair_id[int(i)] for i in hard])
+    store = ExperimentPaths(out, "success_probes").store.root / "units" / "horizon=4" / "feature_set=forecast"
+    ps = [np.load(store / f"seed={s}" / "p_heldout.npy")[hard] for s in (42, 43)]
+    y = held.success.astype(int)[hard]
+    stat = seed_mean_metric(PROBE_METRICS["auroc"], 2)
+    by_pairs = bootstrap_interval((y, *ps), stat, n_boot=50, seed=0, clusters=clusters)
+    by_episodes = bootstrap_interval((y, *ps), stat, n_boot=50, seed=0)
+    row = r["summary"].query("horizon == 4 and feature_set == 'forecast' and test_set == 'hard' and metric == 'auroc'").iloc[0]
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((by_pairs.low, by_pairs.high), abs=1e-12)
+    assert (row["ci_low"], row["ci_high"]) != pytest.approx((by_episodes.low, by_episodes.high), abs=1e-12)
