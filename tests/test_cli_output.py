@@ -112,8 +112,27 @@ def test_status_writes_nothing(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------------- coverage
 
-COVERED = {"probes", "success", "ranking", "audit", "reproduce", "status"}   # tested above
-ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only_below_out_and_lists_every_file (it needs rendered clips)"}
+COVERED = {"probes", "success", "ranking", "audit", "reproduce", "status", "plan"}   # tested above
+ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only_below_out_and_lists_every_file (it needs rendered clips)",
+             "epic": "tests/test_epic.py::test_epic_cli_out_convention_writes_only_below_out_and_lists_every_file",
+             "lint": "tests/test_lint.py::test_cli_exit_codes_and_report",
+             "lta": "tests/test_lta.py::test_cli",
+             "report": "tests/test_report.py::test_user_model_audit_from_the_command_line (audit, then report beside its results)",
+             # one _setup/_finish (controls.py) writes for all four: tested through sensitivity
+             "controls": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
+             "sensitivity": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
+             "horizons": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
+             "context-probes": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out"}
+
+def test_plan_writes_only_its_store_below_out(tmp_path):
+    "`hoi-audit plan` lists the grid without computing: it writes nothing but the store's plan (and locks) below --out, and says where."
+    out = tmp_path / "o"
+    r, changed = run_in_sandbox(tmp_path, "plan", "demo_provenance", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    store = out / "store" / "demo_provenance"
+    assert store / "plan.json" in changed and all(p.is_relative_to(store) for p in changed), changed
+    assert not any(p.parent.name == "done" or p.suffix == ".pkl" for p in changed), "plan computed units"
+    assert f"48 units (48 pending)" in r.stdout and str(store) in r.stdout, r.stdout
 
 def test_every_subcommand_is_covered():
     "A new subcommand must get an output-convention test here (or an entry in ELSEWHERE naming its test)."
