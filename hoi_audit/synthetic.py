@@ -842,7 +842,7 @@ def calibrate_feature_spec(base:FeatureSpec, # the knobs held fixed
 # %% ../nbs/03_synthetic.ipynb #calib13
 REAL_LABEL_FEATURES = { # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
     "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.36, segment_noise=1.1, frame_noise=4.003747, participant_shift=0.5, camera_shift=0.3),
-                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.55, segment_noise=1.1, frame_noise=4.14, participant_shift=0.5, camera_shift=0.3)},
+                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.0, end_fade=0.35, segment_noise=1.1, frame_noise=2.1, participant_shift=0.5, camera_shift=0.3)},
     "50salads": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0),
                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=1.561416, participant_shift=0.3, camera_shift=0.0)},
     "gtea": {"small": dict(dim=64, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0),
