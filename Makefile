@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 # No environment variable: the real labels ship with the package (procedural.real_labels_root), so `make reproduce` is exactly
 # `hoi-audit reproduce --out .` and runs the same from a fresh clone with nothing beside it.
 
-.PHONY: venv reproduce test check-export nbtest pytest docs check-docs readme check-readme bench clean
+.PHONY: venv reproduce test check-export nbtest pytest fresh-clone docs check-docs readme check-readme bench clean
 
 venv: $(VENV)/.installed
 
@@ -25,8 +25,11 @@ $(VENV)/.installed: settings.ini setup.py
 reproduce: venv
 	$(BIN)/hoi-audit reproduce --scale $(SCALE) --out $(OUT)
 
-## make test: library in sync with the notebooks, nbdev_test, the offline docs build, pytest
-test: venv check-export check-readme nbtest docs pytest
+## make test: library in sync with the notebooks, nbdev_test, every experiment regenerated in a fresh copy, the offline docs build, pytest
+# The fresh-copy runs come first and leave their executed notebooks in _build/reproduce/runs, where the docs build takes its
+# experiment pages from: each experiment runs once, not once for the docs and once for the byte-for-byte check.
+test: PYTEST_ARGS := -k "not test_fresh_clone_regenerates_the_committed_results"
+test: venv check-export check-readme nbtest fresh-clone docs pytest
 
 # nbdev_export must not change the library: the notebooks are the source
 check-export: venv
@@ -42,7 +45,11 @@ nbtest: venv
 	if echo "$$out" | grep -q "No files were eligible"; then echo "nbdev_test tested nothing"; exit 1; fi; exit $$status
 
 pytest: venv
-	$(BIN)/python -m pytest tests -q -ra --durations=10
+	$(BIN)/python -m pytest tests -q -ra --durations=10 $(PYTEST_ARGS)
+
+# every experiment at the small scale in a copy of the tree with nothing beside it, byte-identical to the committed results JSON
+fresh-clone: venv
+	HOI_AUDIT_EXECUTED=$(CURDIR)/_build/reproduce/runs $(BIN)/python -m pytest tests/test_reproduce.py -q -ra --durations=5 -k test_fresh_clone_regenerates_the_committed_results
 
 ## make docs: the documentation site into _docs/ (Sphinx + myst-nb + autodoc, offline; nbdev_docs where Quarto exists)
 # sources: nbdev's processing of nbs/ and the executed experiments (runs/ of make reproduce when current, else run small here)
