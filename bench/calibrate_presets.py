@@ -11,6 +11,7 @@ whose target moved out of tolerance is searched again (at most three rounds).
     python bench/calibrate_presets.py --check              # measure the frozen values only (no search)
     python bench/calibrate_presets.py --cases breakfast --sizes small
     python bench/calibrate_presets.py --check --cached-only   # the frozen values' table from the cached evaluations, no new run
+    python bench/calibrate_presets.py --work W --fade-figure figures/calibration_fade.png   # the end_fade evaluations in W's cache
 
 A rerun starts every search from the frozen values, so when they still hit their targets it costs one evaluation per knob (a
 verification); it searches only where something (the anticipation model, the recognizer) moved the numbers.
@@ -192,6 +193,29 @@ def draw(rows:list, path:Path):
     plt.close(fig)
 
 
+def draw_fade(cache:dict, path:Path):
+    """The end_fade evaluations (every cached video-split evaluation of the Breakfast cases): window accuracy vs video-only Act@1,
+    one panel per case and size, each point labelled with its end_fade / frame_noise / next_signal; the box is both targets' tolerance."""
+    panels = sorted({tuple(k.split("/")[:2]) for k in cache if k.split("/")[2] == "video"})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), squeeze=False)
+    (wt, wtol), (vt, vtol) = PAPER_TARGETS["breakfast", "window_acc"], PAPER_TARGETS["breakfast", "video_only_act1"]
+    for ax, (case, size) in zip(axes[0], panels):
+        ax.add_patch(plt.Rectangle((wt - wtol, vt - vtol), 2 * wtol, 2 * vtol, color="#f5c242", alpha=0.35, lw=0))
+        ax.plot([wt], [vt], "+", color="#b8860b", ms=12)
+        for k, v in cache.items():
+            if k.split("/")[:3] != [case, size, "video"]: continue
+            kn = v["knobs"]
+            ax.scatter(v["window_acc"], v["video_only_act1"], c=[kn.get("end_fade", 0.0)], cmap="viridis", vmin=0, vmax=0.5, s=30, edgecolor="k", lw=0.4)
+            ax.annotate(f"{kn.get('end_fade', 0):g}/{kn['frame_noise']:.2f}/{kn['next_signal']:.2f}", (v["window_acc"], v["video_only_act1"]), fontsize=6,
+                        xytext=(3, 2), textcoords="offset points")
+        ax.set_title(f"{case}, {size}", fontsize=9); ax.set_xlabel("window accuracy (%)", fontsize=8); ax.set_ylabel("video-only Act@1 (%)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("end_fade calibration (labels: end_fade / frame_noise / next_signal; colour: end_fade; box: paper targets ± tolerance)", fontsize=9)
+    fig.tight_layout()
+    save_figure(path, fig)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from {CASES}")
@@ -206,8 +230,12 @@ def main():
                     help="real MS-TCN label folders (breakfast/, 50salads/, gtea/)")
     ap.add_argument("--figure", type=Path, default=REPO / "figures" / "calibration.png")
     ap.add_argument("--json", type=Path, help="also write the rows (with every search step) here")
+    ap.add_argument("--fade-figure", type=Path, help="only draw the end_fade evaluations in --work's cache to this PNG, and stop")
     a = ap.parse_args()
     ev = Evaluator(a.work, a.labels, a.cached_only)
+    if a.fade_figure:
+        draw_fade({k: v for k, v in ev.cache.items() if k.split("/")[0] in ("breakfast", "breakfast_labels")}, a.fade_figure)
+        print("figure:", a.fade_figure); return
     rows = []
     for size in a.sizes.split(","):
         for case in a.cases.split(","):
