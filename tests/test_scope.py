@@ -142,3 +142,18 @@ def test_command_rejects_mismatched_per_folder_options(gtea, tmp_path):
     with pytest.raises(DataError, match="scope must be one of"):
         run_cli(gtea, "--out", tmp_path / "x", "--scope", "main")
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("name", ["assembly101", "epic100"])
+def test_diagnostic_presets_write_deterministically_and_within_their_grammar(name, tmp_path):
+    ds = synthetic_dataset(name, "tiny", seed=5)
+    a, b = write_synthetic(ds, tmp_path / "a"), write_synthetic(synthetic_dataset(name, "tiny", seed=5), tmp_path / "b")
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
+    data = read_mstcn(a)
+    support = {(task, tr) for task, tr, _ in ds.grammar.distribution()}
+    for spec in ds.videos:
+        assert data.video(spec.name).participant == spec.participant
+        acts = tuple(data.classes[c] for c in data.video(spec.name).transcript if c not in data.background)
+        assert (spec.task, acts) in support, (spec.name, acts)
