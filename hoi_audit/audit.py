@@ -623,6 +623,8 @@ def run_audit_command(args) -> int:
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
         paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=args.scale,
                                   config=config.as_dict(), pins=pins))
+    from hoi_audit.report import write_report   # report imports audit: imported here
+    paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 JSON too)
     paths.report()
     print(f"wrote {store.root}/")
     return 0
@@ -633,7 +635,9 @@ def add_subcommand(subparsers):
     p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
     p.add_argument("--conditions", help=f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})")
     p.add_argument("--schedule", default="boundary", choices=sorted(QUERY_SCHEDULES), help="when queries are asked (default: at action boundaries)")
-    p.add_argument("--architecture", default="transformer", help="a registered architecture (models.ARCHITECTURES)")
+    p.add_argument("--architecture", "--model", dest="architecture", default="transformer",
+                   help="a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as "
+                        "package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module")
     p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
     p.add_argument("--splits", help="comma-separated split numbers (default: all)")
     p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")

@@ -193,7 +193,7 @@ class UnitShard(submitit.helpers.Checkpointable):
         compute_units = importlib.import_module("hoi_audit.cluster").compute_units   # the library's, also when this class is defined in a notebook
         units, compute = cloudpickle.loads(Path(self.payload).read_bytes())
         try: log = str(submitit.JobEnvironment().paths.stderr)
-        except RuntimeError: log = None   # called outside a submitit job (an example, a test)
+        except (RuntimeError, KeyError): log = None   # outside a submitit job (an example, a test), or in submitit's debug executor
         return compute_units(self.store_root, [units[i] for i in indices], compute, log)
 
 # %% ../nbs/16_cluster.ipynb #b82d07dd

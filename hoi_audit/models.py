@@ -5,7 +5,8 @@
 # %% ../nbs/06_models.ipynb #3c7965ae
 from __future__ import annotations
 import copy, math
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict, field, replace
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
@@ -16,9 +17,11 @@ from .queries import query_block, state_matrix
 from .stats import topk_accuracy
 
 # %% auto #0
-__all__ = ['INPUTS', 'VECTOR_INPUTS', 'ARCHITECTURES', 'video_window_tokens', 'history_token_matrix', 'input_blocks',
-           'TrainConfig', 'AnticipationModel', 'fit_token_pca', 'reduce_tokens', 'Anticipator', 'fit_anticipation',
-           'register_architecture', 'architecture', 'verb_scores', 'anticipation_metrics']
+__all__ = ['INPUTS', 'VECTOR_INPUTS', 'ARCHITECTURES', 'CHECK_CONFIG', 'video_window_tokens', 'history_token_matrix',
+           'input_blocks', 'TrainConfig', 'AnticipationModel', 'fit_token_pca', 'reduce_tokens',
+           'AnticipatorContractError', 'Anticipator', 'fit_network', 'fit_anticipation', 'register_architecture',
+           'network_architecture', 'load_factory', 'user_architecture', 'architecture', 'check_anticipator',
+           'verb_scores', 'anticipation_metrics']
 
 # %% ../nbs/06_models.ipynb #8bb1ded4
 def video_window_tokens(dataset, # a `ProceduralDataset` with features
@@ -175,6 +178,9 @@ def reduce_tokens(tokens:np.ndarray, # (n_queries, n_tokens, D)
     return (np.asarray(tokens, dtype=np.float32) - mean) @ components
 
 # %% ../nbs/06_models.ipynb #b61ce812
+class AnticipatorContractError(DataError):
+    "A model (an architecture or a user's factory) broke the anticipation contract; the message names what it broke."
+
 def _tensors(blocks:Sequence[Block]) -> dict:
     return {b.name: np.asarray(b.data) for b in blocks}
 
@@ -194,13 +200,15 @@ def _check_inputs(blocks:Sequence[Block], condition:Condition) -> dict:
 @dataclass
 class Anticipator:
     "A trained anticipation model with the condition it was trained under and its input normalisation."
-    model: AnticipationModel
+    model: nn.Module # the network: model(**inputs) -> (n, n_classes) logits
     condition: Condition # the training condition
     normalisation: dict # input name -> (mean, std) arrays
     projection: dict = field(default_factory=dict) # input name -> (mean, components): the video's principal components
     input_shapes: dict = field(default_factory=dict) # input name -> per-query shape of the blocks it takes (before any reduction)
     history: list = field(default_factory=list) # per epoch: train_loss, val_loss
     best_epoch: int = -1 # the epoch whose weights were kept (0-based)
+    n_classes: int = 0 # logit width
+    name: str = "transformer" # the architecture (or the user's factory) it was built by
 
     def _torch_inputs(self, arrays:dict) -> dict:
         out = {}
@@ -212,24 +220,29 @@ class Anticipator:
                 out[k] = torch.as_tensor((np.asarray(v, dtype=np.float32) - mean) / std)
         return out
 
+    def torch_inputs(self, blocks:Sequence[Block], # the test blocks (same names and shapes as in training)
+                     condition:Condition|None=None, # the test condition; None: the training condition
+                    ) -> dict: # input name -> the tensor the network reads (reduced, standardised)
+        "The network's inputs for the blocks, after checking them against the (training or named test) condition."
+        arrays = _check_inputs(blocks, condition or self.condition)
+        if set(arrays) != set(self.input_shapes):
+            raise DataError(f"model trained on {sorted(self.input_shapes)} got blocks {sorted(arrays)}")
+        for k, v in arrays.items():
+            if tuple(v.shape[1:]) != tuple(self.input_shapes[k]):
+                raise DataError(f"block {k!r} has per-query shape {tuple(v.shape[1:])}, the model was trained on {tuple(self.input_shapes[k])}")
+        return self._torch_inputs(arrays)
+
     def predict_logits(self, blocks:Sequence[Block], # the test blocks (same names and shapes as in training)
                        condition:Condition|None=None, # the test condition; None: the training condition
                        batch_size:int=1024, # queries per forward pass
                       ) -> np.ndarray: # (n_queries, n_classes) float32 logits
         "Action logits for the blocks, after checking them against the (training or named test) condition."
-        arrays = _check_inputs(blocks, condition or self.condition)
-        if set(arrays) != set(self.model.inputs):
-            raise DataError(f"model trained on {list(self.model.inputs)} got blocks {sorted(arrays)}")
-        for k, v in arrays.items():
-            expected = self.input_shapes.get(k, self.model.shapes[k])
-            if tuple(v.shape[1:]) != tuple(expected):
-                raise DataError(f"block {k!r} has per-query shape {tuple(v.shape[1:])}, the model was trained on {tuple(expected)}")
-        inputs = self._torch_inputs(arrays)
-        n = len(next(iter(arrays.values())))
+        inputs = self.torch_inputs(blocks, condition)
+        n = len(next(iter(inputs.values())))
         self.model.eval()
         with torch.no_grad():
             out = [self.model(**{k: v[i:i + batch_size] for k, v in inputs.items()}) for i in range(0, n, batch_size)]
-        return torch.cat(out).numpy() if out else np.zeros((0, self.model.n_classes), np.float32)
+        return torch.cat(out).float().numpy() if out else np.zeros((0, self.n_classes), np.float32)
 
 def _validation_videos(groups:np.ndarray, fraction:float, seed:int) -> np.ndarray:
     "A boolean mask of the queries whose group (session or participant) is held out for validation (at least one, never all)."
@@ -239,28 +252,19 @@ def _validation_videos(groups:np.ndarray, fraction:float, seed:int) -> np.ndarra
     held = np.random.default_rng(seed).choice(videos, size=k, replace=False)
     return np.isin(groups, held)
 
-def fit_anticipation(condition:Condition, # the training condition (the provenance guard)
-                     blocks:Sequence[Block], # input blocks of the train queries
-                     targets, # target class id per train query
-                     n_classes:int, # number of action classes
-                     groups=None, # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
-                     config:TrainConfig=TrainConfig(), # sizes and optimisation
-                     seed:int=42, # the seed (model init, validation videos, shuffling, dropout)
-                    ) -> Anticipator:
-    "Train an `AnticipationModel` on the blocks with early stopping on held-out train groups; deterministic for a seed."
-    arrays = _check_inputs(blocks, condition)
-    y = np.array(targets, dtype=np.int64)   # a writable copy: torch shares its memory
-    n = len(y)
-    if any(len(v) != n for v in arrays.values()): raise DataError(f"{n} targets but {len(next(iter(arrays.values())))} query rows")
-    if n == 0: raise DataError(f"condition {condition.name!r}: no training queries")
-    if y.min() < 0 or y.max() >= n_classes: raise DataError(f"targets outside [0, {n_classes})")
-    groups = np.arange(n) if groups is None else np.asarray(groups)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(config.threads)
-    try: return _fit(condition, arrays, y, n_classes, groups, config, seed)
-    finally: torch.set_num_threads(threads)
+def _checked_logits(model:nn.Module, inputs:dict, n_classes:int, name:str) -> torch.Tensor:
+    "The network's logits for `inputs`, or an `AnticipatorContractError` that says what the network broke."
+    try: out = model(**inputs)
+    except Exception as e:
+        raise AnticipatorContractError(f"{name}: forward(**inputs) with inputs {sorted(inputs)} raised {type(e).__name__}: {e}") from e
+    n = len(next(iter(inputs.values())))
+    if not isinstance(out, torch.Tensor): raise AnticipatorContractError(f"{name}: forward returned {type(out).__name__}, not a tensor of logits")
+    if tuple(out.shape) != (n, n_classes):
+        raise AnticipatorContractError(f"{name}: forward returned logits of shape {tuple(out.shape)}, expected ({n}, {n_classes}) (queries, classes)")
+    if not out.is_floating_point(): raise AnticipatorContractError(f"{name}: forward returned {out.dtype} logits, expected floating point")
+    return out
 
-def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
+def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name="transformer") -> Anticipator:
     seed_everything(seed)
     val = _validation_videos(groups, config.val_fraction, seed)
     fit_rows = ~val
@@ -274,14 +278,21 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
         v = np.asarray(v, dtype=np.float32)[fit_rows]
         axes = tuple(range(v.ndim - 1))
         normalisation[k] = (v.mean(axis=axes).astype(np.float32), (v.std(axis=axes) + 1e-6).astype(np.float32))
-    model = AnticipationModel(n_classes, {k: v.shape[1:] for k, v in arrays.items()}, config)
-    result = Anticipator(model, condition, normalisation)
+    shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
+    model = AnticipationModel(n_classes, shapes, config) if build is None else build(shapes, n_classes, config, seed)
+    if not isinstance(model, nn.Module): raise AnticipatorContractError(f"{name}: the factory returned {type(model).__name__}, not a torch.nn.Module")
+    if not any(p.requires_grad for p in model.parameters()): raise AnticipatorContractError(f"{name}: the network has no trainable parameters")
+    result = Anticipator(model, condition, normalisation, n_classes=n_classes, name=name)
     X = result._torch_inputs(arrays)     # already reduced: the projection is attached after
     result.projection, result.input_shapes = projection, input_shapes
     Y = torch.as_tensor(y)
     train_idx, val_idx = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
+    if build is not None:              # a shape check before training (eval mode draws no random numbers)
+        model.eval()
+        with torch.no_grad(): _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
+    train_loss = getattr(model, "training_loss", None)    # a network with its own objective (a diffusion head); else cross-entropy
     shuffle = torch.Generator().manual_seed(seed)
     best, best_state, waited = math.inf, None, 0
     for epoch in range(config.epochs):
@@ -290,11 +301,13 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
         total = 0.0
         for i in range(0, len(order), config.batch_size):
             idx = order[i:i + config.batch_size]
-            loss = loss_fn(model(**{k: v[idx] for k, v in X.items()}), Y[idx])
+            batch = {k: v[idx] for k, v in X.items()}
+            loss = train_loss(batch, Y[idx]) if train_loss is not None else loss_fn(model(**batch), Y[idx])
+            if not torch.isfinite(loss): raise AnticipatorContractError(f"{name}: training loss is {float(loss)} at epoch {epoch}")
             opt.zero_grad(); loss.backward(); opt.step()
             total += float(loss.detach()) * len(idx)
         record = {"epoch": epoch, "train_loss": total / max(len(order), 1)}
-        if len(val_idx):
+        if len(val_idx):               # every architecture is early-stopped on the same criterion: validation cross-entropy of its logits
             model.eval()
             with torch.no_grad(): record["val_loss"] = float(loss_fn(model(**{k: v[val_idx] for k, v in X.items()}), Y[val_idx]))
             score = record["val_loss"]
@@ -304,9 +317,51 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed) -> Anticipator:
         else:
             waited += 1
             if waited >= config.patience: break
+    if best_state is None: raise AnticipatorContractError(f"{name}: no epoch gave a finite validation loss")
     model.load_state_dict(best_state)
     model.eval()
     return result
+
+def _prepare(condition, blocks, targets, n_classes, groups) -> tuple:
+    arrays = _check_inputs(blocks, condition)
+    y = np.array(targets, dtype=np.int64)   # a writable copy: torch shares its memory
+    n = len(y)
+    if any(len(v) != n for v in arrays.values()): raise DataError(f"{n} targets but {len(next(iter(arrays.values())))} query rows")
+    if n == 0: raise DataError(f"condition {condition.name!r}: no training queries")
+    if y.min() < 0 or y.max() >= n_classes: raise DataError(f"targets outside [0, {n_classes})")
+    return arrays, y, np.arange(n) if groups is None else np.asarray(groups)
+
+def fit_network(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module whose forward(**inputs) gives logits
+                condition:Condition, # the training condition (the provenance guard)
+                blocks:Sequence[Block], # input blocks of the train queries
+                targets, # target class id per train query
+                n_classes:int, # number of action classes
+                groups=None, # session or participant per query: held out whole for validation; None: every query its own group
+                config:TrainConfig=TrainConfig(), # sizes and optimisation (the matched training budget)
+                seed:int=42, # the seed (model init, validation groups, shuffling, dropout)
+                name:str="network", # what errors call the network
+               ) -> Anticipator:
+    "Train the network `build` returns with the one trainer every architecture shares; deterministic for a seed."
+    arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try: return _fit(condition, arrays, y, n_classes, groups, config, seed, build, name)
+    finally: torch.set_num_threads(threads)
+
+def fit_anticipation(condition:Condition, # the training condition (the provenance guard)
+                     blocks:Sequence[Block], # input blocks of the train queries
+                     targets, # target class id per train query
+                     n_classes:int, # number of action classes
+                     groups=None, # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
+                     config:TrainConfig=TrainConfig(), # sizes and optimisation
+                     seed:int=42, # the seed (model init, validation videos, shuffling, dropout)
+                    ) -> Anticipator:
+    "Train an `AnticipationModel` (transformer fusion) on the blocks with early stopping on held-out train groups; deterministic for a seed."
+    arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try: return _fit(condition, arrays, y, n_classes, groups, config, seed)
+    finally: torch.set_num_threads(threads)
 
 # %% ../nbs/06_models.ipynb #e95e4bc0
 ARCHITECTURES = {}  # name -> fit function with `fit_anticipation`'s contract
@@ -316,15 +371,141 @@ def register_architecture(name:str, # the name audits refer to (AuditConfig.arch
                          ) -> Callable:
     "Register an anticipation architecture under `name` (replacing one of the same name); returns `fit`."
     if not callable(fit): raise TypeError(f"architecture {name!r}: fit must be callable, got {type(fit).__name__}")
+    if ":" in name: raise ValueError(f"architecture {name!r}: ':' is reserved for 'package.module:factory' user models")
     ARCHITECTURES[name] = fit
     return fit
 
-def architecture(name:str) -> Callable:
-    "The fit function of a registered architecture."
-    if name not in ARCHITECTURES: raise DataError(f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture)")
+def network_architecture(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module
+                         name:str, # what errors and records call it
+                        ) -> Callable:
+    "The registry's fit function for a network: `fit_network` with `build` (the one trainer, the one budget)."
+    def fit(condition, blocks, targets, n_classes, groups=None, config=TrainConfig(), seed=42):
+        return fit_network(build, condition, blocks, targets, n_classes, groups, config, seed, name)
+    fit.__name__, fit.__doc__, fit.network = f"fit_{name}", f"Train the {name!r} network with `fit_network`.", build
+    return fit
+
+def load_factory(spec:str, # 'package.module:factory' (importable, or found from the working directory) or 'path/to/file.py:factory'
+                ) -> Callable:
+    "The callable a 'module:attribute' spec names, with an error that says which part could not be found."
+    import importlib, importlib.util, os, sys
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr.isidentifier():
+        raise DataError(f"model {spec!r}: expected 'package.module:factory' or 'path/to/file.py:factory'")
+    if module_name.endswith(".py"):
+        path = Path(module_name).resolve()
+        if not path.is_file(): raise DataError(f"model {spec!r}: {path} is not a file")
+        loader_spec = importlib.util.spec_from_file_location(f"hoi_audit_user_{path.stem}", path)
+        module = importlib.util.module_from_spec(loader_spec)
+        try: loader_spec.loader.exec_module(module)
+        except Exception as e: raise DataError(f"model {spec!r}: importing {path} raised {type(e).__name__}: {e}") from e
+    else:
+        if os.getcwd() not in sys.path and "" not in sys.path: sys.path.append(os.getcwd())   # as `python -m` would: the user's own package
+        try: module = importlib.import_module(module_name)
+        except ImportError as e: raise DataError(f"model {spec!r}: cannot import module {module_name!r} ({e})") from e
+    factory = getattr(module, attr, None)
+    if factory is None: raise DataError(f"model {spec!r}: module {module_name!r} has no attribute {attr!r}")
+    if not callable(factory): raise DataError(f"model {spec!r}: {attr!r} is a {type(factory).__name__}, not a callable factory")
+    return factory
+
+def user_architecture(spec:str, # 'package.module:factory': factory(shapes, n_classes, seed) -> nn.Module
+                     ) -> Callable:
+    "A user's network as an architecture: built by their factory, trained by the shared trainer with the audit's budget."
+    factory = load_factory(spec)
+    def build(shapes, n_classes, config, seed):
+        try: return factory(dict(shapes), n_classes, seed)
+        except Exception as e:
+            raise AnticipatorContractError(f"{spec}: factory(shapes={dict(shapes)}, n_classes={n_classes}, seed={seed}) raised {type(e).__name__}: {e}") from e
+    return network_architecture(build, spec)
+
+def architecture(name:str, # a registered name, or a user's 'package.module:factory'
+                ) -> Callable:
+    "The fit function of a registered architecture, or of a user's network factory."
+    if ":" in name: return user_architecture(name)
+    if name not in ARCHITECTURES: import hoi_audit.architectures  # noqa: F401 (registers the other built-in families)
+    if name not in ARCHITECTURES: raise DataError(f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture), "
+                                                  "or a user model as 'package.module:factory'")
     return ARCHITECTURES[name]
 
 register_architecture("transformer", fit_anticipation)
+
+# %% ../nbs/06_models.ipynb #4b4083ae
+CHECK_CONFIG = TrainConfig(d_model=16, n_heads=2, n_layers=1, dropout=0.1, epochs=12, batch_size=32, lr=5e-3, patience=12,
+                           val_fraction=0.2, video_dim=0)  # the checker's budget: seconds per architecture
+
+def _planted_blocks(n:int, n_classes:int, seed:int, source:str="oracle") -> tuple:
+    "Random blocks of every input, whose target is the latest history item: a model that reads its history can learn it."
+    rng = np.random.default_rng(seed)
+    history = rng.integers(0, n_classes + 1, size=(n, 4))
+    history[:, -1] = rng.integers(1, n_classes + 1, size=n)       # the latest action is never padding
+    history[:, :2] *= rng.random((n, 1)) < 0.5                      # some short histories (left padding)
+    y = history[:, -1] - 1
+    blocks = {"video": Block("video", "video", rng.standard_normal((n, 2, 6)).astype(np.float32)),
+              "history": Block("history", source, history.astype(np.int64)),
+              "state": Block("state", source, rng.standard_normal((n, 5)).astype(np.float32))}
+    return blocks, y
+
+def check_anticipator(arch, # a registered name, 'package.module:factory', or a fit function with `fit_anticipation`'s contract
+                      config:TrainConfig=CHECK_CONFIG, # the training budget of the checks
+                      n_classes:int=5, # classes of the planted task
+                      min_act1:float=60.0, # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
+                     ) -> dict: # check name -> what was measured
+    "Check the anticipation contract (shapes, seeding, determinism, provenance, input subsets, batch independence, learning); raise `AnticipatorContractError` naming the first broken check."
+    name = arch if isinstance(arch, str) else getattr(arch, "__name__", type(arch).__name__)
+    fit = architecture(arch) if isinstance(arch, str) else arch
+    if not callable(fit): raise AnticipatorContractError(f"{name}: not callable")
+    def fail(check, why): raise AnticipatorContractError(f"{name} breaks the contract: {check}: {why}")
+    (train, y), (test, y_test) = _planted_blocks(240, n_classes, 0), _planted_blocks(120, n_classes, 1)
+    every = ("video", "history", "state")
+    oracle = Condition("check_oracle", {"video", "oracle"}, deployable=False)
+    groups = np.arange(240) // 8
+    def run(inputs, seed, cfg=config, condition=oracle):
+        try: return fit(condition, [train[k] for k in inputs], y, n_classes, groups, cfg, seed)
+        except (ProvenanceError, AnticipatorContractError): raise
+        except Exception as e: fail(f"fit on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+    def logits(model, inputs, blocks=test, rows=slice(None)):
+        try: out = model.predict_logits([Block(k, blocks[k].source, blocks[k].data[rows]) for k in inputs])
+        except (ProvenanceError, AnticipatorContractError): raise
+        except Exception as e: fail(f"predict_logits on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+        return np.asarray(out)
+    report = {}
+    first = run(every, 42)
+    out = logits(first, every)
+    n_test = len(y_test)
+    if out.shape != (n_test, n_classes): fail("shapes", f"predict_logits gave {out.shape}, expected ({n_test}, {n_classes})")
+    if not np.isfinite(out).all(): fail("shapes", "predict_logits gave NaN/inf logits")
+    report["shapes"] = out.shape
+    again, other = logits(run(every, 42), every), logits(run(every, 43), every)
+    if out.tobytes() != again.tobytes(): fail("determinism", f"the same seed gave different logits (max difference {np.abs(out - again).max():.3g})")
+    if np.array_equal(out, other): fail("seeding", "seeds 42 and 43 gave identical logits: the seed does not reach the model")
+    report["determinism"] = "bit-identical for seed 42; differs for 43"
+    one = np.concatenate([logits(first, every, rows=slice(i, i + 1)) for i in range(5)])
+    if not np.allclose(one, out[:5], atol=1e-4, rtol=1e-4):
+        fail("batch independence", f"a query's logits change with the other queries in its batch (max difference {np.abs(one - out[:5]).max():.3g})")
+    report["batch_independence"] = float(np.abs(one - out[:5]).max())
+    moved = {**test, "history": Block("history", "oracle", np.roll(test["history"].data, 1, axis=0))}
+    if np.array_equal(logits(first, every, moved), out): fail("reads its inputs", "logits do not change when the history changes")
+    act1 = 100 * float(np.mean(out.argmax(1) == y_test))
+    if act1 < min_act1: fail("learning", f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance {100 / n_classes:.0f}%; needs {min_act1:.0f}%)")
+    report["act1_planted"] = act1
+    quick = replace(config, epochs=1)
+    for k in every:                                      # every single input alone: a model must not need a block its condition does not give
+        m = run((k,), 42, quick, Condition(f"check_{k}", {"video", "oracle"}, deployable=False))
+        if logits(m, (k,)).shape != (n_test, n_classes): fail(f"input subset {[k]}", "wrong logit shape")
+    report["input_subsets"] = list(every)
+    deployable = Condition("check_deployable", {"video", "recognizer"})
+    try:
+        run(("video", "history"), 42, quick, deployable)
+        fail("provenance at fit", "a deployable condition was handed an oracle history block and fit did not refuse it")
+    except ProvenanceError: pass
+    rec = {**train, "history": Block("history", "recognizer", train["history"].data)}
+    try: m = fit(deployable, [rec["video"], rec["history"]], y, n_classes, groups, quick, 42)
+    except Exception as e: fail("fit on recognizer blocks", f"raised {type(e).__name__}: {e}")
+    try:
+        m.predict_logits([test["video"], test["history"]])
+        fail("provenance at test", "a model trained under a deployable condition accepted an oracle test block")
+    except ProvenanceError: pass
+    report["provenance"] = "refuses oracle blocks under a deployable condition, at fit and at test"
+    return report
 
 # %% ../nbs/06_models.ipynb #9ef0e2d6
 def verb_scores(logits:np.ndarray, # (n, n_classes) action logits

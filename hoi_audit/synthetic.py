@@ -415,8 +415,8 @@ def _make_presets() -> dict:
     b = _BREAKFAST_PARTICIPANTS
     breakfast = Preset("breakfast", _breakfast_grammar(),
         sizes={"tiny": SizeSpec((b[0], b[13], b[26], b[39]), ("cam01",), 200, 16),
-               "small": SizeSpec(b, ("cam01",), 400, 64, features=dict(frame_noise=3.0, next_signal=0.0, end_fade=0.4)),
-               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712, features=dict(frame_noise=3.793686, next_signal=0.55))},
+               "small": SizeSpec(b, ("cam01",), 400, 64, features=dict(frame_noise=2.38752, next_signal=0.0, end_fade=0.4)),
+               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712, features=dict(frame_noise=1.623913, next_signal=0.0, end_fade=0.35))},
         split_groups=_groups(b, 4), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
         durations=_BREAKFAST_DURATIONS, start_background="SIL", end_background="SIL", end_background_p=0.93,
         features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.3, participant_shift=0.5, camera_shift=0.3))
@@ -916,7 +916,7 @@ def calibrate_feature_spec(base:FeatureSpec, # the knobs held fixed
 
 # %% ../nbs/03_synthetic.ipynb #calib13
 REAL_LABEL_FEATURES = { # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
-    "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.36, segment_noise=1.1, frame_noise=3.726, participant_shift=0.5, camera_shift=0.3),
+    "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.36, segment_noise=1.1, frame_noise=4.003747, participant_shift=0.5, camera_shift=0.3),
                   "full": dict(dim=2048, current_signal=1.0, next_signal=0.55, segment_noise=1.1, frame_noise=4.14, participant_shift=0.5, camera_shift=0.3)},
     "50salads": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0),
                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=1.561416, participant_shift=0.3, camera_shift=0.0)},
