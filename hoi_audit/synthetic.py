@@ -19,10 +19,11 @@ from .procedural import read_label_file, read_mapping, read_splits, segments_of
 __all__ = ['PREDICTORS', 'SIZES', 'PRESETS', 'CALIBRATION_SEED', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'Seq', 'AnyOrder',
            'Choice', 'Maybe', 'seq', 'any_order', 'choice', 'maybe', 'transcript_distribution', 'sample_transcript',
            'grammar_json', 'Task', 'Grammar', 'predictor_input', 'transcript_queries', 'query_weights',
-           'bayes_accuracy', 'bayes_table', 'expected_queries', 'SizeSpec', 'Preset', 'preset', 'FeatureSpec',
-           'synthesize_features', 'VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'write_synthetic',
-           'participant_camera', 'synthesize_features_for_labels', 'CalibrationResult', 'calibrate_knob',
-           'calibration_split', 'real_label_calibration_videos', 'calibrate_feature_spec', 'real_label_feature_spec']
+           'bayes_accuracy', 'bayes_table', 'expected_queries', 'SizeSpec', 'Preset', 'preset', 'HeldOutPreset',
+           'FeatureSpec', 'synthesize_features', 'VideoSpec', 'SyntheticDataset', 'synthetic_dataset',
+           'write_synthetic', 'participant_camera', 'synthesize_features_for_labels', 'CalibrationResult',
+           'calibrate_knob', 'calibration_split', 'real_label_calibration_videos', 'calibrate_feature_spec',
+           'real_label_feature_spec']
 
 # %% ../nbs/03_synthetic.ipynb #3c068d4c
 @dataclass(frozen=True)
@@ -442,6 +443,80 @@ def preset(name:str, # "breakfast", "50salads" or "gtea"
     "The preset called `name`."
     if name not in PRESETS: raise ValueError(f"unknown preset {name!r}; presets are {sorted(PRESETS)}")
     return PRESETS[name]
+
+# %% ../nbs/03_synthetic.ipynb #4563bac7
+_ASSEMBLY_VERBS = ("attach", "detach", "screw", "unscrew", "position")
+_ASSEMBLY_PARTS = ("cabin", "chassis", "wheel", "arm", "boom", "bucket", "roof", "bumper", "base", "blade", "basket", "track",
+                   "interior", "body", "ladder", "rod", "light")
+_ASSEMBLY_CLASSES = ("background",) + tuple(f"{v}_{p}" for p in _ASSEMBLY_PARTS for v in _ASSEMBLY_VERBS)
+_ASSEMBLY_TOYS = ("excavator", "dumper", "crane", "loader", "bulldozer", "firetruck", "mixer", "roller", "tractor", "transporter",
+                  "garbagetruck", "pickup", "digger")
+
+def _assembly_grammar() -> Grammar:
+    "13 toys, each 4 unordered parts, each part one of two actions (50/50); slots walk the 17 parts so every action is used."
+    tasks, slot = [], 0
+    for toy in _ASSEMBLY_TOYS:
+        parts = []
+        for _ in range(4):
+            part, pair = _ASSEMBLY_PARTS[slot % len(_ASSEMBLY_PARTS)], slot // len(_ASSEMBLY_PARTS)   # the k-th visit of a part offers the k-th verb pair
+            first, second = _ASSEMBLY_VERBS[(2 * pair) % 5], _ASSEMBLY_VERBS[(2 * pair + 1) % 5]
+            parts.append(choice((0.5, f"{first}_{part}"), (0.5, f"{second}_{part}")))
+            slot += 1
+        tasks.append(Task(toy, any_order(*parts)))
+    return Grammar(_ASSEMBLY_CLASSES, ("background",), tasks)
+
+# %% ../nbs/03_synthetic.ipynb #70a22fa4
+_EPIC_VERBS = ("take", "put", "wash", "open", "close", "cut", "mix", "pour", "turnon", "dry", "peel")
+_EPIC_NOUNS = ("plate", "knife", "pan", "spoon", "bowl", "cup", "lid", "tap", "fridge", "drawer", "onion", "pot", "board", "sponge",
+               "bag", "glass", "fork", "cupboard", "oil", "water", "salt", "garlic", "tomato", "bread", "cheese", "rice", "milk", "egg",
+               "potato", "carrot")
+_EPIC_CLASSES = ("background",) + tuple(f"{v}_{n}" for n in _EPIC_NOUNS for v in _EPIC_VERBS)
+
+def _epic_grammar() -> Grammar:
+    "22 kitchen activities, each three steps of 5 equally likely actions; the 330 actions are dealt out in a fixed stride-7 order."
+    actions = _EPIC_CLASSES[1:]
+    dealt = [actions[(7 * i) % len(actions)] for i in range(len(actions))]   # 7 is prime to 330: a permutation that mixes verbs and nouns
+    tasks = []
+    for t in range(22):
+        mine = dealt[15 * t:15 * t + 15]
+        tasks.append(Task(f"kitchen{t + 1:02d}", seq(*(choice(*((0.2, a) for a in mine[5 * s:5 * s + 5])) for s in range(3)))))
+    return Grammar(_EPIC_CLASSES, ("background",), tasks)
+
+# %% ../nbs/03_synthetic.ipynb #a14cee56
+@dataclass(frozen=True)
+class HeldOutPreset(Preset):
+    "A preset with one held-out test group: `split_groups` holds the test participants, everyone else is train only (split 0)."
+    def split_of(self, participant:str) -> int:
+        "1 for a held-out participant, 0 (train in every split) otherwise."
+        return 1 if any(participant in g for g in self.split_groups) else 0
+
+# %% ../nbs/03_synthetic.ipynb #199f5a8c
+_ASSEMBLY_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(1, 29))
+_EPIC_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(1, 33))
+_ASSEMBLY_DURATIONS = {"background": 60, **{f"{v}_{p}": d for p in _ASSEMBLY_PARTS
+                                            for v, d in zip(_ASSEMBLY_VERBS, (240, 200, 420, 380, 150))}}
+_EPIC_DURATIONS = {"background": 80, **{f"{v}_{n}": d for n in _EPIC_NOUNS
+                                        for v, d in zip(_EPIC_VERBS, (60, 60, 200, 50, 45, 250, 180, 120, 40, 150, 300))}}
+
+def _make_diagnostic_presets() -> dict:
+    a, e = _ASSEMBLY_PARTICIPANTS, _EPIC_PARTICIPANTS
+    assembly = Preset("assembly101", _assembly_grammar(),
+        sizes={"tiny": SizeSpec((a[0], a[7], a[14], a[21]), ("cam01",), 200, 16),
+               "small": SizeSpec(a[0:3] + a[7:10] + a[14:17] + a[21:24], ("cam01",), 400, 64),
+               "full": SizeSpec(a, ("cam01",), 2400, 2048)},
+        split_groups=_groups(a, 4), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
+        durations=_ASSEMBLY_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.5,
+        fps=30.0, features=dict(current_signal=1.0, next_signal=0.1, segment_noise=1.1, frame_noise=3.5, participant_shift=0.5, camera_shift=0.0))
+    epic = HeldOutPreset("epic100", _epic_grammar(),
+        sizes={"tiny": SizeSpec((e[0], e[6], e[7], e[8]), ("head",), 200, 16),
+               "small": SizeSpec(e[0:2] + e[6:14], ("head",), 300, 64),
+               "full": SizeSpec(e, ("head",), 1500, 1024)},
+        split_groups=(e[0:6],), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
+        durations=_EPIC_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.5,
+        fps=30.0, features=dict(current_signal=1.0, next_signal=0.1, segment_noise=1.1, frame_noise=3.0, participant_shift=0.5, camera_shift=0.0))
+    return {p.name: p for p in (assembly, epic)}
+
+PRESETS.update(_make_diagnostic_presets())
 
 # %% ../nbs/03_synthetic.ipynb #5fcecd75
 def _rng(seed:int, *parts) -> np.random.Generator:
