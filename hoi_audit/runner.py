@@ -239,7 +239,7 @@ def _cmd_plan(args):
     print(f"{args.experiment}: {len(table)} units ({counts}); {where}; store {Path(args.out) / 'store' / args.experiment}")
     return 0
 
-STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "success", "ranking", "epic", "lint")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
+STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
     "The `hoi-audit` argument parser: `reproduce`, `status`, and each stage module's own subcommand."

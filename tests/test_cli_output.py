@@ -117,6 +117,7 @@ ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only
              "epic": "tests/test_epic.py::test_epic_cli_out_convention_writes_only_below_out_and_lists_every_file",
              "lint": "tests/test_lint.py::test_cli_exit_codes_and_report",
              "lta": "tests/test_lta.py::test_cli",
+             "scope": "tests/test_scope.py::test_command_writes_only_below_out_and_is_byte_identical",
              "report": "tests/test_report.py::test_user_model_audit_from_the_command_line (audit, then report beside its results)",
              # one _setup/_finish (controls.py) writes for all four: tested through sensitivity
              "controls": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
