@@ -24,7 +24,8 @@ __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', '
            'RecognizerHistories', 'split_audit_queries', 'audit_records', 'history_quality', 'condition_table',
            'matched_gap', 'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
            'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
-           'window_accuracy_records', 'window_results_records', 'recovery_table', 'run_audit_command', 'add_subcommand']
+           'window_accuracy_records', 'window_results_records', 'recovery_table', 'add_training_arguments',
+           'run_audit_command', 'add_subcommand']
 
 # %% ../nbs/08_audit.ipynb #5d8d9214
 @dataclass(frozen=True)
@@ -585,6 +586,22 @@ def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and
         row[f"{key}_std"] = float(result.table.loc[label, "act1_std"]) if present else math.nan
     return pd.DataFrame([row], index=pd.Index([window["dataset"].iloc[0]], name="dataset"))
 
+# %% ../nbs/08_audit.ipynb #7686d18a
+def add_training_arguments(p:argparse.ArgumentParser):
+    "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget."
+    p.add_argument("--splits", help="comma-separated split numbers (default: all)")
+    p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
+    p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
+    p.add_argument("--window", type=int, default=32, help="observation window in feature frames")
+    p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
+    p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
+    p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
+    p.add_argument("--architecture", "--model", dest="architecture", default="transformer",
+                   help="a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as "
+                        "package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module")
+    p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
+    p.add_argument("--progress", action="store_true", help="show progress bars")
+
 # %% ../nbs/08_audit.ipynb #b4165344
 def _parse_list(text:str, cast=str) -> list:
     try: return [cast(x) for x in text.replace(",", " ").split() if x]
@@ -635,22 +652,11 @@ def add_subcommand(subparsers):
     p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
     p.add_argument("--conditions", help=f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})")
     p.add_argument("--schedule", default="boundary", choices=sorted(QUERY_SCHEDULES), help="when queries are asked (default: at action boundaries)")
-    p.add_argument("--architecture", "--model", dest="architecture", default="transformer",
-                   help="a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as "
-                        "package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module")
-    p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
-    p.add_argument("--splits", help="comma-separated split numbers (default: all)")
-    p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
     p.add_argument("--out", required=True, help="a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) "
                                               "or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)")
     p.add_argument("--store", help="result-store folder (default: store/four_condition in the --out folder)")
-    p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
-    p.add_argument("--window", type=int, default=32, help="observation window in feature frames")
-    p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
-    p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
-    p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
+    add_training_arguments(p)
     p.add_argument("--workers", type=int, default=1, help="processes sharing the units: k uses k cores (results do not depend on k)")
     p.add_argument("--window-accuracy", action="store_true", help="also Table 3: the recognizer's window accuracy on each split's test videos")
-    p.add_argument("--progress", action="store_true", help="show progress bars")
     p.set_defaults(func=run_audit_command)
     return p

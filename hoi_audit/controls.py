@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from .core import PROTOCOL_SEEDS, CommandOutput, DataError, HoiAuditError, ResultStore, sha256_json, write_results
-from .audit import (CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig, HistorySource, NoisyGT,
+from .audit import (add_training_arguments, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig, HistorySource, NoisyGT,
                              QuerySchedule, RecognizerHistories, audit_records, history_quality, register_condition,
                              register_history_source, register_schedule, window_accuracy_records)
 from .models import TrainConfig
@@ -459,16 +459,7 @@ def _common(p, experiment:str):
     p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
     p.add_argument("--out", required=True, help=f"a folder (results/{experiment}.json and store/{experiment} below it) or a .json results file (store/ beside it)")
     p.add_argument("--store", help=f"result-store folder (default: store/{experiment} in the --out folder)")
-    p.add_argument("--splits", help="comma-separated split numbers (default: all)")
-    p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
-    p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
-    p.add_argument("--window", type=int, default=32, help="observation window in feature frames")
-    p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
-    p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
-    p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
-    p.add_argument("--architecture", default="transformer", help="a registered architecture (models.ARCHITECTURES)")
-    p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
-    p.add_argument("--progress", action="store_true", help="show progress bars")
+    add_training_arguments(p)
 
 def _setup(args, experiment:str) -> tuple:
     "The dataset, splits, seeds, config, output paths and store of a subcommand."
