@@ -53,7 +53,11 @@ def test_pool_survives_a_killed_worker_and_reports_a_failing_unit(tmp_path, refe
     assert st.status().set_index("unit").loc["split=2/seed=44", "state"] == "failed"
     st.run(units(), Tricky(tmp_path), progress=False, backend=LocalBackend(2))   # the fix: the failed unit is computed, the rest skipped
     assert result_bytes(st, units()) == reference
-    assert finished(tmp_path) == sorted(u.path for u in units())
+    # A SIGKILL breaks the whole pool: the other worker's unit in flight may have finished computing but not committed, so it is
+    # half-done and restarts from scratch. With 2 workers that is at most one unit computed twice; every other unit exactly once.
+    done = finished(tmp_path)
+    assert set(done) == {u.path for u in units()} and len(done) - len(units()) <= 1, done
+    assert done.count("split=1/seed=43") == 1   # the killed unit never finished before its kill
 
 def test_submitit_local_executor_requeues_and_resubmits(tmp_path, reference):
     "submitit's local executor: a timeout is checkpointed and requeued by submitit, a SIGKILLed task resubmitted by the driver."
