@@ -20,6 +20,7 @@ class WorldModel(Protocol):
     "A frozen latent forecaster: roll out H future latents from C visible ones and the H future commands."
     def rollout(self, context:np.ndarray, commands:np.ndarray) -> dict: ...
 
+# %% ../nbs/11_worldmodel.ipynb #6290d18c
 def _check_inputs(context, commands) -> tuple[np.ndarray, np.ndarray]:
     context, commands = np.asarray(context, dtype=np.float32), np.asarray(commands, dtype=np.float32)
     if context.ndim != 3 or context.shape[1] < 1: raise DataError(f"rollout: context must be (B, C >= 1, D), got {context.shape}")
@@ -27,6 +28,7 @@ def _check_inputs(context, commands) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"rollout: commands must be (B={context.shape[0]}, H >= 1, {COMMAND_DIM}), got {commands.shape}")
     return context, commands
 
+# %% ../nbs/11_worldmodel.ipynb #9653c8e9
 def check_rollout(out, # what a model's rollout returned
                   context, # the (B, C, D) context it was given
                   commands, # the (B, H, 7) commands it was given
@@ -53,6 +55,7 @@ class PersistenceModel:
         B, H = commands.shape[:2]
         return {"latents": np.repeat(context[:, -1:], H, axis=1), "gate": np.zeros((B, H), np.float32)}
 
+# %% ../nbs/11_worldmodel.ipynb #2767826c
 @dataclass(frozen=True)
 class LinearExtrapolationModel:
     "Continue the last visible step: z_{C-1+h} = z_{C-1} + h (z_{C-1} - z_{C-2}); persistence when only one bin is visible."
@@ -67,10 +70,12 @@ class LinearExtrapolationModel:
 # %% ../nbs/11_worldmodel.ipynb #5f6818c6
 KINDS = ("jepa", "residual_mlp", "context_only")  # the learned forecasters
 
+# %% ../nbs/11_worldmodel.ipynb #9e5a0aac
 def _mlp(n_in:int, n_out:int, hidden:int):
     import torch.nn as nn
     return nn.Sequential(nn.Linear(n_in, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, n_out))
 
+# %% ../nbs/11_worldmodel.ipynb #920fb84a
 def _step_module(kind:str, latent_dim:int, hidden:int):
     import torch, torch.nn as nn
     class Step(nn.Module):
@@ -91,6 +96,7 @@ def _step_module(kind:str, latent_dim:int, hidden:int):
             return z + self.drift(zc) + g * self.act(torch.cat([zc, u], -1)), g
     return Step()
 
+# %% ../nbs/11_worldmodel.ipynb #4d4f9767
 def _roll(step, z_last, z_prev, commands):
     "Autoregressive rollout in standardized units: (B, D), (B, D), (B, H, 7) -> (B, H, D), (B, H)."
     import torch
@@ -144,25 +150,7 @@ class LatentForecaster:
         latents = np.concatenate(out_z) * self.latent_scale + self.latent_mean
         return {"latents": latents.astype(np.float32), "gate": np.concatenate(out_g).astype(np.float32)}
 
-# %% ../nbs/11_worldmodel.ipynb #c9f9d5f1
-def train_forecaster(episodes:Episodes, # the episodes; only the train_full split is read
-                     kind:str="jepa", # one of KINDS
-                     seed:int=42, # a protocol seed
-                     steps:int=600, # optimizer steps
-                     batch_size:int=256, # episodes per step
-                     hidden:int=64, # hidden width of each MLP
-                     lr:float=3e-3, # AdamW learning rate (cosine-decayed)
-                     rollout_horizon:int=4, # steps of the autoregressive loss term
-                     threads:int|None=1, # torch CPU threads while training (None: leave torch's setting); small models train fastest on one
-                    ) -> LatentForecaster:
-    "Train a learned forecaster on `train_full` only and return it frozen."
-    import torch
-    if threads is None: return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try: return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
-    finally: torch.set_num_threads(before)
-
+# %% ../nbs/11_worldmodel.ipynb #a294e5e7
 def _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon):
     import torch
     if kind not in KINDS: raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -192,6 +180,25 @@ def _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
         if i % 50 == 0 or i == steps - 1: history.append(loss.item())
     return LatentForecaster(kind, step, lm.astype(np.float32), ls.astype(np.float32), cm.astype(np.float32), cs.astype(np.float32),
                             seed=seed, trained_on=sha256_array(np.sort(train.episode_id).astype("U")), history=history)
+
+# %% ../nbs/11_worldmodel.ipynb #c9f9d5f1
+def train_forecaster(episodes:Episodes, # the episodes; only the train_full split is read
+                     kind:str="jepa", # one of KINDS
+                     seed:int=42, # a protocol seed
+                     steps:int=600, # optimizer steps
+                     batch_size:int=256, # episodes per step
+                     hidden:int=64, # hidden width of each MLP
+                     lr:float=3e-3, # AdamW learning rate (cosine-decayed)
+                     rollout_horizon:int=4, # steps of the autoregressive loss term
+                     threads:int|None=1, # torch CPU threads while training (None: leave torch's setting); small models train fastest on one
+                    ) -> LatentForecaster:
+    "Train a learned forecaster on `train_full` only and return it frozen."
+    import torch
+    if threads is None: return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try: return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
+    finally: torch.set_num_threads(before)
 
 # %% ../nbs/11_worldmodel.ipynb #9cbb1e6f
 def endpoint_l1(model:WorldModel, # any world model
