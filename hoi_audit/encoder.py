@@ -21,6 +21,7 @@ class FrameEncoder(Protocol):
     latent_dim: int
     def encode(self, bins:np.ndarray) -> np.ndarray: ...
 
+# %% ../nbs/11b_encoder.ipynb #91813aa7
 def _pool(frames:np.ndarray, grid:int) -> np.ndarray:
     "(..., H, W, 3) -> (..., grid, grid, 3) block means (H and W cropped to multiples of grid)."
     h, w = frames.shape[-3] // grid * grid, frames.shape[-2] // grid * grid
@@ -28,12 +29,14 @@ def _pool(frames:np.ndarray, grid:int) -> np.ndarray:
     f = frames[..., :h, :w, :].astype(np.float32) / 255.0
     return f.reshape(*f.shape[:-3], grid, h // grid, grid, w // grid, 3).mean(axis=(-4, -2))
 
+# %% ../nbs/11b_encoder.ipynb #72665257
 @functools.lru_cache(maxsize=8)
 def _projection(n_in:int, latent_dim:int) -> np.ndarray:
     "A fixed (n_in, latent_dim) projection with orthonormal columns, scaled to keep the feature variance (seed 0)."
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(n_in, max(n_in, latent_dim))))
     return q[:, :latent_dim].astype(np.float32) * np.float32(np.sqrt(n_in / latent_dim))
 
+# %% ../nbs/11b_encoder.ipynb #083fab32
 @dataclass(frozen=True)
 class PooledMotionEncoder:
     "A fixed encoder: grid-pooled appearance and motion statistics, projected to `latent_dim` (no learned weights)."
@@ -89,6 +92,7 @@ def _one_torch_thread():
     try: yield
     finally: torch.set_num_threads(before)
 
+# %% ../nbs/11b_encoder.ipynb #4dc79393
 class ContextForecaster:
     "A frozen context-only latent forecaster: (N, C, D) visible latents -> (N, D) the next latent."
     def __init__(self, net, n_context:int, latent_dim:int, scale:np.ndarray):
@@ -125,6 +129,7 @@ class ContextForecaster:
             window = np.concatenate([window[:, 1:], out[-1][:, None]], axis=1)
         return {"latents": np.stack(out, 1), "gate": np.zeros((len(window), steps), np.float32)}
 
+# %% ../nbs/11b_encoder.ipynb #42976297
 def train_context_forecaster(context:np.ndarray, # (N, C, D) visible latents of the training clips
                              target:np.ndarray, # (N, D) their next latents
                              seed:int=42, # a protocol seed
