@@ -21,11 +21,13 @@ __all__ = ['ROLES', 'ContractError', 'ContextForecasterContract', 'load_object',
 class ContractError(HoiAuditError, TypeError):
     "A user object does not keep the contract of its role."
 
+# %% ../nbs/11c_contracts.ipynb #9c34e122
 @runtime_checkable
 class ContextForecasterContract(Protocol):
     "A context-only forecaster: the next latent from the visible ones, no commands."
     def predict(self, context:np.ndarray) -> np.ndarray: ...
 
+# %% ../nbs/11c_contracts.ipynb #035c7484
 ROLES = {"world_model": ("rollout",), "encoder": ("encode",), "forecaster": ("predict", "rollout")}  # role -> the methods that make one (any of them)
 
 # %% ../nbs/11c_contracts.ipynb #996dc708
@@ -54,9 +56,11 @@ def load_object(spec:str, # "package.module:name" or "path/to/file.py:name"
     if not hasattr(module, attr): raise ContractError(f"{spec!r}: {module_part} has no attribute {attr!r}")
     return getattr(module, attr)
 
+# %% ../nbs/11c_contracts.ipynb #55ca67ce
 def _name(obj) -> str:
     return obj if isinstance(obj, str) else getattr(obj, "__qualname__", None) or type(obj).__name__
 
+# %% ../nbs/11c_contracts.ipynb #36743904
 def build(obj, # an object, a factory (class or callable) or a "module:name" spec
           role:str, # a key of ROLES
           **offered, # keyword arguments a factory may declare (seed=..., episodes=...)
@@ -78,6 +82,7 @@ def build(obj, # an object, a factory (class or callable) or a "module:name" spe
         raise ContractError(f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}")
     return made
 
+# %% ../nbs/11c_contracts.ipynb #88a22938
 def identity(obj) -> dict:
     "What names a user's model in a store unit's config: its spec or name, and the SHA-256 of the file that defines it."
     target = load_object(obj) if isinstance(obj, str) else obj
@@ -89,11 +94,13 @@ def identity(obj) -> dict:
 # %% ../nbs/11c_contracts.ipynb #4853df85
 def _same(a, b) -> bool: return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
 
+# %% ../nbs/11c_contracts.ipynb #571e6190
 def _call(fn, what:str, *args):
     try: return fn(*args)
     except HoiAuditError: raise
     except Exception as e: raise ContractError(f"{what} raised {type(e).__name__}: {e}") from e
 
+# %% ../nbs/11c_contracts.ipynb #953880ea
 def _float_array(x, what:str, shape:tuple) -> np.ndarray:
     a = np.asarray(x)
     if a.dtype.kind != "f": raise ContractError(f"{what} must return floats, got dtype {a.dtype}")
@@ -101,6 +108,7 @@ def _float_array(x, what:str, shape:tuple) -> np.ndarray:
     if not np.isfinite(a).all(): raise ContractError(f"{what} returned NaN or infinite values")
     return a
 
+# %% ../nbs/11c_contracts.ipynb #d379df79
 def _common(fn, args:tuple, out_of, what:str) -> np.ndarray:
     "Shape/dtype/finite, no in-place change of the inputs, determinism, rows independent of the batch."
     copies = tuple(a.copy() for a in args)
@@ -114,6 +122,7 @@ def _common(fn, args:tuple, out_of, what:str) -> np.ndarray:
                             f"(max |diff| {np.abs(alone[0] - first[0]).max():.3g})")
     return first
 
+# %% ../nbs/11c_contracts.ipynb #db283b83
 def check_world_model(model, # an object with rollout(context, commands)
                       latent_dim:int, # D of the protocol's latents
                       command_dim:int=COMMAND_DIM, # A
@@ -148,6 +157,7 @@ def check_world_model(model, # an object with rollout(context, commands)
         prints.append(sha256_array(lat))
     return sha256_json(prints)
 
+# %% ../nbs/11c_contracts.ipynb #670292b1
 def check_encoder(encoder, # an object with latent_dim and encode(bins)
                   frames:tuple=(4, 16, 32, 32), # (bins, frames per bin, height, width) of the random input
                   seed:int=0, name:str|None=None,
@@ -161,6 +171,7 @@ def check_encoder(encoder, # an object with latent_dim and encode(bins)
     what = f"{name}.encode(bins {bins.shape} uint8)"
     return sha256_array(_common(encoder.encode, (bins,), lambda out, rows=frames[0]: _float_array(out, what, (rows, int(D))), what))
 
+# %% ../nbs/11c_contracts.ipynb #9b740f2c
 def check_forecaster(forecaster, # an object with predict(context)
                      latent_dim:int, # D
                      context_bins:int=4, # C
@@ -184,6 +195,7 @@ class NullPlanForecaster:
         if not isinstance(out, dict) or "latents" not in out: raise ContractError(f"{_name(self.model)}.rollout must return a dict with 'latents'")
         return np.asarray(out["latents"])[:, -1]
 
+# %% ../nbs/11c_contracts.ipynb #65596280
 def as_context_forecaster(model, # a context-only forecaster (predict) or a world model (rollout)
                           command_dim:int=COMMAND_DIM, # A of the null command
                          ):
