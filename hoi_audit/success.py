@@ -35,6 +35,7 @@ CONDITIONS = {
     "oracle": Condition("oracle", {"video", "action", "oracle"}, deployable=False),
 }
 
+# %% ../nbs/12_success.ipynb #98c72a16
 @dataclass(frozen=True)
 class ProbeInputs:
     "What a probe at horizon H may draw on: visible latents, future commands, and (oracle only) future latents."
@@ -42,6 +43,7 @@ class ProbeInputs:
     future_commands: np.ndarray # (N, H, 7) the plan
     future_latents: object # (N, H, D) true future latents; read only for the oracle set
 
+# %% ../nbs/12_success.ipynb #904eb5c4
 def probe_inputs(episodes:Episodes, # the episodes
                  horizon:int, # H: bins the model rolls out
                 ) -> ProbeInputs:
@@ -58,6 +60,7 @@ def summarize_commands(commands:np.ndarray, # (N, H, 7) future commands
     commands = np.asarray(commands, dtype=np.float64)
     return np.concatenate([commands.mean(1), commands.std(1)], axis=1)
 
+# %% ../nbs/12_success.ipynb #db235f08
 def forecast_features(model:WorldModel, # a frozen world model
                       visible:np.ndarray, # (N, C, D)
                       future_commands:np.ndarray, # (N, H, 7)
@@ -67,6 +70,7 @@ def forecast_features(model:WorldModel, # a frozen world model
     endpoint = out["latents"][:, -1].astype(np.float64)
     return {"endpoint": endpoint, "delta": endpoint - np.asarray(visible[:, -1], dtype=np.float64), "gate": out["gate"].astype(np.float64)}
 
+# %% ../nbs/12_success.ipynb #832e5ac8
 def feature_blocks(inputs:ProbeInputs, # from probe_inputs
                    forecast:dict|None=None, # from forecast_features (needed for the forecast set)
                    feature_sets:Sequence[str]=FEATURE_SETS, # which sets to build
@@ -87,6 +91,7 @@ def feature_blocks(inputs:ProbeInputs, # from probe_inputs
         sets["oracle"] = context + action + [Block("true_endpoint", "oracle", true_end), Block("true_delta", "oracle", true_end - visible[:, -1])]
     return {name: sets[name] for name in feature_sets}
 
+# %% ../nbs/12_success.ipynb #d9a00330
 def assemble(feature_set:str, blocks:dict) -> np.ndarray:
     "The feature matrix of one set, through its provenance condition."
     return CONDITIONS[feature_set].assemble(blocks[feature_set])
@@ -100,6 +105,7 @@ def make_probe(seed:int, # random_state of the SGD classifier
     from sklearn.preprocessing import StandardScaler
     return make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", class_weight="balanced", average=True, random_state=seed))
 
+# %% ../nbs/12_success.ipynb #4c88c8a9
 def fit_probe(X_train, y_train, X_test, seed:int) -> np.ndarray:
     "Fit the probe on train and return P(success) on test."
     if len(np.unique(y_train)) < 2: raise DataError("fit_probe: the training labels have a single class")
@@ -133,6 +139,7 @@ def hard_test_pairs(episodes:Episodes, # held-out episodes (labels, language, le
     pairs.attrs["unmatched"] = unmatched
     return pairs
 
+# %% ../nbs/12_success.ipynb #aebeb368
 def hard_test_index(pairs:pd.DataFrame) -> np.ndarray:
     "Positions of the hard test set's episodes: every paired failure and success, sorted."
     return np.sort(np.concatenate([pairs["failure"].to_numpy(), pairs["success"].to_numpy()]))
@@ -147,6 +154,7 @@ def seed_mean_metric(metric:Callable, # a batched metric from hoi_audit.stats
         return np.mean([np.asarray(metric(y, p, sample_weight=sample_weight), dtype=float) for p in ps[:n_seeds]], axis=0)
     return statistic
 
+# %% ../nbs/12_success.ipynb #f5480311
 def seed_mean_delta(metric:Callable, n_seeds:int) -> Callable:
     "Seed-mean metric of the first n_seeds probability arrays minus that of the next n_seeds."
     mean = seed_mean_metric(metric, n_seeds)
@@ -159,34 +167,18 @@ def seed_mean_delta(metric:Callable, n_seeds:int) -> Callable:
 def _forecaster_unit(seed, fc_config, train_pin):
     return Unit({"stage": "forecaster", "seed": seed}, config=fc_config, inputs={"train_full": train_pin})
 
-def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
-                       out_dir, # output root: results/, store/ below it
-                       seeds:Sequence[int]=PROTOCOL_SEEDS, # probe (and forecaster) seeds
-                       horizons:Sequence[int]=HORIZONS, # H values
-                       feature_sets:Sequence[str]=FEATURE_SETS, # the probe inputs
-                       forecaster_kind:str="jepa", # the package's frozen world model (worldmodel.KINDS), when `model` is None
-                       forecaster_steps:int=600, # its training steps
-                       forecaster_seed:int|None=None, # None: one forecaster per probe seed (as ranking); an int: one for all
-                       model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
-                       n_boot:int=1000, # bootstrap replicates of every interval
-                       scale:str="small", # the results JSON's scale label
-                       results_path=None, # where to write the results JSON (default: out_dir/results/success_probes.json)
-                       pins:dict|None=None, # extra input pins for the results JSON (e.g. the outcome audit)
-                       progress:bool=True, # progress bars
-                      ) -> dict: # records, summary, comparison, table, pairs, results (path)
-    "Run section 1 of the downstream protocols and write its results JSON."
-    paths = ExperimentPaths(Path(out_dir), "success_probes")
-    store = paths.store
-    seeds, horizons = [int(s) for s in seeds], [int(h) for h in horizons]
+# %% ../nbs/12_success.ipynb #ff935780
+def _probe_splits(episodes:Episodes) -> tuple[Episodes, Episodes]:
+    "The train_full and heldout splits; each must hold both classes."
     train, held = episodes.split_of("train_full"), episodes.split_of("heldout")
     if len(train) == 0 or len(held) == 0: raise DataError("success probes need both a train_full and a heldout split")
     for name, part in (("train_full", train), ("heldout", held)):
         if part.success.all() or not part.success.any(): raise DataError(f"success probes: the {name} split has a single class")
-    train_pin, held_pin = train.fingerprint(), held.fingerprint()
-    pairs = hard_test_pairs(held)
-    hard = hard_test_index(pairs)
-    K, D = episodes.n_bins, episodes.latent_dim
-    check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
+    return train, held
+
+# %% ../nbs/12_success.ipynb #6129cfc8
+def _world_model_source(model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed) -> tuple:
+    "(fc_config, make(seed) -> world model, fc_seed(probe seed) -> its forecaster's seed): the package's forecaster or the user's model."
     fc_seed = (lambda s: s) if forecaster_seed is None else (lambda s: int(forecaster_seed))
     if model is None:
         fc_config = {"kind": forecaster_kind, "steps": forecaster_steps, "horizons": horizons}
@@ -196,7 +188,11 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
         if not isinstance(model, (str, type)) and callable(getattr(model, "rollout", None)):   # an object: one frozen model
             fc_config["fingerprint"], fc_seed = check(model), (lambda s: "given")
         make = lambda seed: build(model, "world_model", seed=seed, episodes=train)   # a factory sees train_full only
+    return fc_config, make, fc_seed
 
+# %% ../nbs/12_success.ipynb #5c6094a6
+def _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress):
+    "One store unit per forecaster seed: build the world model, check it, keep its forecast features at every horizon."
     def forecast_unit(unit, workdir):
         wm = make(None if unit.key["seed"] == "given" else unit.key["seed"])
         fingerprint = check(wm)
@@ -209,6 +205,9 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     fc_units = [_forecaster_unit(s, fc_config, train_pin) for s in sorted({fc_seed(s) for s in seeds})]
     store.run(fc_units, forecast_unit, progress=progress, desc="forecasters")
 
+# %% ../nbs/12_success.ipynb #1de55208
+def _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train, held, hard, train_pin, held_pin, progress) -> tuple[list, dict]:
+    "One store unit per (horizon, feature set, seed): fit the probe, keep its held-out P(success); (metric records, probabilities)."
     def probe_unit(unit, workdir):
         h, fs, seed = unit.key["horizon"], unit.key["feature_set"], unit.key["seed"]
         X = {}
@@ -233,13 +232,20 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     records = [{**u.key, "test_set": test, "metric": m, "value": v}
                for u, r in zip(probe_units, scores) for test in ("full", "hard") for m, v in r[test].items()]
     proba = {tuple(u.key.values()): np.load(store.files(u) / "p_heldout.npy") for u in probe_units}
+    return records, proba
 
-    y = held.success.astype(int)
+# %% ../nbs/12_success.ipynb #98d7b671
+def _pair_clusters(held:Episodes, pairs:pd.DataFrame, hard:np.ndarray) -> dict:
+    "Bootstrap clusters per test set: none on the full set; on the hard set a failure and its matched success share a cluster."
     pair_of = np.full(len(held), -1)
     pair_of[pairs["failure"].to_numpy()] = pair_of[pairs["success"].to_numpy()] = np.arange(len(pairs))
-    clusters_of = {"full": None, "hard": pair_of[hard]}     # the hard set resamples pairs, a failure with its matched success
+    return {"full": None, "hard": pair_of[hard]}     # the hard set resamples pairs, a failure with its matched success
+
+# %% ../nbs/12_success.ipynb #117b1a67
+def _seed_mean_intervals(y, proba, tests, clusters_of, seeds, horizons, feature_sets, n_boot) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "Bootstrap intervals of every seed-mean metric (summary) and of forecast minus context_action (comparison)."
     summary, comparison = [], []
-    for test, idx in (("full", np.arange(len(held))), ("hard", hard)):
+    for test, idx in tests:
         for h in horizons:
             for fs in feature_sets:
                 ps = [proba[(h, fs, s)][idx] for s in seeds]
@@ -254,14 +260,52 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
                     comparison.append({"comparison": "forecast-context_action", "horizon": h, "test_set": test, "metric": m,
                                        "statistic": "paired_bootstrap_delta", "primary": h == 4, "value": iv.estimate,
                                        "ci_low": iv.low, "ci_high": iv.high})
-    summary, comparison = pd.DataFrame(summary), pd.DataFrame(comparison)
-    config = {"seeds": seeds, "horizons": horizons, "feature_sets": list(feature_sets), "n_boot": n_boot,
-              "forecaster": {**fc_config, "seed": "given" if fc_seed(0) == "given" else "per probe seed" if forecaster_seed is None else int(forecaster_seed)},
-              "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over matched pairs (hard); "
-                           "comparison paired on shared resamples",
-              "positive_class": "success", "ece_bins": 15, "balanced_accuracy_threshold": 0.5,
-              "hard_test_set": {"pairs": len(pairs), "match": "language available x length bin, min L2 of initial latents"},
-              "n_train": len(train), "n_heldout": len(held)}
+    return pd.DataFrame(summary), pd.DataFrame(comparison)
+
+# %% ../nbs/12_success.ipynb #1b5055e4
+def _success_config(seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held) -> dict:
+    "The settings written into the results JSON."
+    return {"seeds": seeds, "horizons": horizons, "feature_sets": list(feature_sets), "n_boot": n_boot,
+            "forecaster": {**fc_config, "seed": "given" if fc_seed(0) == "given" else "per probe seed" if forecaster_seed is None else int(forecaster_seed)},
+            "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over matched pairs (hard); "
+                         "comparison paired on shared resamples",
+            "positive_class": "success", "ece_bins": 15, "balanced_accuracy_threshold": 0.5,
+            "hard_test_set": {"pairs": len(pairs), "match": "language available x length bin, min L2 of initial latents"},
+            "n_train": len(train), "n_heldout": len(held)}
+
+# %% ../nbs/12_success.ipynb #319303fc
+def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
+                       out_dir, # output root: results/, store/ below it
+                       seeds:Sequence[int]=PROTOCOL_SEEDS, # probe (and forecaster) seeds
+                       horizons:Sequence[int]=HORIZONS, # H values
+                       feature_sets:Sequence[str]=FEATURE_SETS, # the probe inputs
+                       forecaster_kind:str="jepa", # the package's frozen world model (worldmodel.KINDS), when `model` is None
+                       forecaster_steps:int=600, # its training steps
+                       forecaster_seed:int|None=None, # None: one forecaster per probe seed (as ranking); an int: one for all
+                       model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
+                       n_boot:int=1000, # bootstrap replicates of every interval
+                       scale:str="small", # the results JSON's scale label
+                       results_path=None, # where to write the results JSON (default: out_dir/results/success_probes.json)
+                       pins:dict|None=None, # extra input pins for the results JSON (e.g. the outcome audit)
+                       progress:bool=True, # progress bars
+                      ) -> dict: # records, summary, comparison, table, pairs, results (path)
+    "Run section 1 of the downstream protocols and write its results JSON."
+    paths = ExperimentPaths(Path(out_dir), "success_probes")
+    store = paths.store
+    seeds, horizons = [int(s) for s in seeds], [int(h) for h in horizons]
+    train, held = _probe_splits(episodes)
+    train_pin, held_pin = train.fingerprint(), held.fingerprint()
+    pairs = hard_test_pairs(held)
+    hard = hard_test_index(pairs)
+    K, D = episodes.n_bins, episodes.latent_dim
+    check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
+    fc_config, make, fc_seed = _world_model_source(model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed)
+    _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress)
+    records, proba = _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train, held, hard, train_pin, held_pin, progress)
+    tests = (("full", np.arange(len(held))), ("hard", hard))
+    summary, comparison = _seed_mean_intervals(held.success.astype(int), proba, tests, _pair_clusters(held, pairs, hard),
+                                               seeds, horizons, feature_sets, n_boot)
+    config = _success_config(seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held)
     all_pins = {"train_full": train_pin, "heldout": held_pin, "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()),
                 **(pins or {})}
     path = write_results(results_path or paths.results, "success_probes", records + summary.to_dict("records") + comparison.to_dict("records"),
@@ -279,6 +323,7 @@ def success_table(summary:pd.DataFrame, # the summary records of run_success_pro
     order = [fs for fs in FEATURE_SETS if fs in set(s["feature_set"])]
     return table.reindex(pd.MultiIndex.from_product([order, sorted(set(s["horizon"]))], names=["feature_set", "horizon"]))[list(PROBE_METRICS)]
 
+# %% ../nbs/12_success.ipynb #da8ecc80
 def format_table(summary:pd.DataFrame, metric:str="auroc", test_set:str="full", digits:int=3) -> pd.DataFrame:
     "feature set x horizon cells 'mean [low, high]' for one metric."
     s = summary[(summary["test_set"] == test_set) & (summary["metric"] == metric)]
@@ -310,6 +355,7 @@ def _cli(args) -> int:
     print(f"done in {time.time() - started:.1f}s")
     return 0
 
+# %% ../nbs/12_success.ipynb #8477bbd3
 def add_subcommand(subparsers) -> argparse.ArgumentParser:
     "Register `hoi-audit success`."
     p = subparsers.add_parser("success", help="episode-success probes of a frozen world model (five feature sets, H = 1, 2, 4)")
