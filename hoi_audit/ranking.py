@@ -30,6 +30,7 @@ MAX_FAILURES = 5  # failure plans taken first
 CONTEXT_BINS = 4  # visible bins of 8
 SNAP = 1e-9  # relative grid of squared distances: closer values are ties
 
+# %% ../nbs/13_ranking.ipynb #8591f602
 @dataclass(frozen=True)
 class RankingPool:
     "What candidate construction may see of the held-out episodes: contexts, plans, outcomes, instructions, ids (no goal)."
@@ -41,6 +42,7 @@ class RankingPool:
     language: np.ndarray # (P,) int64 instruction id, -1 = missing
     def __len__(self): return len(self.index)
 
+# %% ../nbs/13_ranking.ipynb #65fd7d08
 def heldout_pool(episodes, # an `episodes.Episodes` (or any object with the same arrays)
                  context_bins:int=CONTEXT_BINS, # visible bins; the rest are the future
                  split:str="heldout", # the split the protocol ranks
@@ -103,6 +105,7 @@ def plan_statistics(plans:np.ndarray, # (P, H, A) future commands
     if plans.ndim != 3 or plans.shape[1] < 1: raise DataError(f"plans: expected (episodes, steps, command_dim), got shape {plans.shape}")
     return np.concatenate([plans.mean(1), plans.std(1), plans[:, -1] - plans[:, 0]], axis=1)
 
+# %% ../nbs/13_ranking.ipynb #805c242f
 def standardize(features:np.ndarray, # (P, F) features of the pool
                ) -> np.ndarray: # z-scores over the pool; a constant column becomes 0
     "Z-score every column over the pool (population std)."
@@ -110,6 +113,7 @@ def standardize(features:np.ndarray, # (P, F) features of the pool
     mean, std = features.mean(0), features.std(0)
     return (features - mean) / np.where(std > 0, std, 1.0)
 
+# %% ../nbs/13_ranking.ipynb #0b434f1c
 _KEY_ROOM = np.iinfo(np.int64).max >> 24   # snapped values stay below this so that value * pool_size + index fits in int64
 
 def snap(squared_distances:np.ndarray, # float64 squared distances
@@ -118,6 +122,7 @@ def snap(squared_distances:np.ndarray, # float64 squared distances
     "Round squared distances onto a grid, so that any summation order gives the same ranking (huge values saturate, then tie)."
     return np.minimum(np.rint(np.maximum(squared_distances, 0.0) / grid), _KEY_ROOM).astype(np.int64)
 
+# %% ../nbs/13_ranking.ipynb #6d323b1b
 def context_grid(flat_context:np.ndarray, # (P, F) float64 flattened contexts
                 ) -> float:
     "The snapping grid of context distances: `SNAP` times the pool's mean squared context norm."
@@ -172,17 +177,20 @@ def _validate(context, plans, success, language, episode_id, n_candidates, max_f
     if len(queries) == 0: raise DataError("pool: no successful episode, so there is no query")
     return context, plans, success.astype(bool), language.astype(np.int64), episode_id, queries
 
+# %% ../nbs/13_ranking.ipynb #ab0a2949
 def _shuffle(slots:np.ndarray, seed:int):
     "Permute each row by the stable argsort of one row of default_rng(seed).random((Q, n)); return rows and the recorded position."
     order = np.argsort(np.random.default_rng(seed).random(slots.shape), axis=1, kind="stable")
     return np.take_along_axis(slots, order, 1), np.argmax(order == 0, axis=1).astype(np.int64)
 
+# %% ../nbs/13_ranking.ipynb #48c2ce36
 def _finish(pool_ids, plans, queries, negatives, success, rules, seed):
     slots = np.concatenate([queries[:, None], negatives], axis=1).astype(np.int64)
     candidates, recorded = _shuffle(slots, seed)
     return CandidateSet(pool_ids, queries.astype(np.int64), candidates, recorded, plans[candidates].astype(np.float32),
                         (~success[negatives]).sum(1).astype(np.int64), rules)
 
+# %% ../nbs/13_ranking.ipynb #02b5c08a
 def _nearest(X:np.ndarray, squared_norm:np.ndarray, q:np.ndarray, k:int, grid:float, prefilter:bool=True) -> np.ndarray:
     "(n, k) pool positions of the k nearest contexts of each query in `q` by (snapped distance, index), the query excluded."
     P, n = len(X), len(q)
@@ -216,6 +224,7 @@ def _nearest(X:np.ndarray, squared_norm:np.ndarray, q:np.ndarray, k:int, grid:fl
         near[i] = np.argpartition(key, k - 1)[:k]
     return near
 
+# %% ../nbs/13_ranking.ipynb #56ed3cd8
 def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool (never the goal)
                      plans:np.ndarray, # (P, H, A) future commands of the pool
                      success:np.ndarray, # (P,) bool outcome; the successful episodes are the queries
@@ -310,6 +319,7 @@ def query_targets(episodes, # the same episodes the pool came from
     if not np.isfinite(future).all(): raise DataError("episodes.latents: non-finite values in the future bins of a query")
     return future[:, -1], future
 
+# %% ../nbs/13_ranking.ipynb #0ffca926
 def candidate_energies(model, # any object with rollout(context (B, C, D), commands (B, H, A)) -> {"latents": (B, H, D), ...}
                        context:np.ndarray, # (Q, C, D) the queries' visible latents
                        candidates:CandidateSet, # the pinned candidate set
@@ -347,6 +357,7 @@ def candidate_energies(model, # any object with rollout(context (B, C, D), comma
 RANK_METRICS = ("r_at_1", "r_at_5", "mrr", "mean_rank", "win_rate")  # the protocol's primary metrics (per-query columns below)
 _PER_QUERY = {"r_at_1": "r_at_1", "r_at_5": "r_at_5", "mrr": "reciprocal_rank", "mean_rank": "rank", "win_rate": "win_rate"}
 
+# %% ../nbs/13_ranking.ipynb #f82838bd
 def rank_metrics(energies:np.ndarray, # (Q, n) energy per query and candidate (lower = better)
                  recorded:np.ndarray, # (Q,) position of the recorded plan
                  tie_rtol:float=1e-6, # energies this close (relative) to the recorded one are ties
@@ -390,6 +401,7 @@ DEFAULT_METHODS = ("jepa", "residual_mlp", "context_only", "persistence")  # the
 ENERGIES = ("endpoint", "trajectory")  # primary, secondary
 DEFAULT_COMPARISONS = (("jepa", "residual_mlp"), ("jepa", "context_only"), ("residual_mlp", "context_only"))  # paired deltas
 
+# %% ../nbs/13_ranking.ipynb #9a78c18a
 def default_models(episodes, # the episodes; forecasters train on their train_full split only
                    methods:Sequence[str]=DEFAULT_METHODS, # which to build
                    **train_kwargs, # passed to `worldmodel.train_forecaster` (e.g. steps=...)
@@ -404,6 +416,7 @@ def default_models(episodes, # the episodes; forecasters train on their train_fu
         else: out[m] = ((lambda kind: lambda seed: worldmodel.train_forecaster(episodes, kind=kind, seed=seed, **train_kwargs))(m), True)
     return out
 
+# %% ../nbs/13_ranking.ipynb #2f6e56eb
 def user_model(model, # the user's world model: an object, a factory or "module:name" (contracts.build)
                episodes, # the episodes; a factory is offered their train_full split only
                context_bins:int=CONTEXT_BINS, # visible bins (the rest are rolled out)
@@ -425,6 +438,49 @@ def user_model(model, # the user's world model: an object, a factory or "module:
     if is_object: ident["fingerprint"] = check_world_model(target, D, context_bins=context_bins, horizon=K - context_bins)
     return factory, seeded, ident
 
+# %% ../nbs/13_ranking.ipynb #c02cb13e
+def _ranking_units(models, seeds, config, n_boot, pin, data_pin) -> tuple[list, dict]:
+    "One store unit per method and seed (one unit, `seed = none`, for an unseeded method), and unit path -> (method, factory, seed)."
+    units, plan = [], []
+    for method, (factory, seeded, *ident) in models.items():
+        for seed in (seeds if seeded else ["none"]):
+            units.append(Unit({"method": method, "seed": seed}, config={**(config or {}), "n_boot": n_boot, **({"model": ident[0]} if ident else {})},
+                              inputs={"candidates": pin, "query_latents": data_pin}))
+            plan.append((method, factory, seed))
+    return units, {u.path: p for u, p in zip(units, plan)}
+
+# %% ../nbs/13_ranking.ipynb #92a59bac
+def _method_records(store, units, models, cs, n_boot) -> tuple[dict, list]:
+    "Per-query metrics of every (method, seed, energy) from the stored energies, and their records (seeds averaged, then per seed)."
+    per_query, records = {}, []
+    for method in models:
+        mine = [u for u in units if u.key["method"] == method]
+        for energy in ENERGIES:
+            frames = {}
+            for u in mine:
+                with np.load(store.files(u) / "energies.npz") as z:
+                    frames[u.key["seed"]] = rank_metrics(z[energy], cs.recorded)
+                per_query[(method, u.key["seed"], energy)] = frames[u.key["seed"]]
+            records += summarize_ranking(frames, n_boot=n_boot, method=method, energy=energy)
+            if len(frames) > 1:
+                for seed, frame in frames.items(): records += summarize_ranking(frame, n_boot=n_boot, method=method, energy=energy, seed=seed)
+    return per_query, records
+
+# %% ../nbs/13_ranking.ipynb #fbb4b817
+def _comparison_records(per_query, models, comparisons, n_boot) -> list:
+    "Paired bootstrap deltas of every metric for each (method, baseline) pair present, on the per-query seed means."
+    records = []
+    for method, baseline in comparisons:
+        if method not in models or baseline not in models: continue
+        for energy in ENERGIES:
+            for metric in RANK_METRICS:
+                col = _PER_QUERY[metric]
+                mean_of = lambda m: np.mean([f[col].to_numpy(float) for (mm, _, e), f in per_query.items() if mm == m and e == energy], axis=0)
+                delta = bootstrap_interval(mean_of(method) - mean_of(baseline), n_boot=n_boot, seed=0)
+                records.append(delta.record(comparison=f"{method}-{baseline}", energy=energy, metric=f"delta_{metric}"))
+    return records
+
+# %% ../nbs/13_ranking.ipynb #9be27569
 def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 out_dir, # output root: results/, store/ below it
                 models:Mapping|None=None, # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
@@ -448,13 +504,7 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
     context = pool.context[cs.query]
     models = default_models(episodes) if models is None else dict(models)
     data_pin = sha256_json({"context": sha256_array(context), "goal": sha256_array(goal), "future": sha256_array(future)})
-    units, plan = [], []
-    for method, (factory, seeded, *ident) in models.items():
-        for seed in (seeds if seeded else ["none"]):
-            units.append(Unit({"method": method, "seed": seed}, config={**(config or {}), "n_boot": n_boot, **({"model": ident[0]} if ident else {})},
-                              inputs={"candidates": pin, "query_latents": data_pin}))
-            plan.append((method, factory, seed))
-    lookup = {u.path: p for u, p in zip(units, plan)}
+    units, lookup = _ranking_units(models, seeds, config, n_boot, pin, data_pin)
 
     def score(unit, workdir):
         method, factory, seed = lookup[unit.path]
@@ -465,26 +515,8 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
 
     store = paths.store
     store.run(units, score, progress=progress, desc="ranking units")
-    per_query, records = {}, []
-    for method in models:
-        mine = [u for u in units if u.key["method"] == method]
-        for energy in ENERGIES:
-            frames = {}
-            for u in mine:
-                with np.load(store.files(u) / "energies.npz") as z:
-                    frames[u.key["seed"]] = rank_metrics(z[energy], cs.recorded)
-                per_query[(method, u.key["seed"], energy)] = frames[u.key["seed"]]
-            records += summarize_ranking(frames, n_boot=n_boot, method=method, energy=energy)
-            if len(frames) > 1:
-                for seed, frame in frames.items(): records += summarize_ranking(frame, n_boot=n_boot, method=method, energy=energy, seed=seed)
-    for method, baseline in comparisons:
-        if method not in models or baseline not in models: continue
-        for energy in ENERGIES:
-            for metric in RANK_METRICS:
-                col = _PER_QUERY[metric]
-                mean_of = lambda m: np.mean([f[col].to_numpy(float) for (mm, _, e), f in per_query.items() if mm == m and e == energy], axis=0)
-                delta = bootstrap_interval(mean_of(method) - mean_of(baseline), n_boot=n_boot, seed=0)
-                records.append(delta.record(comparison=f"{method}-{baseline}", energy=energy, metric=f"delta_{metric}"))
+    per_query, records = _method_records(store, units, models, cs, n_boot)
+    records += _comparison_records(per_query, models, comparisons, n_boot)
     settings = {**(config or {}), "n_queries": len(cs), "pool": len(pool), "n_boot": n_boot, "seeds": list(seeds),
                 "methods": list(models), **cs.rules}
     path = write_results(results_path or paths.results, "candidate_ranking", records, scale=scale, config=settings, pins={"candidate_set": pin})
@@ -516,6 +548,7 @@ def _cmd_ranking(args) -> int:
     paths.wrote(res["results"]); paths.wrote(paths.store.root); paths.report()
     return 0
 
+# %% ../nbs/13_ranking.ipynb #061488ec
 def add_subcommand(subparsers):
     "Register `hoi-audit ranking`."
     p = subparsers.add_parser("ranking", help="image-goal candidate-action ranking (section 2 of the world-model protocols)")
