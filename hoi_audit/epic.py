@@ -12,19 +12,18 @@ import numpy as np
 import pandas as pd
 from .core import (PROTOCOL_SEEDS, Block, CommandOutput, Condition, DataError, derive_block, sha256_file, sha256_json,
                             write_json, write_npz, write_results, sha256_array)
+from .clips import EPIC_COLUMNS  # the annotation CSV's columns, defined once in clips
 from .contracts import as_context_forecaster, build, check_encoder, check_forecaster, identity
 from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, observation_bins, summarize_substitutions,
                               target_bin)
 from . import stats
 
 # %% auto #0
-__all__ = ['EPIC_COLUMNS', 'DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'EpicFeatures',
-           'extract', 'feature_sets', 'lopo_scores', 'AnticipationResult', 'anticipation_protocol',
-           'protocol_over_seeds', 'seed_mean_table', 'results_records', 'run_epic', 'add_subcommand']
+__all__ = ['DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'EpicFeatures', 'extract',
+           'feature_sets', 'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'protocol_over_seeds',
+           'seed_mean_table', 'results_records', 'run_epic', 'add_subcommand']
 
 # %% ../nbs/14_epic.ipynb #fd5f00a2
-EPIC_COLUMNS = ["narration_id", "participant_id", "video_id", "narration_timestamp", "start_timestamp", "stop_timestamp",
-                "start_frame", "stop_frame", "narration", "verb", "verb_class", "noun", "noun_class", "all_nouns", "all_noun_classes"]
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
 
 def parse_timestamp(text:str, where:str="timestamp") -> float:
@@ -33,6 +32,7 @@ def parse_timestamp(text:str, where:str="timestamp") -> float:
     if not m: raise DataError(f"{where}: {text!r} is not a HH:MM:SS.ss timestamp")
     return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
 
+# %% ../nbs/14_epic.ipynb #356bcbf5
 def read_narrations(path, # an EPIC-KITCHENS-100 annotation CSV
                    ) -> pd.DataFrame:
     "Read and check the annotation CSV; adds `start_s` and `stop_s` (seconds)."
@@ -52,6 +52,7 @@ def read_narrations(path, # an EPIC-KITCHENS-100 annotation CSV
     if not pd.api.types.is_integer_dtype(df.verb_class): raise DataError(f"{path}: verb_class must be integers")
     return df
 
+# %% ../nbs/14_epic.ipynb #968136dd
 def find_video(videos_dir, # the videos folder
                participant_id:str, video_id:str) -> Path:
     "`DIR/<video_id>.MP4` or `DIR/<participant_id>/videos/<video_id>.MP4`, either case of the extension."
@@ -83,6 +84,21 @@ class EpicFeatures:
         return EpicFeatures(self.narrations[mask].reset_index(drop=True), self.context[mask],
                             [r for r, m in zip(self.records, mask) if m], None if self.target is None else self.target[mask])
 
+# %% ../nbs/14_epic.ipynb #981292a8
+def _stack_features(df, context, target, records, with_target) -> EpicFeatures:
+    "Stack the per-narration arrays; a narration that failed gets NaN (latents) or 0 (frames), shaped as the first decoded one."
+    template = next((c for c in context if c is not None), None)
+    if template is None: raise DataError(f"no narration of {len(df)} could be decoded; first error: {records[0].error}")
+    fill = lambda x: np.full_like(template, np.nan if template.dtype.kind == "f" else 0) if x is None else x
+    ctx = np.stack([fill(c) if r.ok else fill(None) for c, r in zip(context, records)])
+    tgt = None
+    if with_target:
+        t0 = next(t for t in target if t is not None)
+        tgt = np.stack([t if (t is not None and r.ok) else np.full_like(t0, np.nan if t0.dtype.kind == "f" else 0)
+                        for t, r in zip(target, records)])
+    return EpicFeatures(df.reset_index(drop=True), ctx, records, tgt)
+
+# %% ../nbs/14_epic.ipynb #e29a3025
 def extract(videos_dir, # folder of videos (see find_video)
             narrations, # the annotation CSV, or a DataFrame from read_narrations
             encoder=None, # a FrameEncoder; None keeps the frames
@@ -131,20 +147,12 @@ def extract(videos_dir, # folder of videos (see find_video)
                 for j, earlier in done: read(j, earlier)
             done.append((i, row))
         decoder.close()
-    template = next((c for c in context if c is not None), None)
-    if template is None: raise DataError(f"no narration of {len(df)} could be decoded; first error: {records[0].error}")
-    fill = lambda x: np.full_like(template, np.nan if template.dtype.kind == "f" else 0) if x is None else x
-    ctx = np.stack([fill(c) if r.ok else fill(None) for c, r in zip(context, records)])
-    tgt = None
-    if with_target:
-        t0 = next(t for t in target if t is not None)
-        tgt = np.stack([t if (t is not None and r.ok) else np.full_like(t0, np.nan if t0.dtype.kind == "f" else 0)
-                        for t, r in zip(target, records)])
-    return EpicFeatures(df.reset_index(drop=True), ctx, records, tgt)
+    return _stack_features(df, context, target, records, with_target)
 
 # %% ../nbs/14_epic.ipynb #8cc701d7
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
 
+# %% ../nbs/14_epic.ipynb #6d2ebd3e
 def feature_sets(context:np.ndarray, # (N, C, D) visible latents
                  forecaster, # .predict(context) -> (N, D), or a world model (contracts.as_context_forecaster: one step, null plan)
                  target=None, # (N, D) target-segment latents: only for the oracle row
@@ -195,6 +203,7 @@ def lopo_scores(X:np.ndarray, # (N, features)
 METRICS = {"top1_accuracy": stats.topk(1), "top5_accuracy": stats.topk(5),
            "mean_top1_recall": stats.topk(1, stats.mean_topk_recall), "mean_top5_recall": stats.topk(5, stats.mean_topk_recall)}
 
+# %% ../nbs/14_epic.ipynb #095b7b81
 @dataclass
 class AnticipationResult:
     "Records (tidy) and the table of the protocol."
@@ -203,10 +212,12 @@ class AnticipationResult:
     seen_fraction:float # fraction of test examples whose verb occurs among their fold's training participants
     scores:dict # feature set -> (N, n_classes) out-of-fold scores (raw outputs: keep local)
 
+# %% ../nbs/14_epic.ipynb #2f74acac
 def _metric(name, n_classes):
     k = 5 if "top5" in name else 1
     return METRICS[name] if k <= n_classes else stats.topk(n_classes, stats.mean_topk_recall if "recall" in name else None)
 
+# %% ../nbs/14_epic.ipynb #33cdb97a
 def anticipation_protocol(sets:dict, # from feature_sets
                           y:np.ndarray, # verb class per example
                           participants:np.ndarray, # participant per example (folds and bootstrap clusters)
@@ -268,12 +279,14 @@ def protocol_over_seeds(feats:EpicFeatures, # the usable actions (feats.subset(f
     records = pd.concat([records[det & records.seed.eq(next(iter(forecasters)))].drop(columns="seed"), records[~det]], ignore_index=True)
     return records[records.metric != "seen_class_fraction"], res.seen_fraction
 
+# %% ../nbs/14_epic.ipynb #f722dbca
 def seed_mean_table(records:pd.DataFrame) -> pd.DataFrame:
     "feature set x metric, seed means (all test examples)."
     plain = records[records.subset.eq("all") & records.comparison.isna()]
     table = plain.groupby(["feature_set", "metric"], sort=False)[["value", "ci_low", "ci_high"]].mean().round(3)
     return table["value"].unstack("metric").reindex([s for s in (*DEPLOYABLE_SETS, "oracle") if s in set(plain.feature_set)])
 
+# %% ../nbs/14_epic.ipynb #3ae2f509
 def results_records(records:pd.DataFrame, seen_fraction:float, summary:dict) -> list:
     "The records of the results JSON: metrics, the seen-class fraction, the substitution summary."
     out = records.to_dict("records")
@@ -300,6 +313,7 @@ def _forecasters(forecaster, encoder, seeds, train_clips:str, train_steps:int, n
         if fp not in prints.values(): kept[s], prints[s] = f, fp
     return kept, prints, name
 
+# %% ../nbs/14_epic.ipynb #8bd50d3c
 def run_epic(videos_dir, # folder of videos (see find_video)
              narrations, # EPIC-100 annotation CSV
              out, # a folder or a .json path (core.CommandOutput)
@@ -362,6 +376,7 @@ def _cmd_extract(args) -> int:
     paths.report()
     return 1 if summary["actions_with_errors"] else 0
 
+# %% ../nbs/14_epic.ipynb #59b0dd48
 def _cmd_epic(args) -> int:
     spec = BinSpec(n_bins=args.bins, frames_per_bin=args.frames_per_bin, observe_from=args.observe_from, gap=args.gap)
     started = time.time()
@@ -377,6 +392,7 @@ def _cmd_epic(args) -> int:
     print(f"done in {time.time() - started:.1f}s")
     return 0
 
+# %% ../nbs/14_epic.ipynb #68d42690
 def _bin_arguments(p):
     p.add_argument("--bins", type=int, default=4, help="observation bins")
     p.add_argument("--frames-per-bin", type=int, default=16, help="frames sampled per bin")
@@ -390,6 +406,7 @@ def _bin_arguments(p):
     p.add_argument("--isolate", action="store_true", help="decode in a child process that is killed when a call passes --time-limit "
                    "(holds even for a decoder that never releases the GIL; costs a copy of every frame)")
 
+# %% ../nbs/14_epic.ipynb #4b91c1ab
 def add_subcommand(subparsers):
     "Register `hoi-audit extract` and `hoi-audit epic`."
     p = subparsers.add_parser("extract", help="decode the causal bins of EPIC-100-format narrations (latents or frames) "
