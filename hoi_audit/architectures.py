@@ -132,6 +132,7 @@ class DiagonalSSM(nn.Module):
         y = torch.fft.irfft(torch.fft.rfft(u.transpose(1, 2), n=2 * L) * torch.fft.rfft(k, n=2 * L), n=2 * L)[..., :L]
         return y.transpose(1, 2) + u * self.D
 
+# %% ../nbs/06b_architectures.ipynb #f36dc8ec
 class SSMAnticipator(nn.Module):
     "A stack of S4D blocks (pre-norm, SSM, GELU, linear mixing, residual) over the input sequence; the last position gives the logits."
     def __init__(self, n_classes:int, # action classes
@@ -185,6 +186,7 @@ def _cosine_alpha_bar(steps:int) -> torch.Tensor: # (steps + 1,) cumulative sign
     f = torch.cos((t + s) / (1 + s) * math.pi / 2) ** 2
     return (f / f[0]).clamp(min=1e-5).float()
 
+# %% ../nbs/06b_architectures.ipynb #2e29857d
 class DiffusionAnticipator(nn.Module):
     "A conditional diffusion head (in the spirit of CARD, Han, Zheng & Zhou 2022): a transformer encodes the inputs, an MLP denoises the target's label embedding from noise, and the denoised embedding, compared with every class embedding, gives the logits."
     def __init__(self, n_classes:int, # action classes

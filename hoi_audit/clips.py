@@ -14,8 +14,8 @@ from .decode import BinSpec, damage_samples, decode_with_damage, observation_bin
 
 # %% auto #0
 __all__ = ['CLIP_PRESETS', 'NOUNS', 'EPIC_COLUMNS', 'ClipPreset', 'clip_preset', 'verb_looks', 'verb_successor',
-           'participant_scene', 'verb_sequence', 'render_actions', 'plan_video', 'encode_mp4', 'timestamp',
-           'verb_names', 'write_epic_like', 'corrupted_frames']
+           'participant_scene', 'verb_sequence', 'plan_video', 'render_actions', 'encode_mp4', 'timestamp',
+           'verb_names', 'corrupted_frames', 'write_epic_like']
 
 # %% ../nbs/03c_clips.ipynb #151ddc18
 @dataclass(frozen=True)
@@ -32,13 +32,13 @@ class ClipPreset:
     p_follow:float = 0.7 # probability that the next verb is the current one's successor
     noise:float = 4.0 # pixel noise (std, 0-255)
 
+# %% ../nbs/03c_clips.ipynb #d0e399bf
 CLIP_PRESETS = {
     "tiny": ClipPreset(n_participants=4, actions_per_video=14, n_verbs=6, verbs_per_participant=1.0),
     "small": ClipPreset(n_participants=6, actions_per_video=40, n_verbs=12),
     "full": ClipPreset(n_participants=10, actions_per_video=100, n_verbs=67),   # the seed's sizes: 10 videos, 1,000 actions, 67 verbs
 }
 NOUNS = ["plate", "knife", "pan", "cup", "tap", "onion", "bowl", "spoon", "lid", "fridge", "board", "bag"]
-
 def clip_preset(name) -> ClipPreset:
     "A preset by name (tiny, small, full), or a ClipPreset passed through."
     if isinstance(name, ClipPreset): return name
@@ -53,10 +53,12 @@ def verb_looks(n_verbs:int) -> dict:
             "angle": rng.uniform(0, 2 * np.pi, n_verbs), "amplitude": rng.uniform(4, 14, n_verbs),
             "freq": rng.uniform(0.3, 2.0, n_verbs), "drift": rng.uniform(-6, 6, (n_verbs, 2))}
 
+# %% ../nbs/03c_clips.ipynb #5d46c556
 def verb_successor(n_verbs:int) -> np.ndarray:
     "The planted grammar's successor of each verb (a fixed permutation, seed 0)."
     return np.random.default_rng(1).permutation(n_verbs)
 
+# %% ../nbs/03c_clips.ipynb #325c40c1
 def participant_scene(preset:ClipPreset, rng:np.random.Generator) -> np.ndarray:
     "A participant's background: a base colour, a stripe texture and a counter band."
     s = preset.size
@@ -69,6 +71,7 @@ def participant_scene(preset:ClipPreset, rng:np.random.Generator) -> np.ndarray:
     img[band:band + 6] = rng.integers(0, 256, 3)
     return np.clip(img, 0, 255)
 
+# %% ../nbs/03c_clips.ipynb #7a93ad0c
 def verb_sequence(preset:ClipPreset, verbs:np.ndarray, n:int, rng:np.random.Generator) -> np.ndarray:
     "n verbs from the planted grammar restricted to a participant's verbs."
     succ = verb_successor(preset.n_verbs)
@@ -80,6 +83,18 @@ def verb_sequence(preset:ClipPreset, verbs:np.ndarray, n:int, rng:np.random.Gene
     return np.array(out)
 
 # %% ../nbs/03c_clips.ipynb #e9b8d6bc
+def plan_video(preset:ClipPreset, rng:np.random.Generator, n_actions:int|None=None) -> dict:
+    "A participant's scene, verbs, action durations and segment boundaries (seconds)."
+    scene = participant_scene(preset, rng)
+    k = max(2, int(round(preset.verbs_per_participant * preset.n_verbs)))
+    verbs = np.sort(rng.choice(preset.n_verbs, size=min(k, preset.n_verbs), replace=False))
+    n = n_actions or preset.actions_per_video
+    seq = verb_sequence(preset, verbs, n, rng)
+    frames_per = np.maximum(1, np.round(rng.uniform(preset.min_seconds, preset.max_seconds, n) * preset.fps)).astype(int)
+    bounds = np.concatenate([[0], np.cumsum(frames_per)])
+    return {"scene": scene, "verbs": seq, "durations": frames_per / preset.fps, "start_frame": bounds[:-1], "stop_frame": bounds[1:]}
+
+# %% ../nbs/03c_clips.ipynb #c0037b2a
 def render_actions(verbs:np.ndarray, # verb per action
                    durations:np.ndarray, # seconds per action
                    scene:np.ndarray, # (size, size, 3) background
@@ -102,17 +117,6 @@ def render_actions(verbs:np.ndarray, # verb per action
         out.append(np.clip(frames, 0, 255).astype(np.uint8))
     return np.concatenate(out)
 
-def plan_video(preset:ClipPreset, rng:np.random.Generator, n_actions:int|None=None) -> dict:
-    "A participant's scene, verbs, action durations and segment boundaries (seconds)."
-    scene = participant_scene(preset, rng)
-    k = max(2, int(round(preset.verbs_per_participant * preset.n_verbs)))
-    verbs = np.sort(rng.choice(preset.n_verbs, size=min(k, preset.n_verbs), replace=False))
-    n = n_actions or preset.actions_per_video
-    seq = verb_sequence(preset, verbs, n, rng)
-    frames_per = np.maximum(1, np.round(rng.uniform(preset.min_seconds, preset.max_seconds, n) * preset.fps)).astype(int)
-    bounds = np.concatenate([[0], np.cumsum(frames_per)])
-    return {"scene": scene, "verbs": seq, "durations": frames_per / preset.fps, "start_frame": bounds[:-1], "stop_frame": bounds[1:]}
-
 # %% ../nbs/03c_clips.ipynb #ac70105f
 def _ffmpeg() -> str:
     try: import imageio_ffmpeg
@@ -121,6 +125,7 @@ def _ffmpeg() -> str:
                             "pip install imageio-ffmpeg (or pip install -e '.[dev]')") from e
     return imageio_ffmpeg.get_ffmpeg_exe()
 
+# %% ../nbs/03c_clips.ipynb #3635f13f
 def encode_mp4(frames:np.ndarray, # (T, H, W, 3) uint8
                path, # the mp4 to write
                fps:int, # frame rate
@@ -135,18 +140,46 @@ def encode_mp4(frames:np.ndarray, # (T, H, W, 3) uint8
     subprocess.run(cmd, input=np.ascontiguousarray(frames).tobytes(), check=True)
     return path
 
+# %% ../nbs/03c_clips.ipynb #3967ea3d
 def timestamp(seconds:float) -> str:
     "EPIC's `HH:MM:SS.ss`."
     h, rem = divmod(float(seconds), 3600); m, s = divmod(rem, 60)
     return f"{int(h):02d}:{int(m):02d}:{s:05.2f}"
 
+# %% ../nbs/03c_clips.ipynb #29dce43c
 EPIC_COLUMNS = ["narration_id", "participant_id", "video_id", "narration_timestamp", "start_timestamp", "stop_timestamp",
                 "start_frame", "stop_frame", "narration", "verb", "verb_class", "noun", "noun_class", "all_nouns", "all_noun_classes"]
-
 def verb_names(n_verbs:int) -> list[str]:
+    "Verb names: common kitchen verbs, then verb12, verb13, ..."
     base = ["take", "put", "wash", "open", "close", "cut", "mix", "pour", "move", "turn-on", "turn-off", "dry"]
     return [base[i] if i < len(base) else f"verb{i:02d}" for i in range(n_verbs)]
 
+# %% ../nbs/03c_clips.ipynb #5487e618
+def corrupted_frames(clean, # the undamaged video
+                     damaged, # the same video after damage
+                     fps:float, # frame rate
+                     tolerance:int=2, # grey levels a pixel may differ by (the decoder is exact: 0 would do)
+                    ) -> list[int]:
+    "Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by the single-thread decoder)."
+    ref, _ = decode_with_damage(clean, fps)
+    got, _ = decode_with_damage(damaged, fps)
+    return sorted(i for i in ref if i not in got or int(np.abs(got[i].astype(int) - ref[i]).max()) > tolerance)
+
+# %% ../nbs/03c_clips.ipynb #a6e45417
+def _damage_video(path, plan, p:ClipPreset, n:int, seed:int) -> dict:
+    "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes); the frames this corrupts."
+    starts = plan["start_frame"] / p.fps
+    eligible = [j for j, t in enumerate(starts) if t >= BinSpec().observe_from]
+    if not eligible: raise DataError(f"{path}: no action starts late enough to damage its observation window")
+    j = eligible[len(eligible) // 2]
+    bins = observation_bins(starts[j], p.fps, int(plan["stop_frame"][-1]), BinSpec())
+    wanted = [int(sample_indices(lo, hi, BinSpec().frames_per_bin)[5 + 3 * k]) for k, (lo, hi) in enumerate(bins[:n])]
+    with tempfile.TemporaryDirectory() as d:
+        clean = Path(d) / "clean.mp4"; clean.write_bytes(Path(path).read_bytes())
+        frames = damage_samples(path, [f if f % 24 else f + 1 for f in wanted], seed=seed)
+        return {"frames": frames, "corrupted": corrupted_frames(clean, path, p.fps)}
+
+# %% ../nbs/03c_clips.ipynb #ef52e8c1
 def write_epic_like(folder, # output folder (videos and annotations)
                     preset="tiny", # a CLIP_PRESETS name or a ClipPreset
                     seed:int=0, # scenes and verb sequences
@@ -178,26 +211,3 @@ def write_epic_like(folder, # output folder (videos and annotations)
     config = {"preset": asdict(p), "seed": seed, "n_actions": len(rows), "videos": videos, "damaged": damage}
     write_json(folder / "dataset.json", config)
     return {"folder": folder, "narrations": narrations, "videos": videos, "damaged": damage, "config": config}
-
-def corrupted_frames(clean, # the undamaged video
-                     damaged, # the same video after damage
-                     fps:float, # frame rate
-                     tolerance:int=2, # grey levels a pixel may differ by (the decoder is exact: 0 would do)
-                    ) -> list[int]:
-    "Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by the single-thread decoder)."
-    ref, _ = decode_with_damage(clean, fps)
-    got, _ = decode_with_damage(damaged, fps)
-    return sorted(i for i in ref if i not in got or int(np.abs(got[i].astype(int) - ref[i]).max()) > tolerance)
-
-def _damage_video(path, plan, p:ClipPreset, n:int, seed:int) -> dict:
-    "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes); the frames this corrupts."
-    starts = plan["start_frame"] / p.fps
-    eligible = [j for j, t in enumerate(starts) if t >= BinSpec().observe_from]
-    if not eligible: raise DataError(f"{path}: no action starts late enough to damage its observation window")
-    j = eligible[len(eligible) // 2]
-    bins = observation_bins(starts[j], p.fps, int(plan["stop_frame"][-1]), BinSpec())
-    wanted = [int(sample_indices(lo, hi, BinSpec().frames_per_bin)[5 + 3 * k]) for k, (lo, hi) in enumerate(bins[:n])]
-    with tempfile.TemporaryDirectory() as d:
-        clean = Path(d) / "clean.mp4"; clean.write_bytes(Path(path).read_bytes())
-        frames = damage_samples(path, [f if f % 24 else f + 1 for f in wanted], seed=seed)
-        return {"frames": frames, "corrupted": corrupted_frames(clean, path, p.fps)}

@@ -30,11 +30,13 @@ class BinSpec:
         if self.n_bins < 1 or self.frames_per_bin < 1: raise ValueError(f"n_bins and frames_per_bin must be positive: {self}")
         if not self.observe_from > self.gap >= 0: raise ValueError(f"need observe_from > gap >= 0: {self}")
 
+# %% ../nbs/01_decode.ipynb #4d38228b
 def _frame_range(a:float, b:float, fps:float) -> tuple[int, int]:
     "Frames whose timestamps lie in [a, b) seconds (rounded to 1e-6 s so that 1.25 s * 12 fps is exactly 15)."
     lo, hi = math.ceil(round(a * fps, 6)), math.ceil(round(b * fps, 6))
     return lo, max(hi, lo + 1)
 
+# %% ../nbs/01_decode.ipynb #fe2addf9
 def observation_bins(t:float, # the action's start time (s)
                      fps:float, # frames per second of the video
                      n_frames:int, # decodable frames in the video
@@ -52,6 +54,7 @@ def observation_bins(t:float, # the action's start time (s)
         raise DataError(f"{where}: the observation window ends at frame {bins[-1][1]}, after the last decodable frame ({n_frames})")
     return bins
 
+# %% ../nbs/01_decode.ipynb #32df4002
 def target_bin(start:float, # the action segment's start (s)
                stop:float, # and its end (s)
                fps:float, # frames per second
@@ -64,6 +67,7 @@ def target_bin(start:float, # the action segment's start (s)
     if lo >= hi: raise DataError(f"{where}: the action segment [{start:.2f} s, {stop:.2f} s] has no frame in the video ({n_frames} frames)")
     return lo, hi
 
+# %% ../nbs/01_decode.ipynb #5c349c1c
 def sample_indices(lo:int, # first frame of the bin
                    hi:int, # one past its last frame
                    k:int, # frames to sample
@@ -85,7 +89,6 @@ def nearest_decodable(wanted:Sequence[int], # sampled frame indices of a bin
 
 # %% ../nbs/01_decode.ipynb #42887aee
 DAMAGE_CAUSES = ("decode_failed", "flagged_corrupt", "predicted_from_damage")
-
 @dataclass(frozen=True)
 class PacketInfo:
     "One packet of a video stream, as the damage accounting sees it."
@@ -95,6 +98,7 @@ class PacketInfo:
     failed:bool = False # sending it to the decoder raised
     error_logged:bool = False # FFmpeg logged an error while decoding it (e.g. "co located POCs unavailable") without failing
 
+# %% ../nbs/01_decode.ipynb #ff42417d
 def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since a keyframe, in decode order
                      produced:dict, # frame index -> FFmpeg flagged it corrupt, for every frame the decoder returned
                     ) -> dict: # frame index -> cause (one of DAMAGE_CAUSES), for the frames that are not a faithful decode
@@ -162,6 +166,7 @@ class SubstitutionRecord:
         self.note_damage({i: c for c, idx in other.damage_causes.items() for i in idx})
         if other.error: self.error = (self.error + "; " if self.error else "") + f"{label}: {other.error}"
 
+# %% ../nbs/01_decode.ipynb #e617389d
 def summarize_substitutions(records:Sequence[SubstitutionRecord], # one per action
                            ) -> dict:
     "The aggregate: actions, substitutions, largest offset, errors, and the damaged frames met (distinct per video), with ids."
@@ -184,6 +189,7 @@ def summarize_substitutions(records:Sequence[SubstitutionRecord], # one per acti
 class DecodeTimeout(HoiAuditError, TimeoutError):
     "A decode did not finish within its time limit."
 
+# %% ../nbs/01_decode.ipynb #aa94eec4
 def call_with_time_limit(fn:Callable, # the call
                          seconds:float|None, # the limit; None waits forever
                          what:str="decode", # what to name in the error
@@ -200,18 +206,13 @@ def call_with_time_limit(fn:Callable, # the call
     if "error" in out: raise out["error"]
     return out["value"]
 
-# %% ../nbs/01_decode.ipynb #0f8d0dea
-class DecodeProcess:
-    "Decode calls in a forked child process: a call that misses its time limit is ended by killing the child (then restarted)."
-    def __init__(self, path, # the video file
-                 open_reader:Callable, # path -> a decord-like reader, built in the child
-                 decode_range:Callable|None=None, # the fallback, run in the child
-                 scan:Callable|None=None, # the damage scan, run in the child
-                ):
-        self.path, self.open_reader, self.decode_range, self.scan = Path(path), open_reader, decode_range, scan
-        self.restarts = 0   # children killed for missing a time limit or dying
-        self._start()
+# %% ../nbs/01_decode.ipynb #e2477906
+def _as_array(batch) -> np.ndarray:
+    return batch.asnumpy() if hasattr(batch, "asnumpy") else np.asarray(batch)
 
+# %% ../nbs/01_decode.ipynb #72ac5fe2
+class _DecodeChild:
+    "The child process of `DecodeProcess`: forking it, and its loop that answers decode requests."
     def _start(self):
         ctx = multiprocessing.get_context("fork")     # fork: the child inherits the callables, however they were defined
         self._conn, child = ctx.Pipe()
@@ -237,6 +238,18 @@ class DecodeProcess:
             if isinstance(out, np.ndarray) and out.nbytes > 0:     # frames: raw bytes, not a pickle
                 out = np.ascontiguousarray(out); conn.send(("array", out.shape, out.dtype.str)); conn.send_bytes(out.reshape(-1))   # 1-D: multiprocessing sizes a buffer by len()
             else: conn.send(("value", out))
+
+# %% ../nbs/01_decode.ipynb #0f8d0dea
+class DecodeProcess(_DecodeChild):
+    "Decode calls in a forked child process: a call that misses its time limit is ended by killing the child (then restarted)."
+    def __init__(self, path, # the video file
+                 open_reader:Callable, # path -> a decord-like reader, built in the child
+                 decode_range:Callable|None=None, # the fallback, run in the child
+                 scan:Callable|None=None, # the damage scan, run in the child
+                ):
+        self.path, self.open_reader, self.decode_range, self.scan = Path(path), open_reader, decode_range, scan
+        self.restarts = 0   # children killed for missing a time limit or dying
+        self._start()
 
     def call(self, name:str, # open, get_batch, len, fps, decode_range or scan
              *args, seconds:float|None=None, # the time limit (None: wait forever)
@@ -271,9 +284,6 @@ class DecodeProcess:
         except (OSError, ValueError): pass
         self._proc.join(1.0); self._kill()
 
-def _as_array(batch) -> np.ndarray:
-    return batch.asnumpy() if hasattr(batch, "asnumpy") else np.asarray(batch)
-
 # %% ../nbs/01_decode.ipynb #289f71f9
 def open_decord(path, # the video file
                 num_threads:int=0, # decord's decoder threads (0: its default)
@@ -282,11 +292,22 @@ def open_decord(path, # the video file
     import decord
     return decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=num_threads)
 
+# %% ../nbs/01_decode.ipynb #42984e01
 def _import_av():
     try: import av
     except ImportError as e:
         raise HoiAuditError("the damaged-packet fallback decodes with PyAV, which is not installed: pip install av") from e
     return av
+
+# %% ../nbs/01_decode.ipynb #3918b162
+def _single_thread_stream(container, err_detect:str|None):
+    "The first video stream, set to decode on one thread with `err_detect`; is it AVCC H.264, and its length-prefix size."
+    stream = container.streams.video[0]
+    stream.thread_type, stream.thread_count = "NONE", 1
+    if err_detect: stream.codec_context.options = {"err_detect": err_detect}
+    extra = stream.codec_context.extradata or b""
+    avcc = stream.codec_context.name == "h264" and len(extra) > 4 and extra[0] == 1
+    return stream, avcc, (extra[4] & 3) + 1 if avcc else 0
 
 # %% ../nbs/01_decode.ipynb #fde1df05
 DAMAGE_ERR_DETECT = "careful+aggressive"   # FFmpeg's error recognition for the damage accounting (see the overview)
@@ -306,12 +327,7 @@ def decode_with_damage(path, # the video file
     level = av.logging.get_level()
     if level is None or level < av.logging.ERROR: av.logging.set_level(av.logging.ERROR)   # errors reach the capture below
     with av.open(str(path)) as container, av.logging.Capture() as logs:   # FFmpeg's messages go to `logs`, not to stderr
-        stream = container.streams.video[0]
-        stream.thread_type, stream.thread_count = "NONE", 1
-        if err_detect: stream.codec_context.options = {"err_detect": err_detect}
-        extra = stream.codec_context.extradata or b""
-        avcc = stream.codec_context.name == "h264" and len(extra) > 4 and extra[0] == 1
-        length_size = (extra[4] & 3) + 1 if avcc else 0
+        stream, avcc, length_size = _single_thread_stream(container, err_detect)
         tb, t0 = stream.time_base, stream.start_time or 0
         index = lambda pts: int(round(float((pts - t0) * tb) * fps))
         if lo > 0: container.seek(t0 + int(lo / fps / tb), stream=stream, backward=True, any_frame=False)
@@ -350,6 +366,7 @@ def decode_range_pyav(path, # the video file
     "The fallback: the frames of `[lo, hi)` that come out of a single-thread decode, and the damaged ones among them."
     return decode_with_damage(path, fps, lo, hi)
 
+# %% ../nbs/01_decode.ipynb #b38926bc
 def scan_damage(path, # the video file
                 fps:float, # its frame rate
                ) -> dict: # frame index -> cause, over the whole video
@@ -371,45 +388,9 @@ def mp4_lacks_moov(path) -> bool:
             pos += n
     return bool(kinds) and kinds[0] == b"ftyp"
 
-class VideoDecoder:
-    "Causal-bin reader of one video: decord's batched fast path, the single-thread fallback, the substitution record."
-    def __init__(self, path, # the video file
-                 time_limit:float|None=60.0, # seconds any one decode may take
-                 open_reader:Callable=open_decord, # path -> a decord-like reader
-                 decode_range:Callable=decode_range_pyav, # the single-thread fallback
-                 accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
-                 verify:str="on_error", # scan the whole video for damage "on_error" (once decord fails on it) or "always" (on opening)
-                 scan:Callable=scan_damage, # path, fps -> {frame index: cause} over the whole video
-                 isolate:bool=False, # run every decode call in a child process (a time limit then holds even for a call that holds the GIL)
-                ):
-        self.path, self.time_limit = Path(path), time_limit
-        self.open_reader, self.decode_range, self.scan = open_reader, decode_range, scan
-        self.accept_concealed = accept_concealed
-        if verify not in ("on_error", "always"): raise ValueError(f"verify must be 'on_error' or 'always', got {verify!r}")
-        self.fallback_bins = 0   # bins that needed the fallback (a diagnostic, not part of any record)
-        self.damage = None       # frame index -> cause over the whole video, once it has been scanned
-        if not self.path.exists(): raise DataError(f"{self.path}: video file not found")
-        if self.path.stat().st_size == 0: raise DataError(f"{self.path}: the video file is empty (0 bytes)")
-        self.reader, self._process = None, DecodeProcess(self.path, open_reader, decode_range, scan) if isolate else None
-        try: self._call("open", what=f"{self.path}: opening")
-        except DecodeTimeout: self.close(); raise
-        except Exception as e:
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            hint = " (a truncated mp4: moov atom not found, so it has no index)" if mp4_lacks_moov(self.path) else ""
-            self.close()
-            raise DataError(f"{self.path}: cannot open the video{hint}: {msg[:300]}") from e
-        try: self._check(verify)
-        except BaseException: self.close(); raise    # an isolated decoder's child is not left behind
-
-    def _check(self, verify:str):
-        self.fps = float(self._call("fps", what=f"{self.path}: frame rate"))
-        declared = int(self._call("len", what=f"{self.path}: frame count"))
-        if declared <= 0: raise DataError(f"{self.path}: the video has no frames")
-        if not self.fps > 0: raise DataError(f"{self.path}: the video reports a frame rate of {self.fps}")
-        self.declared_frames = declared
-        self.n_frames = self._decodable_frames(declared)
-        if verify == "always": self.scan_for_damage()
-
+# %% ../nbs/01_decode.ipynb #b7180982
+class _DecoderCalls:
+    "`VideoDecoder`'s decode calls: each under the time limit, in this process or in the child of `isolate=True`."
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
     def close(self):
@@ -431,7 +412,25 @@ class VideoDecoder:
         "A reader whose worker failed or hung is not reused."
         if self._process is not None: self._call("open", what=f"{self.path}: reopening")
         else: self.reader = self.open_reader(self.path)
-    def __repr__(self): return f"VideoDecoder({str(self.path)!r}, n_frames={self.n_frames}, fps={self.fps:g})"
+
+    def _batch(self, indices) -> np.ndarray:
+        return self._call("get_batch", list(map(int, indices)), what=f"{self.path}: get_batch")
+
+    def _frame_shape(self) -> tuple:
+        if not hasattr(self, "_shape"): self._shape = tuple(self._batch([0]).shape[1:])
+        return self._shape
+
+# %% ../nbs/01_decode.ipynb #3cbb7ea3
+class _FrameCount:
+    "`VideoDecoder`'s checks on opening: frame rate, and the frame count clamped to the frames that decode."
+    def _check(self, verify:str):
+        self.fps = float(self._call("fps", what=f"{self.path}: frame rate"))
+        declared = int(self._call("len", what=f"{self.path}: frame count"))
+        if declared <= 0: raise DataError(f"{self.path}: the video has no frames")
+        if not self.fps > 0: raise DataError(f"{self.path}: the video reports a frame rate of {self.fps}")
+        self.declared_frames = declared
+        self.n_frames = self._decodable_frames(declared)
+        if verify == "always": self.scan_for_damage()
 
     def _probe(self, i:int) -> bool:
         "Does frame i decode within the time limit? (A damaged packet still counts as a frame that exists.)"
@@ -456,9 +455,9 @@ class VideoDecoder:
             else: hi = mid
         return lo + 1
 
-    def _batch(self, indices) -> np.ndarray:
-        return self._call("get_batch", list(map(int, indices)), what=f"{self.path}: get_batch")
-
+# %% ../nbs/01_decode.ipynb #463124a5
+class _DamageFallback:
+    "`VideoDecoder`'s damage accounting: the scan, and the single-thread fallback of a damaged bin."
     def scan_for_damage(self) -> dict:
         "Scan the whole video for damaged frames (once); the time limit is `time_limit` per 1,000 frames."
         if self.damage is None:
@@ -489,6 +488,47 @@ class VideoDecoder:
         record.max_offset = max(record.max_offset, int(offset.max()))
         return np.stack([frames[i] for i in used])
 
+    def _read_bin(self, lo:int, hi:int, w:np.ndarray, record:SubstitutionRecord, b:int):
+        "One bin: `get_batch` when the scan found no damage in it and the call succeeds; the fallback otherwise."
+        if not self._meets_damage(lo, hi):
+            try: return self._batch(w)
+            except DecodeTimeout: raise
+            except Exception: pass
+        return self._fallback_bin(lo, hi, w, record, b)
+
+# %% ../nbs/01_decode.ipynb #29a9a813
+class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
+    "Causal-bin reader of one video: decord's batched fast path, the single-thread fallback, the substitution record."
+    def __init__(self, path, # the video file
+                 time_limit:float|None=60.0, # seconds any one decode may take
+                 open_reader:Callable=open_decord, # path -> a decord-like reader
+                 decode_range:Callable=decode_range_pyav, # the single-thread fallback
+                 accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
+                 verify:str="on_error", # scan the whole video for damage "on_error" (once decord fails on it) or "always" (on opening)
+                 scan:Callable=scan_damage, # path, fps -> {frame index: cause} over the whole video
+                 isolate:bool=False, # run every decode call in a child process (a time limit then holds even for a call that holds the GIL)
+                ):
+        self.path, self.time_limit = Path(path), time_limit
+        self.open_reader, self.decode_range, self.scan = open_reader, decode_range, scan
+        self.accept_concealed = accept_concealed
+        if verify not in ("on_error", "always"): raise ValueError(f"verify must be 'on_error' or 'always', got {verify!r}")
+        self.fallback_bins = 0   # bins that needed the fallback (a diagnostic, not part of any record)
+        self.damage = None       # frame index -> cause over the whole video, once it has been scanned
+        if not self.path.exists(): raise DataError(f"{self.path}: video file not found")
+        if self.path.stat().st_size == 0: raise DataError(f"{self.path}: the video file is empty (0 bytes)")
+        self.reader, self._process = None, DecodeProcess(self.path, open_reader, decode_range, scan) if isolate else None
+        try: self._call("open", what=f"{self.path}: opening")
+        except DecodeTimeout: self.close(); raise
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            hint = " (a truncated mp4: moov atom not found, so it has no index)" if mp4_lacks_moov(self.path) else ""
+            self.close()
+            raise DataError(f"{self.path}: cannot open the video{hint}: {msg[:300]}") from e
+        try: self._check(verify)
+        except BaseException: self.close(); raise    # an isolated decoder's child is not left behind
+
+    def __repr__(self): return f"VideoDecoder({str(self.path)!r}, n_frames={self.n_frames}, fps={self.fps:g})"
+
     def read_bins(self, bins:Sequence[tuple[int, int]], # frame ranges [lo, hi), e.g. from observation_bins
                   frames_per_bin:int=16, # frames sampled per bin
                   action_id:str="", # the action, for the record and errors
@@ -505,21 +545,11 @@ class VideoDecoder:
             except Exception:       # a damaged packet somewhere: find every damaged frame, then go bin by bin, afresh
                 self._reopen()
                 self.scan_for_damage()
-        out = []
-        for b, ((lo, hi), w) in enumerate(zip(bins, wanted)):
-            if not self._meets_damage(lo, hi):
-                try: out.append(self._batch(w)); continue
-                except DecodeTimeout: raise
-                except Exception: pass
-            out.append(self._fallback_bin(lo, hi, w, record, b))
+        out = [self._read_bin(lo, hi, w, record, b) for b, ((lo, hi), w) in enumerate(zip(bins, wanted))]
         shape = next((o.shape for o in out if o is not None), (frames_per_bin, *self._frame_shape()))
         if record.failed_bins:
             record.error = f"{self.path}, action {action_id}: no decodable frame in bin(s) {record.failed_bins}"
         return np.stack([o if o is not None else np.zeros(shape, np.uint8) for o in out]), record
-
-    def _frame_shape(self) -> tuple:
-        if not hasattr(self, "_shape"): self._shape = tuple(self._batch([0]).shape[1:])
-        return self._shape
 
 # %% ../nbs/01_decode.ipynb #c9cb923e
 def _boxes(data:bytes, start:int, end:int):
@@ -532,6 +562,7 @@ def _boxes(data:bytes, start:int, end:int):
         yield kind, i + header, i + size
         i += size
 
+# %% ../nbs/01_decode.ipynb #ed8c98d0
 def mp4_sample_offsets(path) -> list[tuple[int, int]]:
     "(byte offset, size) of every sample (frame packet) of the first video track of an mp4."
     data = Path(path).read_bytes()
@@ -564,6 +595,7 @@ def mp4_sample_offsets(path) -> list[tuple[int, int]]:
             out.append((offset, sizes[sample])); offset += sizes[sample]; sample += 1
     return out
 
+# %% ../nbs/01_decode.ipynb #162abb0d
 def damage_samples(path, # an mp4 file, changed in place
                    frames:Sequence[int], # frame (sample) indices whose packets to damage
                    seed:int=0, # seed of the overwritten bytes

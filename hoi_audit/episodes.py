@@ -98,8 +98,10 @@ PRESETS = {  # size -> (train_full episodes, train_full failures, heldout episod
 }
 WORLD_SEED = 20260707  # fixes the world (rotation, command direction, instruction means) so all sizes and seeds share it
 
+# %% ../nbs/03b_episodes.ipynb #41d13d1f
 def _sigmoid(x): return 1.0 / (1.0 + np.exp(-x))
 
+# %% ../nbs/03b_episodes.ipynb #7e5aa9d5
 def _world(latent_dim:int, n_instructions:int):
     rng = np.random.default_rng([WORLD_SEED, latent_dim, n_instructions])
     rotation, _ = np.linalg.qr(rng.normal(size=(latent_dim, latent_dim)))
@@ -108,6 +110,7 @@ def _world(latent_dim:int, n_instructions:int):
     instruction_means = rng.normal(scale=0.7, size=(n_instructions, latent_dim)); instruction_means[:, :2] = 0
     return rotation, lift_direction, nuisance_map, instruction_means
 
+# %% ../nbs/03b_episodes.ipynb #4fa2cbfb
 def _simulate(rng, n:int, n_fail:int, world, n_bins:int, missing_language:float):
     rotation, lift_direction, nuisance_map, instruction_means = world
     D = rotation.shape[0]
@@ -134,6 +137,7 @@ def _simulate(rng, n:int, n_fail:int, world, n_bins:int, missing_language:float)
     language = np.where(rng.random(n) < missing_language, -1, instruction).astype(np.int64)
     return latents.astype(np.float32), commands.astype(np.float32), success, language, length_bin
 
+# %% ../nbs/03b_episodes.ipynb #207c7a44
 def make_episodes(size:str="tiny", # one of PRESETS: tiny (CI), small (experiments), full (the seed's scale)
                   seed:int=0, # draws the episodes (the world itself is fixed)
                   latent_dim:int=16, # D, the visual latent's dimension (>= 3)
@@ -156,13 +160,13 @@ def make_episodes(size:str="tiny", # one of PRESETS: tiny (CI), small (experimen
 # %% ../nbs/03b_episodes.ipynb #a5baeb3e
 AUDIT_FORMAT = "hoi_audit.episodes/1"  # the format tag in outcome_audit.json
 ARRAY_FILES = ("episodes.npz", "episodes.parquet")  # the accepted array files, in order of preference
-
 def _array_file(folder:Path) -> Path:
     found = [folder / name for name in ARRAY_FILES if (folder / name).exists()]
     if not found: raise DataError(f"{folder}: no episode arrays (expected one of {list(ARRAY_FILES)})")
     if len(found) > 1: raise DataError(f"{folder}: both {ARRAY_FILES[0]} and {ARRAY_FILES[1]}; keep one")
     return found[0]
 
+# %% ../nbs/03b_episodes.ipynb #c1ee2d26
 def _read_arrays(path:Path) -> dict:
     required = ("episode_id", "latents", "commands", "language", "length_bin")
     if path.suffix == ".npz":
@@ -184,6 +188,7 @@ def _read_arrays(path:Path) -> dict:
     arrays["length_bin"] = df["length_bin"].to_numpy()
     return arrays
 
+# %% ../nbs/03b_episodes.ipynb #6fbf8dfa
 def _read_sidecar(path:Path, column:str) -> pd.DataFrame:
     if not path.exists(): raise DataError(f"{path}: file not found")
     try: df = pd.read_csv(path, dtype={"episode_id": str})
@@ -192,6 +197,7 @@ def _read_sidecar(path:Path, column:str) -> pd.DataFrame:
     if df["episode_id"].duplicated().any(): raise DataError(f"{path}: duplicate episode_id {df['episode_id'][df['episode_id'].duplicated()].iloc[0]!r}")
     return df.set_index("episode_id")[column]
 
+# %% ../nbs/03b_episodes.ipynb #bb0f996a
 def _as_int64(values, path, field) -> np.ndarray:
     a = np.asarray(values)
     if a.dtype.kind == "f":
@@ -199,6 +205,7 @@ def _as_int64(values, path, field) -> np.ndarray:
     elif a.dtype.kind not in "iub": raise DataError(f"{path}: field {field!r} must hold integers, got {a.dtype}")
     return a.astype(np.int64)
 
+# %% ../nbs/03b_episodes.ipynb #4118fdec
 def _load_folder(folder:Path) -> Episodes:
     "Read arrays + sidecars into Episodes (no pin check)."
     path = _array_file(folder)
@@ -224,12 +231,14 @@ def _load_folder(folder:Path) -> Episodes:
     validate_episodes(ep, where=str(path))
     return ep
 
+# %% ../nbs/03b_episodes.ipynb #493b7106
 def _audit(folder:Path, ep:Episodes) -> dict:
     files = {p.name: sha256_file(p) for p in (_array_file(folder), folder / "split.csv", folder / "labels.csv")}
     counts = {s: {"episodes": int((ep.split == s).sum()), "failures": int(((ep.split == s) & ~ep.success).sum())} for s in SPLITS}
     return {"format": AUDIT_FORMAT, "files": files, "counts": counts,
             "shape": {"n_bins": ep.n_bins, "latent_dim": ep.latent_dim, "command_dim": COMMAND_DIM}}
 
+# %% ../nbs/03b_episodes.ipynb #f3032cfc
 def pin_episodes(folder, # a folder with episode arrays, split.csv and labels.csv
                 ) -> Path: # the written outcome_audit.json
     "Validate a folder of episodes and write its `outcome_audit.json` (SHA-256 of the arrays, split and label sidecars)."
@@ -237,6 +246,7 @@ def pin_episodes(folder, # a folder with episode arrays, split.csv and labels.cs
     if not folder.is_dir(): raise DataError(f"{folder}: not a folder of episodes")
     return write_json(folder / "outcome_audit.json", _audit(folder, _load_folder(folder)))
 
+# %% ../nbs/03b_episodes.ipynb #f00a1ff9
 def write_episodes(ep:Episodes, # the episodes to write
                    folder, # the destination folder (created)
                    format:str="npz", # "npz" or "parquet" for the arrays
@@ -258,6 +268,7 @@ def write_episodes(ep:Episodes, # the episodes to write
     pin_episodes(folder)
     return folder
 
+# %% ../nbs/03b_episodes.ipynb #b2c5176b
 def read_episodes(folder, # a folder written by `write_episodes` or pinned by `pin_episodes`
                  ) -> Episodes:
     "Read a folder of episodes, verifying `outcome_audit.json`'s pins first (`PinMismatch` names the changed file)."

@@ -19,7 +19,7 @@ from .stats import topk_accuracy
 # %% auto #0
 __all__ = ['INPUTS', 'VECTOR_INPUTS', 'ARCHITECTURES', 'CHECK_CONFIG', 'video_window_tokens', 'history_token_matrix',
            'input_blocks', 'TrainConfig', 'AnticipationModel', 'fit_token_pca', 'reduce_tokens',
-           'AnticipatorContractError', 'Anticipator', 'fit_network', 'fit_anticipation', 'register_architecture',
+           'AnticipatorContractError', 'Anticipator', 'fit_anticipation', 'fit_network', 'register_architecture',
            'network_architecture', 'load_factory', 'user_architecture', 'architecture', 'check_anticipator',
            'verb_scores', 'anticipation_metrics']
 
@@ -115,6 +115,7 @@ class TrainConfig:
         if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError("epochs, batch_size and n_layers must be >= 1")
         if self.video_dim < 0: raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
 
+# %% ../nbs/06_models.ipynb #84b2124e
 class AnticipationModel(nn.Module):
     "Transformer fusion of any subset of {video tokens, history tokens, state, ...} into action logits."
     def __init__(self, n_classes:int, # number of action classes (logit width)
@@ -170,6 +171,7 @@ def fit_token_pca(tokens:np.ndarray, # (n_queries, n_tokens, D) training video t
     pca = PCA(k, svd_solver="randomized", random_state=seed).fit(rows)
     return pca.mean_.astype(np.float32), pca.components_.T.astype(np.float32)
 
+# %% ../nbs/06_models.ipynb #fc845d7d
 def reduce_tokens(tokens:np.ndarray, # (n_queries, n_tokens, D)
                   mean:np.ndarray, # (D,) from `fit_token_pca`
                   components:np.ndarray, # (D, k)
@@ -181,9 +183,11 @@ def reduce_tokens(tokens:np.ndarray, # (n_queries, n_tokens, D)
 class AnticipatorContractError(DataError):
     "A model (an architecture or a user's factory) broke the anticipation contract; the message names what it broke."
 
+# %% ../nbs/06_models.ipynb #0adb5c5f
 def _tensors(blocks:Sequence[Block]) -> dict:
     return {b.name: np.asarray(b.data) for b in blocks}
 
+# %% ../nbs/06_models.ipynb #9e5dcf80
 def _check_inputs(blocks:Sequence[Block], condition:Condition) -> dict:
     blocks = condition.check(blocks)
     names = [b.name for b in blocks]
@@ -197,6 +201,7 @@ def _check_inputs(blocks:Sequence[Block], condition:Condition) -> dict:
         if k != "history" and not np.isfinite(v).all(): raise DataError(f"condition {condition.name!r}: block {k!r} has NaN/inf values")
     return arrays
 
+# %% ../nbs/06_models.ipynb #ef04ff4a
 @dataclass
 class Anticipator:
     "A trained anticipation model with the condition it was trained under and its input normalisation."
@@ -244,6 +249,7 @@ class Anticipator:
             out = [self.model(**{k: v[i:i + batch_size] for k, v in inputs.items()}) for i in range(0, n, batch_size)]
         return torch.cat(out).float().numpy() if out else np.zeros((0, self.n_classes), np.float32)
 
+# %% ../nbs/06_models.ipynb #4664f997
 def _validation_videos(groups:np.ndarray, fraction:float, seed:int) -> np.ndarray:
     "A boolean mask of the queries whose group (session or participant) is held out for validation (at least one, never all)."
     videos = np.unique(groups)
@@ -252,6 +258,7 @@ def _validation_videos(groups:np.ndarray, fraction:float, seed:int) -> np.ndarra
     held = np.random.default_rng(seed).choice(videos, size=k, replace=False)
     return np.isin(groups, held)
 
+# %% ../nbs/06_models.ipynb #4527cd38
 def _checked_logits(model:nn.Module, inputs:dict, n_classes:int, name:str) -> torch.Tensor:
     "The network's logits for `inputs`, or an `AnticipatorContractError` that says what the network broke."
     try: out = model(**inputs)
@@ -264,12 +271,10 @@ def _checked_logits(model:nn.Module, inputs:dict, n_classes:int, name:str) -> to
     if not out.is_floating_point(): raise AnticipatorContractError(f"{name}: forward returned {out.dtype} logits, expected floating point")
     return out
 
-def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name="transformer") -> Anticipator:
-    seed_everything(seed)
-    val = _validation_videos(groups, config.val_fraction, seed)
-    fit_rows = ~val
+# %% ../nbs/06_models.ipynb #c9ea977f
+def _standardise(arrays:dict, fit_rows:np.ndarray, config:TrainConfig, seed:int) -> tuple:
+    "The video's principal components and every float input's mean and std, from the fitting rows only; the arrays with the video reduced."
     normalisation, projection = {}, {}
-    input_shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
     if "video" in arrays and 0 < config.video_dim < arrays["video"].shape[-1]:
         projection["video"] = fit_token_pca(arrays["video"][fit_rows], config.video_dim, seed)
         arrays = {**arrays, "video": reduce_tokens(arrays["video"], *projection["video"])}
@@ -278,18 +283,12 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name
         v = np.asarray(v, dtype=np.float32)[fit_rows]
         axes = tuple(range(v.ndim - 1))
         normalisation[k] = (v.mean(axis=axes).astype(np.float32), (v.std(axis=axes) + 1e-6).astype(np.float32))
-    shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
-    model = AnticipationModel(n_classes, shapes, config) if build is None else build(shapes, n_classes, config, seed)
-    if not isinstance(model, nn.Module): raise AnticipatorContractError(f"{name}: the factory returned {type(model).__name__}, not a torch.nn.Module")
-    if not any(p.requires_grad for p in model.parameters()): raise AnticipatorContractError(f"{name}: the network has no trainable parameters")
-    result = Anticipator(model, condition, normalisation, n_classes=n_classes, name=name)
-    X = result._torch_inputs(arrays)     # already reduced: the projection is attached after
-    result.projection, result.input_shapes = projection, input_shapes
-    Y = torch.as_tensor(y)
-    train_idx, val_idx = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
-    if build is not None:              # a shape check before training (eval mode draws no random numbers)
-        model.eval()
-        with torch.no_grad(): _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
+    return arrays, normalisation, projection
+
+# %% ../nbs/06_models.ipynb #8f11ba8d
+def _train_epochs(model:nn.Module, result:Anticipator, X:dict, Y:torch.Tensor, train_idx:torch.Tensor, val_idx:torch.Tensor,
+                  config:TrainConfig, seed:int, name:str):
+    "AdamW on shuffled mini-batches with early stopping on the validation cross-entropy; the best epoch's weights are loaded, the epochs recorded in `result`."
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
     train_loss = getattr(model, "training_loss", None)    # a network with its own objective (a diffusion head); else cross-entropy
@@ -320,8 +319,30 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name
     if best_state is None: raise AnticipatorContractError(f"{name}: no epoch gave a finite validation loss")
     model.load_state_dict(best_state)
     model.eval()
+
+# %% ../nbs/06_models.ipynb #21bdc826
+def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name="transformer") -> Anticipator:
+    seed_everything(seed)
+    val = _validation_videos(groups, config.val_fraction, seed)
+    fit_rows = ~val
+    input_shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
+    arrays, normalisation, projection = _standardise(arrays, fit_rows, config, seed)
+    shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
+    model = AnticipationModel(n_classes, shapes, config) if build is None else build(shapes, n_classes, config, seed)
+    if not isinstance(model, nn.Module): raise AnticipatorContractError(f"{name}: the factory returned {type(model).__name__}, not a torch.nn.Module")
+    if not any(p.requires_grad for p in model.parameters()): raise AnticipatorContractError(f"{name}: the network has no trainable parameters")
+    result = Anticipator(model, condition, normalisation, n_classes=n_classes, name=name)
+    X = result._torch_inputs(arrays)     # already reduced: the projection is attached after
+    result.projection, result.input_shapes = projection, input_shapes
+    Y = torch.as_tensor(y)
+    train_idx, val_idx = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
+    if build is not None:              # a shape check before training (eval mode draws no random numbers)
+        model.eval()
+        with torch.no_grad(): _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
+    _train_epochs(model, result, X, Y, train_idx, val_idx, config, seed, name)
     return result
 
+# %% ../nbs/06_models.ipynb #63b98730
 def _prepare(condition, blocks, targets, n_classes, groups) -> tuple:
     arrays = _check_inputs(blocks, condition)
     y = np.array(targets, dtype=np.int64)   # a writable copy: torch shares its memory
@@ -331,6 +352,23 @@ def _prepare(condition, blocks, targets, n_classes, groups) -> tuple:
     if y.min() < 0 or y.max() >= n_classes: raise DataError(f"targets outside [0, {n_classes})")
     return arrays, y, np.arange(n) if groups is None else np.asarray(groups)
 
+# %% ../nbs/06_models.ipynb #e1a52d4c
+def fit_anticipation(condition:Condition, # the training condition (the provenance guard)
+                     blocks:Sequence[Block], # input blocks of the train queries
+                     targets, # target class id per train query
+                     n_classes:int, # number of action classes
+                     groups=None, # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
+                     config:TrainConfig=TrainConfig(), # sizes and optimisation
+                     seed:int=42, # the seed (model init, validation videos, shuffling, dropout)
+                    ) -> Anticipator:
+    "Train an `AnticipationModel` (transformer fusion) on the blocks with early stopping on held-out train groups; deterministic for a seed."
+    arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try: return _fit(condition, arrays, y, n_classes, groups, config, seed)
+    finally: torch.set_num_threads(threads)
+
+# %% ../nbs/06_models.ipynb #6204a466
 def fit_network(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module whose forward(**inputs) gives logits
                 condition:Condition, # the training condition (the provenance guard)
                 blocks:Sequence[Block], # input blocks of the train queries
@@ -348,24 +386,8 @@ def fit_network(build:Callable, # build(shapes, n_classes, config, seed) -> nn.M
     try: return _fit(condition, arrays, y, n_classes, groups, config, seed, build, name)
     finally: torch.set_num_threads(threads)
 
-def fit_anticipation(condition:Condition, # the training condition (the provenance guard)
-                     blocks:Sequence[Block], # input blocks of the train queries
-                     targets, # target class id per train query
-                     n_classes:int, # number of action classes
-                     groups=None, # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
-                     config:TrainConfig=TrainConfig(), # sizes and optimisation
-                     seed:int=42, # the seed (model init, validation videos, shuffling, dropout)
-                    ) -> Anticipator:
-    "Train an `AnticipationModel` (transformer fusion) on the blocks with early stopping on held-out train groups; deterministic for a seed."
-    arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(config.threads)
-    try: return _fit(condition, arrays, y, n_classes, groups, config, seed)
-    finally: torch.set_num_threads(threads)
-
 # %% ../nbs/06_models.ipynb #e95e4bc0
 ARCHITECTURES = {}  # name -> fit function with `fit_anticipation`'s contract
-
 def register_architecture(name:str, # the name audits refer to (AuditConfig.architecture)
                           fit:Callable, # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
                          ) -> Callable:
@@ -375,6 +397,7 @@ def register_architecture(name:str, # the name audits refer to (AuditConfig.arch
     ARCHITECTURES[name] = fit
     return fit
 
+# %% ../nbs/06_models.ipynb #3cc90cb3
 def network_architecture(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module
                          name:str, # what errors and records call it
                         ) -> Callable:
@@ -384,6 +407,7 @@ def network_architecture(build:Callable, # build(shapes, n_classes, config, seed
     fit.__name__, fit.__doc__, fit.network = f"fit_{name}", f"Train the {name!r} network with `fit_network`.", build
     return fit
 
+# %% ../nbs/06_models.ipynb #562fae94
 def load_factory(spec:str, # 'package.module:factory' (importable, or found from the working directory) or 'path/to/file.py:factory'
                 ) -> Callable:
     "The callable a 'module:attribute' spec names, with an error that says which part could not be found."
@@ -407,6 +431,7 @@ def load_factory(spec:str, # 'package.module:factory' (importable, or found from
     if not callable(factory): raise DataError(f"model {spec!r}: {attr!r} is a {type(factory).__name__}, not a callable factory")
     return factory
 
+# %% ../nbs/06_models.ipynb #4291dd99
 def user_architecture(spec:str, # 'package.module:factory': factory(shapes, n_classes, seed) -> nn.Module
                      ) -> Callable:
     "A user's network as an architecture: built by their factory, trained by the shared trainer with the audit's budget."
@@ -417,6 +442,7 @@ def user_architecture(spec:str, # 'package.module:factory': factory(shapes, n_cl
             raise AnticipatorContractError(f"{spec}: factory(shapes={dict(shapes)}, n_classes={n_classes}, seed={seed}) raised {type(e).__name__}: {e}") from e
     return network_architecture(build, spec)
 
+# %% ../nbs/06_models.ipynb #19d84271
 def architecture(name:str, # a registered name, or a user's 'package.module:factory'
                 ) -> Callable:
     "The fit function of a registered architecture, or of a user's network factory."
@@ -431,7 +457,6 @@ register_architecture("transformer", fit_anticipation)
 # %% ../nbs/06_models.ipynb #4b4083ae
 CHECK_CONFIG = TrainConfig(d_model=16, n_heads=2, n_layers=1, dropout=0.1, epochs=12, batch_size=32, lr=5e-3, patience=12,
                            val_fraction=0.2, video_dim=0)  # the checker's budget: seconds per architecture
-
 def _planted_blocks(n:int, n_classes:int, seed:int, source:str="oracle") -> tuple:
     "Random blocks of every input, whose target is the latest history item: a model that reads its history can learn it."
     rng = np.random.default_rng(seed)
@@ -444,29 +469,10 @@ def _planted_blocks(n:int, n_classes:int, seed:int, source:str="oracle") -> tupl
               "state": Block("state", source, rng.standard_normal((n, 5)).astype(np.float32))}
     return blocks, y
 
-def check_anticipator(arch, # a registered name, 'package.module:factory', or a fit function with `fit_anticipation`'s contract
-                      config:TrainConfig=CHECK_CONFIG, # the training budget of the checks
-                      n_classes:int=5, # classes of the planted task
-                      min_act1:float=60.0, # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
-                     ) -> dict: # check name -> what was measured
-    "Check the anticipation contract (shapes, seeding, determinism, provenance, input subsets, batch independence, learning); raise `AnticipatorContractError` naming the first broken check."
-    name = arch if isinstance(arch, str) else getattr(arch, "__name__", type(arch).__name__)
-    fit = architecture(arch) if isinstance(arch, str) else arch
-    if not callable(fit): raise AnticipatorContractError(f"{name}: not callable")
-    def fail(check, why): raise AnticipatorContractError(f"{name} breaks the contract: {check}: {why}")
-    (train, y), (test, y_test) = _planted_blocks(240, n_classes, 0), _planted_blocks(120, n_classes, 1)
+# %% ../nbs/06_models.ipynb #5e7d1d79
+def _check_behaviour(run:Callable, logits:Callable, fail:Callable, test:dict, y_test:np.ndarray, n_classes:int, min_act1:float) -> dict:
+    "`check_anticipator`'s first checks, on one model with every input: shapes, determinism, seeding, batch independence, reading, learning."
     every = ("video", "history", "state")
-    oracle = Condition("check_oracle", {"video", "oracle"}, deployable=False)
-    groups = np.arange(240) // 8
-    def run(inputs, seed, cfg=config, condition=oracle):
-        try: return fit(condition, [train[k] for k in inputs], y, n_classes, groups, cfg, seed)
-        except (ProvenanceError, AnticipatorContractError): raise
-        except Exception as e: fail(f"fit on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
-    def logits(model, inputs, blocks=test, rows=slice(None)):
-        try: out = model.predict_logits([Block(k, blocks[k].source, blocks[k].data[rows]) for k in inputs])
-        except (ProvenanceError, AnticipatorContractError): raise
-        except Exception as e: fail(f"predict_logits on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
-        return np.asarray(out)
     report = {}
     first = run(every, 42)
     out = logits(first, every)
@@ -487,6 +493,13 @@ def check_anticipator(arch, # a registered name, 'package.module:factory', or a 
     act1 = 100 * float(np.mean(out.argmax(1) == y_test))
     if act1 < min_act1: fail("learning", f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance {100 / n_classes:.0f}%; needs {min_act1:.0f}%)")
     report["act1_planted"] = act1
+    return report
+
+# %% ../nbs/06_models.ipynb #dc743a1d
+def _check_subsets_and_guard(run:Callable, logits:Callable, fail:Callable, fit:Callable, train:dict, test:dict, y:np.ndarray,
+                             n_classes:int, groups:np.ndarray, config:TrainConfig) -> dict:
+    "`check_anticipator`'s last checks, one epoch each: every single input alone, and the provenance guard at fit and at test."
+    every, n_test, report = ("video", "history", "state"), len(test["history"].data), {}
     quick = replace(config, epochs=1)
     for k in every:                                      # every single input alone: a model must not need a block its condition does not give
         m = run((k,), 42, quick, Condition(f"check_{k}", {"video", "oracle"}, deployable=False))
@@ -507,6 +520,33 @@ def check_anticipator(arch, # a registered name, 'package.module:factory', or a 
     report["provenance"] = "refuses oracle blocks under a deployable condition, at fit and at test"
     return report
 
+# %% ../nbs/06_models.ipynb #dee036f5
+def check_anticipator(arch, # a registered name, 'package.module:factory', or a fit function with `fit_anticipation`'s contract
+                      config:TrainConfig=CHECK_CONFIG, # the training budget of the checks
+                      n_classes:int=5, # classes of the planted task
+                      min_act1:float=60.0, # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
+                     ) -> dict: # check name -> what was measured
+    "Check the anticipation contract (shapes, seeding, determinism, provenance, input subsets, batch independence, learning); raise `AnticipatorContractError` naming the first broken check."
+    name = arch if isinstance(arch, str) else getattr(arch, "__name__", type(arch).__name__)
+    fit = architecture(arch) if isinstance(arch, str) else arch
+    if not callable(fit): raise AnticipatorContractError(f"{name}: not callable")
+    def fail(check, why): raise AnticipatorContractError(f"{name} breaks the contract: {check}: {why}")
+    (train, y), (test, y_test) = _planted_blocks(240, n_classes, 0), _planted_blocks(120, n_classes, 1)
+    oracle = Condition("check_oracle", {"video", "oracle"}, deployable=False)
+    groups = np.arange(240) // 8
+    def run(inputs, seed, cfg=config, condition=oracle):
+        try: return fit(condition, [train[k] for k in inputs], y, n_classes, groups, cfg, seed)
+        except (ProvenanceError, AnticipatorContractError): raise
+        except Exception as e: fail(f"fit on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+    def logits(model, inputs, blocks=test, rows=slice(None)):
+        try: out = model.predict_logits([Block(k, blocks[k].source, blocks[k].data[rows]) for k in inputs])
+        except (ProvenanceError, AnticipatorContractError): raise
+        except Exception as e: fail(f"predict_logits on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+        return np.asarray(out)
+    report = _check_behaviour(run, logits, fail, test, y_test, n_classes, min_act1)
+    report.update(_check_subsets_and_guard(run, logits, fail, fit, train, test, y, n_classes, groups, config))
+    return report
+
 # %% ../nbs/06_models.ipynb #9ef0e2d6
 def verb_scores(logits:np.ndarray, # (n, n_classes) action logits
                 verb_of:np.ndarray, # class id -> verb id
@@ -524,6 +564,7 @@ def verb_scores(logits:np.ndarray, # (n, n_classes) action logits
         out[:, v] = (m + np.log(np.exp(cols - m).sum(axis=1, keepdims=True)))[:, 0]
     return out
 
+# %% ../nbs/06_models.ipynb #35fdea09
 def anticipation_metrics(logits:np.ndarray, # (n, n_classes) action logits
                          targets, # target class id per query
                          verb_of:np.ndarray, # class id -> verb id (`dataset.verb_of`)

@@ -49,7 +49,6 @@ def read_mapping(path, # a mapping.txt: `<id> <name>` per line
 
 # %% ../nbs/02_procedural.ipynb #5223f59d
 DEFAULT_BACKGROUND = frozenset({"sil", "background", "action_start", "action_end"})  # lower-cased names treated as background
-
 def background_ids(classes:Sequence[str], # class names, index = class id
                    background:Iterable|None=None, # names or ids; None: the default names (SIL, background, action_start, action_end)
                   ) -> frozenset: # the background class ids
@@ -65,6 +64,7 @@ def background_ids(classes:Sequence[str], # class names, index = class id
         else: raise DataError(f"background class {b!r} is not in the mapping")
     return frozenset(ids)
 
+# %% ../nbs/02_procedural.ipynb #54f33d73
 def verb_map(classes:Sequence[str], # class names, index = class id
              background:frozenset=frozenset(), # background class ids (each is its own verb)
              verbs:Mapping[str, str]|Callable[[str], str]|None=None, # class name -> verb; None: first token of `verb_noun`
@@ -81,7 +81,6 @@ def verb_map(classes:Sequence[str], # class names, index = class id
 
 # %% ../nbs/02_procedural.ipynb #73372106
 _BUNDLE = re.compile(r"(?P<part>[A-Za-z]+)\.split(?P<split>\d+)\.bundle")
-
 def read_bundle(path) -> list[str]:
     "The video names (without `.txt`) listed in one bundle file, in file order."
     path = Path(path)
@@ -91,6 +90,7 @@ def read_bundle(path) -> list[str]:
     if dupes: raise DataError(f"{path}: videos listed twice: {dupes[:5]}")
     return names
 
+# %% ../nbs/02_procedural.ipynb #dbb76e9e
 def read_splits(folder, # the `splits/` folder
                ) -> dict[int, dict[str, list[str]]]: # split number -> part ('train', 'test', ...) -> video names
     "Read every `<part>.split<N>.bundle` of an MS-TCN `splits/` folder."
@@ -157,7 +157,6 @@ def segments_of(labels:np.ndarray, # class id per frame
 # %% ../nbs/02_procedural.ipynb #400e5e8d
 ORIENTATIONS = ("auto", "DxT", "TxD")
 DEFAULT_LENGTH_TOLERANCE = 10  # frames of feature/label length difference trimmed from the end; more is an error
-
 @dataclass(frozen=True)
 class Trim:
     "How a video's labels and features were cut to one length (frames are dropped from the end)."
@@ -169,6 +168,7 @@ class Trim:
     @property
     def features_dropped(self) -> int: return self.feature_frames - self.n_frames
 
+# %% ../nbs/02_procedural.ipynb #b90aa947
 def open_features(path) -> np.memmap:
     "Memory-map a `.npy` feature file (nothing is read); a missing or unreadable file, or one that is not 2-D, is a `DataError`."
     path = Path(path)
@@ -179,6 +179,7 @@ def open_features(path) -> np.memmap:
     if not np.issubdtype(array.dtype, np.number): raise DataError(f"{path}: features must be numeric, got dtype {array.dtype}")
     return array
 
+# %% ../nbs/02_procedural.ipynb #1e9a2686
 def time_axis(shape:tuple, # the stored (2-D) shape
               n_labels:int, # frames in the label file
               tolerance:int=DEFAULT_LENGTH_TOLERANCE, # frames of difference allowed
@@ -189,6 +190,7 @@ def time_axis(shape:tuple, # the stored (2-D) shape
     if not any(fits): raise ValueError(f"neither axis of shape {tuple(shape)} is within {tolerance} frames of the {n_labels} label frames")
     return fits.index(True)
 
+# %% ../nbs/02_procedural.ipynb #265d542d
 def first_nonfinite(array:np.ndarray, # features, T x D or D x T (a memory map is fine)
                     time_axis:int=0, # which axis is time
                     chunk_bytes:int=1 << 24, # bytes examined at once, so a check holds at most this much extra memory
@@ -206,20 +208,9 @@ def first_nonfinite(array:np.ndarray, # features, T x D or D x T (a memory map i
             bad_frames.append(int(axis_hits.min()))
     return bad_count, (min(bad_frames) if bad_frames else -1)
 
-# %% ../nbs/02_procedural.ipynb #462c710f
-class Video:
-    "One video of a `ProceduralDataset`: lazy labels, segments, transcript, participant/task, and memory-mapped features."
-    def __init__(self, dataset:ProceduralDataset, name:str):
-        self.dataset, self.name = dataset, name
-        self.participant, self.task = parse_video_name(name, dataset.name_patterns)
-        self._labels = self._segments = self._trim = self._time_axis = None
-        self._features_checked = False
-
-    @property
-    def label_path(self) -> Path: return self.dataset.root / "groundTruth" / f"{self.name}.txt"
-    @property
-    def feature_path(self) -> Path|None: return self.dataset.features_dir / f"{self.name}.npy" if self.dataset.has_features else None
-
+# %% ../nbs/02_procedural.ipynb #adb90827
+class _LazyLabels:
+    "`Video`'s labels, read on first access and cut to the feature length; segments and transcript from them."
     def _load(self):
         labels = read_label_file(self.label_path, self.dataset.class_id)
         if self.dataset.has_features:
@@ -261,6 +252,20 @@ class Video:
         "The segment labels in order, background included."
         return tuple(int(c) for c in self.segments[:, 2])
 
+# %% ../nbs/02_procedural.ipynb #462c710f
+class Video(_LazyLabels):
+    "One video of a `ProceduralDataset`: lazy labels, segments, transcript, participant/task, and memory-mapped features."
+    def __init__(self, dataset:ProceduralDataset, name:str):
+        self.dataset, self.name = dataset, name
+        self.participant, self.task = parse_video_name(name, dataset.name_patterns)
+        self._labels = self._segments = self._trim = self._time_axis = None
+        self._features_checked = False
+
+    @property
+    def label_path(self) -> Path: return self.dataset.root / "groundTruth" / f"{self.name}.txt"
+    @property
+    def feature_path(self) -> Path|None: return self.dataset.features_dir / f"{self.name}.npy" if self.dataset.has_features else None
+
     def features(self) -> np.ndarray:
         "The video's features, T x D, memory-mapped and trimmed to `n_frames`; checked for NaN/inf on the first call."
         if not self.dataset.has_features: raise DataError(f"{self.dataset.root}: dataset {self.dataset.name!r} has no features folder")
@@ -279,37 +284,9 @@ class Video:
         state = f"{len(self._labels)} frames" if self._labels is not None else "not read"
         return f"Video({self.name!r}, {state})"
 
-# %% ../nbs/02_procedural.ipynb #2b4bfdc1
-class ProceduralDataset:
-    "A procedural-video dataset in the MS-TCN layout: label map, background classes, verbs, splits, and lazy `Video`s."
-    def __init__(self, root:Path, name:str, classes:list[str], background:frozenset, verb_names:list[str], verb_of:np.ndarray,
-                 splits:dict, videos:list[str], features_dir:Path|None, length_tolerance:int, orientation:str, name_patterns):
-        self.root, self.name, self.classes, self.background = root, name, classes, background
-        self.class_id = {c: i for i, c in enumerate(classes)}
-        self.verb_names, self.verb_of, self.splits, self.videos = verb_names, verb_of, splits, videos
-        self.features_dir, self.length_tolerance, self.orientation, self.name_patterns = features_dir, length_tolerance, orientation, name_patterns
-        self._video_names = set(videos)
-        self._videos, self._trims, self._dataset_time_axis = {}, {}, None
-
-    @property
-    def has_features(self) -> bool: return self.features_dir is not None
-    @property
-    def action_ids(self) -> list[int]: return [i for i in range(len(self.classes)) if i not in self.background]
-
-    def video(self, name:str) -> Video:
-        "The `Video` called `name` (without `.txt`)."
-        if name.endswith(".txt"): name = name[:-4]
-        if name not in self._videos:
-            if name not in self._video_names: raise KeyError(f"dataset {self.name!r} has no video {name!r}")
-            self._videos[name] = Video(self, name)
-        return self._videos[name]
-    def __len__(self): return len(self.videos)
-    def __iter__(self): return (self.video(n) for n in self.videos)
-    def __repr__(self):
-        return (f"ProceduralDataset({self.name!r}: {len(self.videos)} videos, {len(self.classes)} classes "
-                f"({len(self.background)} background), {len(self.verb_names)} verbs, splits {list(self.splits)}, "
-                f"{'features' if self.has_features else 'labels only'})")
-
+# %% ../nbs/02_procedural.ipynb #675e8c5f
+class _FeatureOrientation:
+    "`ProceduralDataset`'s rule for which axis of a feature file is time (per file, else from the whole dataset)."
     def _time_axis_of(self, path:Path, shape:tuple, n_labels:int) -> int:
         if self.orientation != "auto":
             axis = 1 if self.orientation == "DxT" else 0
@@ -338,6 +315,9 @@ class ProceduralDataset:
                                 "file has the same shape); pass orientation='DxT' or 'TxD'")
         return self._dataset_time_axis
 
+# %% ../nbs/02_procedural.ipynb #c8bfdfdd
+class _DatasetChecks:
+    "`ProceduralDataset`'s summaries over its videos: what was trimmed, and every problem at once."
     def trim_summary(self) -> pd.DataFrame:
         "One row per video trimmed so far (every trimmed video after `validate()`): frames in labels, features, kept, dropped."
         rows = [{"video": n, "label_frames": t.label_frames, "feature_frames": t.feature_frames, "n_frames": t.n_frames,
@@ -364,6 +344,37 @@ class ProceduralDataset:
             shown = "\n  ".join(problems[:20])
             raise DataError(f"{self.root}: {len(problems)} problems\n  {shown}" + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""))
         return pd.DataFrame(rows)
+
+# %% ../nbs/02_procedural.ipynb #2b4bfdc1
+class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
+    "A procedural-video dataset in the MS-TCN layout: label map, background classes, verbs, splits, and lazy `Video`s."
+    def __init__(self, root:Path, name:str, classes:list[str], background:frozenset, verb_names:list[str], verb_of:np.ndarray,
+                 splits:dict, videos:list[str], features_dir:Path|None, length_tolerance:int, orientation:str, name_patterns):
+        self.root, self.name, self.classes, self.background = root, name, classes, background
+        self.class_id = {c: i for i, c in enumerate(classes)}
+        self.verb_names, self.verb_of, self.splits, self.videos = verb_names, verb_of, splits, videos
+        self.features_dir, self.length_tolerance, self.orientation, self.name_patterns = features_dir, length_tolerance, orientation, name_patterns
+        self._video_names = set(videos)
+        self._videos, self._trims, self._dataset_time_axis = {}, {}, None
+
+    @property
+    def has_features(self) -> bool: return self.features_dir is not None
+    @property
+    def action_ids(self) -> list[int]: return [i for i in range(len(self.classes)) if i not in self.background]
+
+    def video(self, name:str) -> Video:
+        "The `Video` called `name` (without `.txt`)."
+        if name.endswith(".txt"): name = name[:-4]
+        if name not in self._videos:
+            if name not in self._video_names: raise KeyError(f"dataset {self.name!r} has no video {name!r}")
+            self._videos[name] = Video(self, name)
+        return self._videos[name]
+    def __len__(self): return len(self.videos)
+    def __iter__(self): return (self.video(n) for n in self.videos)
+    def __repr__(self):
+        return (f"ProceduralDataset({self.name!r}: {len(self.videos)} videos, {len(self.classes)} classes "
+                f"({len(self.background)} background), {len(self.verb_names)} verbs, splits {list(self.splits)}, "
+                f"{'features' if self.has_features else 'labels only'})")
 
 # %% ../nbs/02_procedural.ipynb #7d9a1364
 def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, optional features/)
@@ -425,15 +436,16 @@ def write_mstcn(root, # the dataset folder to write
         write_npy(root / "features" / f"{video}.npy", np.asarray(array).T if feature_layout == "DxT" else np.asarray(array))
     return root
 
-# %% ../nbs/02_procedural.ipynb #c289a107
-SEGMENT_HEADER = "video\tstart\tend\tlabel"   # the first line of segments.tsv.gz
-SPLIT_HEADER = "split\tpart\tentry"            # the first line of splits.tsv.gz
-
+# %% ../nbs/02_procedural.ipynb #dfef81d1
 def _gzip(text:str) -> bytes:
     "gzip `text` (UTF-8) with no timestamp and no file name, so equal text gives equal bytes."
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as f: f.write(text.encode("utf-8"))
     return buf.getvalue()
+
+# %% ../nbs/02_procedural.ipynb #c289a107
+SEGMENT_HEADER = "video\tstart\tend\tlabel"   # the first line of segments.tsv.gz
+SPLIT_HEADER = "split\tpart\tentry"            # the first line of splits.tsv.gz
 
 def pack_mstcn(root, # an MS-TCN folder (mapping.txt, groundTruth/, splits/)
                dest, # the folder to write mapping.txt, segments.tsv.gz, splits.tsv.gz (and PROVENANCE.txt) into
@@ -480,6 +492,7 @@ def _read_gzip_table(path, # a .tsv.gz table
         if len(row) != width: raise DataError(f"{path}: line {lineno} has {len(row)} fields; expected {width} ({header!r})")
     return rows
 
+# %% ../nbs/02_procedural.ipynb #f7e224d5
 def unpack_labels(packed, # a folder written by `pack_mstcn`
                   dest, # the MS-TCN folder to write (mapping.txt, groundTruth/, splits/)
                  ) -> Path:
@@ -547,6 +560,7 @@ def labels_pins(root, # an MS-TCN folder
 def _check_real_name(name:str):
     if name not in REAL_DATASETS: raise DataError(f"no shipped labels called {name!r}; the package ships {list(REAL_DATASETS)}")
 
+# %% ../nbs/02_procedural.ipynb #64fdfc7e
 def verify_shipped(name:str, # one of REAL_DATASETS
                    packed=None, # the folder to check (default: the shipped one)
                   ) -> Path: # the folder of the shipped files
@@ -582,8 +596,8 @@ def _check_rebuilt(root:Path, name:str, packed:Path):
     raise PinMismatch(f"{first}: the rebuilt {name} labels do not match their pin ({', '.join(bad)}; {len(differs)} files differ); "
                       f"delete {root} and it is rebuilt on next use")
 
+# %% ../nbs/02_procedural.ipynb #d0138dca
 _CHECKED = set()   # rebuilt folders already checked by this process
-
 def materialize_real_labels(name:str, # one of REAL_DATASETS
                             cache=None, # the cache root (default: labels_cache_dir())
                            ) -> Path: # the MS-TCN folder <cache>/labels/<key>/<name>

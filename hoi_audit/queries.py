@@ -28,20 +28,24 @@ QUERY_COLUMNS = ["video", "t", "target_start", "window_start", "window_end", "wi
                  "history_time", "n_frames", "elapsed_fraction"]
 SHORT_WINDOW = ("clip", "drop")
 
+# %% ../nbs/04_queries.ipynb #267d63b3
 def _horizon_targets(labels:np.ndarray, i:int, horizons:int) -> list[int]:
     "The labels of action i, i+1, ... i+horizons-1 (-1 past the end)."
     return [int(labels[i + h]) if i + h < len(labels) else -1 for h in range(horizons)]
 
+# %% ../nbs/04_queries.ipynb #b2a05a13
 def _window(t:int, window:int, gap:int) -> tuple[int, int]:
     end = max(t - gap, 0)
     return max(end - window, 0), end
 
+# %% ../nbs/04_queries.ipynb #f3a75c05
 def _check_args(window, gap, short_window, horizons):
     if not isinstance(window, (int, np.integer)) or window < 1: raise ValueError(f"window must be a positive number of frames, got {window!r}")
     if not isinstance(gap, (int, np.integer)) or gap < 0: raise ValueError(f"gap must be a non-negative number of frames, got {gap!r}")
     if short_window not in SHORT_WINDOW: raise ValueError(f"short_window must be one of {SHORT_WINDOW}, got {short_window!r}")
     if not isinstance(horizons, (int, np.integer)) or horizons < 1: raise ValueError(f"horizons must be >= 1, got {horizons!r}")
 
+# %% ../nbs/04_queries.ipynb #734f95fa
 def _videos_of(dataset, videos):
     if videos is None: return list(dataset.videos)
     if isinstance(videos, str): videos = [videos]
@@ -49,6 +53,7 @@ def _videos_of(dataset, videos):
     if unknown: raise DataError(f"{dataset.root}: dataset {dataset.name!r} has no video {unknown[0]!r} ({len(unknown)} unknown)")
     return list(videos)
 
+# %% ../nbs/04_queries.ipynb #6e9cad00
 def _frame(rows, horizons, dropped, source):
     cols = QUERY_COLUMNS + [f"target_h{h + 1}" for h in range(horizons)]
     df = pd.DataFrame(rows, columns=cols)
@@ -58,6 +63,7 @@ def _frame(rows, horizons, dropped, source):
     df.attrs.update(dropped={k: v for k, v in dropped.items() if v}, history_source=source, horizons=horizons)
     return df
 
+# %% ../nbs/04_queries.ipynb #b3bcdeda
 def next_action_queries(dataset, # a `ProceduralDataset` (labels are enough; features are never read)
                         videos:Sequence[str]|None=None, # video names; None: every video
                         window:int=32, # feature frames in the visual window
@@ -217,6 +223,7 @@ def lta_split(dataset, # a `ProceduralDataset`
     return pd.DataFrame(rows, columns=["video", "observe", "predict", "n_frames", "observed_end", "predict_end",
                                        "observed_transcript", "history"])
 
+# %% ../nbs/04_queries.ipynb #2c425bf2
 def lta_targets(dataset, # the dataset the split was made from
                 row, # one row of `lta_split`
                ) -> np.ndarray: # the frame labels to predict

@@ -28,6 +28,7 @@ def window_starts(n_frames:int, # frames available (the window must end at or be
     if window < 1 or stride < 1: raise ValueError(f"window and stride must be positive, got window={window}, stride={stride}")
     return np.arange(0, max(int(n_frames) - window + 1, 0), stride, dtype=np.int64)
 
+# %% ../nbs/05_recovery.ipynb #f6e5299b
 def window_labels(labels:np.ndarray, # class id per frame
                   window:int=16, # frames per window
                   stride:int=8, # frames between window starts
@@ -41,6 +42,7 @@ def window_labels(labels:np.ndarray, # class id per frame
     np.add.at(counts, (np.repeat(np.arange(len(runs)), window), runs.ravel()), 1)
     return counts.argmax(axis=1)
 
+# %% ../nbs/05_recovery.ipynb #9b3d29f0
 def feature_windows(features, # T x D features (a memory map is fine; only frames before `end` are read)
                     end:int, # windows end at or before this frame
                     window:int=16, # frames per window
@@ -88,60 +90,29 @@ def _train_videos(dataset, videos, split) -> tuple[list, int|None]:
     raise DataError(f"{dataset.root}: the videos given are not all train videos of one split (splits: {sorted(dataset.splits)}); "
                     "the recognizer is fitted on train videos only")
 
-class WindowRecognizer:
-    "The past-window labeler: time-pooled window features -> logistic regression over the classes; fitted on train videos only."
-    def __init__(self, pooling:str="mean", # how a window is pooled over time ('mean' or 'mean_std')
-                 C:float=1.0, # inverse L2 strength of the logistic regression
-                 max_windows:int=8000, # at most this many training windows (a seeded random subset)
-                 max_iter:int=300, # solver iterations
-                ):
-        if pooling not in POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        self.pooling, self.C, self.max_windows, self.max_iter = pooling, C, max_windows, max_iter
-        self.model = None
+# %% ../nbs/05_recovery.ipynb #7d16bba9
+def _training_windows(dataset, videos:Sequence[str], window:int, stride:int, pooling:str) -> tuple[np.ndarray, np.ndarray]:
+    "The pooled windows of the train videos and their majority labels (a video shorter than a window gives none)."
+    X, y = [], []
+    for name in videos:
+        video = dataset.video(name)
+        labels = window_labels(video.labels, window, stride)
+        if not len(labels): continue
+        X.append(pool_windows(feature_windows(video.features(), video.n_frames, window, stride), pooling))
+        y.append(labels)
+    if not X: raise DataError(f"{dataset.root}: no train video is as long as one window ({window} frames)")
+    return np.concatenate(X), np.concatenate(y)
 
-    def __repr__(self):
-        state = (f"fitted on {len(self.train_videos)} train videos of split {self.split}, window {self.window}, stride {self.stride}"
-                 if self.model is not None else "not fitted")
-        return f"WindowRecognizer({self.pooling}, {state})"
+# %% ../nbs/05_recovery.ipynb #3f93d79e
+def _argmax_allowed(log_proba:np.ndarray, allowed) -> np.ndarray:
+    if allowed is None: return log_proba.argmax(axis=1)
+    allowed = np.asarray(sorted(set(int(a) for a in allowed)), dtype=np.int64)
+    if not len(allowed): raise ValueError("allowed must name at least one class")
+    return allowed[log_proba[:, allowed].argmax(axis=1)]
 
-    def fit(self, dataset, # a `ProceduralDataset` with features
-            videos:Sequence[str]|None=None, # train videos; None: every train video of `split`
-            window:int=16, # frames per window
-            stride:int=8, # frames between window starts
-            seed:int=42, # seed of the training-window subset
-            split:int|None=None, # the split whose train part the videos must lie in
-           ) -> WindowRecognizer:
-        "Fit on the windows of the train videos (every window, labelled by its majority frame label)."
-        videos, self.split = _train_videos(dataset, videos, split)
-        if not videos: raise DataError(f"{dataset.root}: no train videos to fit the recognizer on")
-        self.window, self.stride, self.seed = int(window), int(stride), int(seed)
-        self.n_classes, self.background = len(dataset.classes), frozenset(dataset.background)
-        X, y = [], []
-        for name in videos:
-            video = dataset.video(name)
-            labels = window_labels(video.labels, self.window, self.stride)
-            if not len(labels): continue
-            X.append(pool_windows(feature_windows(video.features(), video.n_frames, self.window, self.stride), self.pooling))
-            y.append(labels)
-        if not X: raise DataError(f"{dataset.root}: no train video is as long as one window ({self.window} frames)")
-        X, y = np.concatenate(X), np.concatenate(y)
-        if len(y) > self.max_windows:
-            keep = np.sort(np.random.default_rng(self.seed).choice(len(y), self.max_windows, replace=False))
-            X, y = X[keep], y[keep]
-        if len(np.unique(y)) < 2: raise DataError(f"{dataset.root}: the train windows hold a single class ({dataset.classes[int(y[0])]}); nothing to recognize")
-        self.model = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter, tol=1e-3))
-        self.model.fit(X, y)
-        self.train_videos = frozenset(videos)
-        self.n_train_windows = len(y)
-        return self
-
-    def _check_fitted(self):
-        if self.model is None: raise ValueError("the WindowRecognizer is not fitted; call fit(dataset, split=...) first")
-
-    def for_video(self, name:str) -> WindowRecognizer:
-        "The recognizer that labels video `name` (this one; a `CrossFittedRecognizer` answers per video)."
-        return self
-
+# %% ../nbs/05_recovery.ipynb #ae972e88
+class _WindowPredictions:
+    "`WindowRecognizer`'s predictions: class log-probabilities of windows, the best class of a window or a segment."
     def log_proba_windows(self, windows, # (n, frames, D) feature windows
                          ) -> np.ndarray: # (n, n_classes) log-probabilities (-inf for classes absent from training)
         "Log-probability of every class for each window."
@@ -173,6 +144,9 @@ class WindowRecognizer:
             windows = sliding_window_view(frames, self.window, axis=0)[np.unique(starts)].transpose(0, 2, 1)
         return int(_argmax_allowed(self.log_proba_windows(windows).mean(axis=0, keepdims=True), allowed)[0])
 
+# %% ../nbs/05_recovery.ipynb #cdea6fc0
+class _WindowScoring:
+    "`WindowRecognizer`'s window accuracy on held-out videos (Table 3, first column)."
     def window_accuracy(self, dataset, # the dataset the videos belong to
                         videos:Sequence[str], # held-out videos (a split's test part)
                         allow_train:bool=False, # allow videos the recognizer was trained on
@@ -196,11 +170,52 @@ class WindowRecognizer:
         if not total: raise DataError(f"{dataset.root}: none of the {len(videos)} videos holds a whole window ({self.window} frames)")
         return 100.0 * hits / total
 
-def _argmax_allowed(log_proba:np.ndarray, allowed) -> np.ndarray:
-    if allowed is None: return log_proba.argmax(axis=1)
-    allowed = np.asarray(sorted(set(int(a) for a in allowed)), dtype=np.int64)
-    if not len(allowed): raise ValueError("allowed must name at least one class")
-    return allowed[log_proba[:, allowed].argmax(axis=1)]
+# %% ../nbs/05_recovery.ipynb #b193e635
+class WindowRecognizer(_WindowPredictions, _WindowScoring):
+    "The past-window labeler: time-pooled window features -> logistic regression over the classes; fitted on train videos only."
+    def __init__(self, pooling:str="mean", # how a window is pooled over time ('mean' or 'mean_std')
+                 C:float=1.0, # inverse L2 strength of the logistic regression
+                 max_windows:int=8000, # at most this many training windows (a seeded random subset)
+                 max_iter:int=300, # solver iterations
+                ):
+        if pooling not in POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.pooling, self.C, self.max_windows, self.max_iter = pooling, C, max_windows, max_iter
+        self.model = None
+
+    def __repr__(self):
+        state = (f"fitted on {len(self.train_videos)} train videos of split {self.split}, window {self.window}, stride {self.stride}"
+                 if self.model is not None else "not fitted")
+        return f"WindowRecognizer({self.pooling}, {state})"
+
+    def fit(self, dataset, # a `ProceduralDataset` with features
+            videos:Sequence[str]|None=None, # train videos; None: every train video of `split`
+            window:int=16, # frames per window
+            stride:int=8, # frames between window starts
+            seed:int=42, # seed of the training-window subset
+            split:int|None=None, # the split whose train part the videos must lie in
+           ) -> WindowRecognizer:
+        "Fit on the windows of the train videos (every window, labelled by its majority frame label)."
+        videos, self.split = _train_videos(dataset, videos, split)
+        if not videos: raise DataError(f"{dataset.root}: no train videos to fit the recognizer on")
+        self.window, self.stride, self.seed = int(window), int(stride), int(seed)
+        self.n_classes, self.background = len(dataset.classes), frozenset(dataset.background)
+        X, y = _training_windows(dataset, videos, self.window, self.stride, self.pooling)
+        if len(y) > self.max_windows:
+            keep = np.sort(np.random.default_rng(self.seed).choice(len(y), self.max_windows, replace=False))
+            X, y = X[keep], y[keep]
+        if len(np.unique(y)) < 2: raise DataError(f"{dataset.root}: the train windows hold a single class ({dataset.classes[int(y[0])]}); nothing to recognize")
+        self.model = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter, tol=1e-3))
+        self.model.fit(X, y)
+        self.train_videos = frozenset(videos)
+        self.n_train_windows = len(y)
+        return self
+
+    def _check_fitted(self):
+        if self.model is None: raise ValueError("the WindowRecognizer is not fitted; call fit(dataset, split=...) first")
+
+    def for_video(self, name:str) -> WindowRecognizer:
+        "The recognizer that labels video `name` (this one; a `CrossFittedRecognizer` answers per video)."
+        return self
 
 # %% ../nbs/05_recovery.ipynb #c8c5d930
 def window_accuracy_table(dataset, # a `ProceduralDataset` with features
@@ -222,10 +237,12 @@ def _history_segments(video, background:frozenset, with_background:bool) -> np.n
     seg = np.asarray(video.segments)
     return seg if with_background else seg[~np.isin(seg[:, 2], list(background))]
 
+# %% ../nbs/05_recovery.ipynb #dac57ed9
 def _aligned(queries:pd.DataFrame, values:dict) -> pd.Series:
     out = pd.Series([values[i] for i in queries.index], index=queries.index, name="history", dtype=object)
     return out
 
+# %% ../nbs/05_recovery.ipynb #ee6b4fdb
 def recover_history_boundary_aware(dataset, # the `ProceduralDataset` the queries were built on (with features)
                                    queries:pd.DataFrame, # queries with video, t, history [, history_time]
                                    recognizer:WindowRecognizer, # a fitted recognizer (or a `CrossFittedRecognizer`)
@@ -280,6 +297,7 @@ def collapse_window_labels(labels:Sequence[int], # class id per window, in time 
     background = set(int(b) for b in background)
     return tuple(c for c, _ in kept if c not in background)
 
+# %% ../nbs/05_recovery.ipynb #66e94e5e
 def recover_history_boundary_free(dataset, # the `ProceduralDataset` the queries were built on (with features)
                                   queries:pd.DataFrame, # queries with video and t
                                   recognizer:WindowRecognizer, # a fitted recognizer (or a `CrossFittedRecognizer`)
@@ -345,7 +363,6 @@ class CrossFittedRecognizer:
 
 # %% ../nbs/05_recovery.ipynb #69873253
 NOISE_KINDS = ("substitute", "delete", "insert")
-
 def noisy_history(histories, # GT histories (a Series or a list of tuples)
                   rate:float, # probability that an item is edited
                   n_classes:int, # classes 0..n_classes-1 that substitutions and insertions draw from
@@ -374,6 +391,7 @@ def noisy_history(histories, # GT histories (a Series or a list of tuples)
     result.attrs.update(source="oracle", noise_rate=float(rate), noise_seed=int(seed), edits=edits)
     return result
 
+# %% ../nbs/05_recovery.ipynb #3f796e81
 def edit_distance(a:Sequence, # one sequence
                   b:Sequence, # the other
                  ) -> int: # the Levenshtein distance (unit insert, delete, substitute)
@@ -386,6 +404,7 @@ def edit_distance(a:Sequence, # one sequence
         previous = current
     return previous[-1]
 
+# %% ../nbs/05_recovery.ipynb #e0418e2c
 def history_edit_rate(recovered, # recovered histories
                       reference, # GT histories, in the same order
                      ) -> float: # total edits / total reference items (0: identical)
@@ -406,6 +425,7 @@ def _lcs_length(a:Sequence, b:Sequence) -> int:
         previous = current
     return previous[-1]
 
+# %% ../nbs/05_recovery.ipynb #ea622c0b
 def history_item_accuracy(recovered, # recovered histories
                           reference, # GT histories, in the same order
                          ) -> float: # items of the references recovered in order / total reference items (1: all)
