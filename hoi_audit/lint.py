@@ -27,10 +27,12 @@ RULES = {
     "missing-window": "every scored action has an observation window",
 }
 
+# %% ../nbs/14b_lint.ipynb #15382e02
 def _seconds(value, where:str) -> float:
     try: return float(value)
     except (TypeError, ValueError): return parse_timestamp(value, where)
 
+# %% ../nbs/14b_lint.ipynb #e2d24506
 def read_windows(path, # CSV: narration_id, window_start, window_end (seconds or HH:MM:SS.ss)
                 ) -> pd.DataFrame: # narration_id, window_start, window_end (seconds)
     "The observation windows a protocol used."
@@ -47,6 +49,7 @@ def read_windows(path, # CSV: narration_id, window_start, window_end (seconds or
     if bad: raise DataError(f"{path}: window_end must be after window_start for narration(s) {bad[:5]}")
     return df[["narration_id", "window_start", "window_end"]]
 
+# %% ../nbs/14b_lint.ipynb #13f000ed
 def read_ids(path, # a text file (one id per line) or a CSV with a narration_id column
              what:str="scored ids", # what to call the file in errors
             ) -> list:
@@ -65,6 +68,7 @@ def read_ids(path, # a text file (one id per line) or a CSV with a narration_id 
     if dup: raise DataError(f"{path}: duplicate {what} {dup[:5]}")
     return ids
 
+# %% ../nbs/14b_lint.ipynb #1cb0da25
 def read_exclusions(path) -> dict:
     "narration_id -> reason, from a CSV (narration_id, reason) or the JSON record of `hoi-audit extract`."
     path = Path(path)
@@ -79,6 +83,7 @@ def read_exclusions(path) -> dict:
     if empty: raise DataError(f"{path}: exclusion(s) without a reason: {empty[:5]}")
     return dict(zip(df.narration_id, df.reason))
 
+# %% ../nbs/14b_lint.ipynb #65ebb804
 def read_training_log(path) -> pd.DataFrame:
     "checkpoint, split, metric, value (and an optional selection_split) per row."
     path = Path(path)
@@ -93,6 +98,7 @@ def _finding(rule:str, ids, message:str) -> dict:
     ids = sorted(str(i) for i in ids)
     return {"rule": rule, "n_actions": len(ids), "narration_ids": ids, "message": message}
 
+# %% ../nbs/14b_lint.ipynb #413c7e79
 def check_windows(annotations:pd.DataFrame, # from epic.read_narrations (start_s, stop_s)
                   windows:pd.DataFrame, # from read_windows
                   scored:list, # scored narration ids
@@ -158,6 +164,7 @@ def selection_splits(log:pd.DataFrame) -> list:
     per_split = log.groupby("split").checkpoint.nunique()
     return sorted(s for s, n in per_split.items() if n > 1 and str(s).lower() != "train")
 
+# %% ../nbs/14b_lint.ipynb #8c2c4e5d
 def check_selection(log:pd.DataFrame|None, # from read_training_log
                     reported_split:str|None, # the split the scores are reported on
                     scored:list, # scored narration ids (all are affected)
@@ -190,6 +197,7 @@ class LintReport:
         return {"ok": self.ok, "n_annotated": self.n_annotated, "n_scored": self.n_scored, "rules": RULES,
                 "findings": self.findings.to_dict("records"), "inputs": self.inputs}
 
+# %% ../nbs/14b_lint.ipynb #e44bcb36
 def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
                   windows, # CSV of narration_id, window_start, window_end
                   scored, # file of scored narration ids
@@ -217,8 +225,25 @@ def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
 # %% ../nbs/14b_lint.ipynb #a9bd26bc
 PLANTABLE = ("window-anchor", "class-filter", "dropped-without-record", "selection-on-reported-split")
 
+# %% ../nbs/14b_lint.ipynb #988906b8
 def _timestamp(s:float) -> str: return f"{int(s // 3600):02d}:{int(s % 3600 // 60):02d}:{s % 60:05.2f}"
 
+# %% ../nbs/14b_lint.ipynb #2bd1ee6e
+def _example_annotations(rng, prefix:str, n:int, classes) -> pd.DataFrame:
+    "`n` EPIC-100 rows of one-verb actions cycling through `classes`, with random durations and pauses, ids prefixed by `prefix`."
+    rows, t = [], 8.0
+    for i in range(n):
+        dur = float(rng.choice([0.5, 1.5, 3.0, 6.0]))
+        verb = int(classes[i % len(classes)])
+        p = f"P{i % 3 + 1:02d}"
+        rows.append({"narration_id": f"{prefix}{p}_{i:03d}", "participant_id": p, "video_id": f"{p}_01",
+                     "narration_timestamp": _timestamp(t), "start_timestamp": _timestamp(t), "stop_timestamp": _timestamp(t + dur),
+                     "start_frame": int(t * 60), "stop_frame": int((t + dur) * 60), "narration": f"verb {verb}", "verb": f"v{verb}",
+                     "verb_class": verb, "noun": "thing", "noun_class": 0, "all_nouns": "['thing']", "all_noun_classes": "[0]"})
+        t += dur + float(rng.uniform(1.0, 3.0))
+    return pd.DataFrame(rows, columns=EPIC_COLUMNS)
+
+# %% ../nbs/14b_lint.ipynb #be6f2af9
 def write_example_protocol(folder, # where to write the files
                            plant:tuple=(), # rules from PLANTABLE to break
                            seed:int=0, # the annotations' seed
@@ -228,20 +253,8 @@ def write_example_protocol(folder, # where to write the files
     if unknown: raise ValueError(f"cannot plant {unknown}; plantable: {PLANTABLE}")
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    def annotations(prefix, n, classes):
-        rows, t = [], 8.0
-        for i in range(n):
-            dur = float(rng.choice([0.5, 1.5, 3.0, 6.0]))
-            verb = int(classes[i % len(classes)])
-            p = f"P{i % 3 + 1:02d}"
-            rows.append({"narration_id": f"{prefix}{p}_{i:03d}", "participant_id": p, "video_id": f"{p}_01",
-                         "narration_timestamp": _timestamp(t), "start_timestamp": _timestamp(t), "stop_timestamp": _timestamp(t + dur),
-                         "start_frame": int(t * 60), "stop_frame": int((t + dur) * 60), "narration": f"verb {verb}", "verb": f"v{verb}",
-                         "verb_class": verb, "noun": "thing", "noun_class": 0, "all_nouns": "['thing']", "all_noun_classes": "[0]"})
-            t += dur + float(rng.uniform(1.0, 3.0))
-        return pd.DataFrame(rows, columns=EPIC_COLUMNS)
-    ev = annotations("", 40, range(8))
-    tr = annotations("train_", 60, range(6) if "class-filter" in plant else range(8))
+    ev = _example_annotations(rng, "", 40, range(8))
+    tr = _example_annotations(rng, "train_", 60, range(6) if "class-filter" in plant else range(8))
     start = np.array([parse_timestamp(v) for v in ev.start_timestamp]); stop = np.array([parse_timestamp(v) for v in ev.stop_timestamp])
     end = stop - 1.0 if "window-anchor" in plant else start - 1.0
     windows = pd.DataFrame({"narration_id": ev.narration_id, "window_start": np.round(end - 5.0, 3), "window_end": np.round(end, 3)})
@@ -282,6 +295,7 @@ def _cmd_lint(args) -> int:
     paths.report()
     return 0 if report.ok else 1
 
+# %% ../nbs/14b_lint.ipynb #6d99a497
 def add_subcommand(subparsers):
     "Register `hoi-audit lint`."
     p = subparsers.add_parser("lint", help="check a user's anticipation protocol: window anchoring, class filtering, unrecorded "
