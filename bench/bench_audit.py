@@ -16,12 +16,13 @@ A store left by an earlier run is reused unit by unit: pass a fresh DIR to time 
 import argparse, tempfile, time
 from pathlib import Path
 import numpy as np, torch
-from hoi_audit.core import Block, Condition
+from hoi_audit.provenance import Block, Condition
 from hoi_audit.models import TrainConfig, fit_anticipation, video_window_tokens
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.queries import next_action_queries
 from hoi_audit.recovery import WindowRecognizer, recover_history_boundary_aware, recover_history_boundary_free
-from hoi_audit.synthetic import synthetic_dataset, write_synthetic, expected_queries
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+from hoi_audit.grammar import expected_queries
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -84,7 +85,8 @@ def main():
 
 def _audit_worker(root, store_dir):
     from hoi_audit.audit import AuditConfig, four_condition_audit
-    from hoi_audit.core import PROTOCOL_SEEDS, ResultStore
+    from hoi_audit.core import PROTOCOL_SEEDS
+    from hoi_audit.store import ResultStore
     four_condition_audit(read_mstcn(root, name="synthetic_breakfast"), seeds=PROTOCOL_SEEDS, config=AuditConfig(n_tokens=4, train=TrainConfig()),
                          store=ResultStore(store_dir))
 

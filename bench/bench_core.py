@@ -5,7 +5,8 @@
 import tempfile, time
 from pathlib import Path
 import numpy as np
-from hoi_audit.core import ResultStore, Unit, sha256_array, sha256_file, write_bytes, write_json, write_npy
+from hoi_audit.core import sha256_array, sha256_file, write_bytes, write_json, write_npy
+from hoi_audit.store import ResultStore, Unit
 
 def timed(fn, repeat=1):
     t = time.perf_counter()

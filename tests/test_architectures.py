@@ -1,6 +1,7 @@
 "Architectures: every registered family passes the contract checker; a user's model from a file; what a broken model is told."
 import numpy as np, pytest, torch
-from hoi_audit.core import Block, Condition, DataError
+from hoi_audit.core import DataError
+from hoi_audit.provenance import Block, Condition
 from hoi_audit.models import (ARCHITECTURES, AnticipatorContractError, TrainConfig, architecture, check_anticipator, load_factory)
 from hoi_audit.architectures import ARCHITECTURE_ORDER, DiagonalSSM, TemporalConvNet
 from conftest import REPO

@@ -3,11 +3,13 @@ import argparse, json, shutil
 import numpy as np, pandas as pd, pytest
 import hoi_audit.audit as audit
 from hoi_audit.audit import AuditConfig, CONDITIONS, four_condition_audit, intervention_2x2, add_subcommand
-from hoi_audit.core import DataError, ResultStore, read_results
+from hoi_audit.core import DataError, read_results
+from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn, write_mstcn
 from hoi_audit.recovery import noisy_history
-from hoi_audit.synthetic import synthetic_dataset, write_synthetic, bayes_accuracy
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+from hoi_audit.grammar import bayes_accuracy
 
 CFG = AuditConfig(n_tokens=2, train=TrainConfig(d_model=16, n_heads=2, n_layers=1, batch_size=32, lr=3e-3, epochs=10, patience=3))
 PAIR = ("recognizer_ba", "gt_history")
@@ -54,7 +56,7 @@ def test_gt_history_approaches_bayes(tmp_path):
 def bayes_under_channel(grammar, classes, confusion, samples=4000, seed=0):
     """Reference: Bayes Act@1 of the next action given a history read through a recognizer channel (`confusion[true, read]`, each item
     independently), by Monte Carlo over the grammar's queries and the channel, with the exact posterior over the grammar's histories."""
-    from hoi_audit.synthetic import query_weights
+    from hoi_audit.grammar import query_weights
     W = query_weights(grammar, "full_history", include_first=True)
     cid = {c: i for i, c in enumerate(classes)}
     hists = list(W)
@@ -95,7 +97,7 @@ def test_planted_gap_is_recovered(tmp_path):
     confusion = np.zeros((len(ds.classes), len(ds.classes))); confusion[list(mapping), list(mapping.values())] = 1
     exact = 100 * (bayes_accuracy(syn, "full_history", include_first=True) - bayes_under_channel(syn.grammar, ds.classes, confusion))
     # the Monte Carlo reference agrees with a direct computation for this deterministic channel (Bayes of the merged history)
-    from hoi_audit.synthetic import query_weights
+    from hoi_audit.grammar import query_weights
     merged = {}
     for h, w in query_weights(syn, "full_history", include_first=True).items():
         d = merged.setdefault(tuple(mapping[ds.classes.index(a)] for a in h), {})

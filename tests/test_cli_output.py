@@ -1,4 +1,4 @@
-"""One output convention for every `hoi-audit` subcommand (`core.CommandOutput`): `--out DIR` writes DIR/results/<experiment>.json,
+"""One output convention for every `hoi-audit` subcommand (`store.CommandOutput`): `--out DIR` writes DIR/results/<experiment>.json,
 DIR/figures/ and DIR/store/<experiment>/; `--out FILE.json` is the results file, with figures and store in its folder. Nothing is
 written anywhere else (each command runs from an empty working folder, and every file that appears is accounted for), and the
 command prints every file (or store folder) it wrote."""
@@ -105,7 +105,7 @@ def test_reproduce(tmp_path):
     assert r.returncode == 2 and "--out takes a folder" in r.stderr
 
 def test_status_writes_nothing(tmp_path):
-    from hoi_audit.core import ResultStore, Unit
+    from hoi_audit.store import ResultStore, Unit
     ResultStore(tmp_path / "store" / "toy").run([Unit({"i": 1})], lambda u, w: 1, progress=False)
     r, changed = run_in_sandbox(tmp_path, "status", str(tmp_path))
     assert r.returncode == 0 and changed == []

@@ -4,7 +4,8 @@ killed mid-unit (SIGKILL), a task that outlives its time limit (requeued), and a
 import os, shutil, signal, subprocess, sys, time
 from pathlib import Path
 import cloudpickle, numpy as np, pytest
-from hoi_audit.core import HoiAuditError, ResultStore, Unit, read_json, sha256_json, write_npy
+from hoi_audit.core import HoiAuditError, read_json, sha256_json, write_npy
+from hoi_audit.store import ResultStore, Unit
 from hoi_audit.cluster import ClusterConfig, LocalBackend, SlurmBackend, cluster_jobs
 from conftest import hoi_audit
 
@@ -102,7 +103,7 @@ def test_slurm_array_requeue_kill_and_failure(slurm, tmp_path, reference):
 # ------------------------------------------------------------------------------------ real experiments through each backend
 # `hoi-audit reproduce` with a backend must write the same results JSON, byte for byte, as without one.
 # four_condition (the audit engine, two results files) goes through a local pool of 2 processes and is compared with an in-place run
-# in the same test, not with the committed results/: the small synthetic presets are being re-tuned (03_synthetic), and the committed
+# in the same test, not with the committed results/: the small synthetic presets are being re-tuned (12_synthetic), and the committed
 # file's agreement with the code is tests/test_reproduce.py's job. demo_provenance (48 units, its data planted in the notebook, so
 # independent of the presets) goes through the SLURM backend, on submitit's local executor and on the real local SLURM, and is
 # compared with the committed results/demo_provenance.json. four_condition is not run under SLURM here: its engine submits one array

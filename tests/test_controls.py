@@ -6,12 +6,15 @@ from scipy import stats
 import hoi_audit.audit as audit
 from hoi_audit.audit import AuditConfig, CONDITIONS, HISTORY_SOURCES
 from hoi_audit.controls import *
-from hoi_audit.core import Block, DataError, HoiAuditError, ProvenanceError, ResultStore, read_results
+from hoi_audit.core import DataError, HoiAuditError, ProvenanceError, read_results
+from hoi_audit.provenance import Block
+from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.queries import action_segments, check_causality, next_action_queries
 from hoi_audit.recovery import history_edit_rate
-from hoi_audit.synthetic import bayes_accuracy, synthetic_dataset, write_synthetic
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+from hoi_audit.grammar import bayes_accuracy
 
 CFG = AuditConfig(n_tokens=2, train=TrainConfig(d_model=16, n_heads=2, n_layers=1, batch_size=32, lr=3e-3, epochs=4, patience=2))
 

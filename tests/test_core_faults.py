@@ -3,8 +3,10 @@ import json, os, random, signal, subprocess, sys, textwrap, time
 from pathlib import Path
 import numpy as np
 import pytest
-from hoi_audit.core import (Block, Condition, ManifestError, OutputError, PinMismatch, ProvenanceError, ResultStore, Unit,
-                            sha256_array, sha256_file, verify, write_bytes, write_json, write_npy)
+from hoi_audit.core import (ManifestError, OutputError, PinMismatch, ProvenanceError, sha256_array, sha256_file, verify,
+                            write_bytes, write_json, write_npy)
+from hoi_audit.provenance import Block, Condition
+from hoi_audit.store import ResultStore, Unit
 
 WRITER = textwrap.dedent("""
     import sys
@@ -32,7 +34,7 @@ def _store_worker(root: Path, log: Path, go: Path, ready: Path) -> str:
     return textwrap.dedent(f"""
         import os, time
         from pathlib import Path
-        from hoi_audit.core import ResultStore, Unit
+        from hoi_audit.store import ResultStore, Unit
         Path({str(ready)!r}).touch()
         while not Path({str(go)!r}).exists(): time.sleep(0.01)
         def compute(unit, workdir):
@@ -68,7 +70,7 @@ def test_killed_unit_is_pending_then_recomputed(tmp_path):
     root = tmp_path / "store"
     script = textwrap.dedent(f"""
         import os, signal
-        from hoi_audit.core import ResultStore, Unit
+        from hoi_audit.store import ResultStore, Unit
         def compute(unit, workdir):
             (workdir / "partial.npy").write_bytes(b"half")
             if unit.key["i"] == 2: os.kill(os.getpid(), signal.SIGKILL)

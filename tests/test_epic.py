@@ -4,7 +4,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hoi_audit.core import DataError, TrackedArray, assert_never_read
+from hoi_audit.core import DataError
+from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.decode import BinSpec, open_decord
 from hoi_audit.epic import (DEPLOYABLE_SETS, EPIC_COLUMNS, add_subcommand, anticipation_protocol, extract, feature_sets,
                             lopo_scores, read_narrations)
@@ -173,7 +174,7 @@ def test_cli_missing_video_and_bad_csv(tiny, tmp_path):
         run_cli("--videos", str(tiny["folder"]), "--narrations", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o2"))
 
 def test_cli_out_convention_writes_only_below_out_and_lists_every_file(tiny, tmp_path, capsys, monkeypatch):
-    "--out DIR or --out FILE.json (core.CommandOutput): nothing is written anywhere else, and every written file is printed."
+    "--out DIR or --out FILE.json (store.CommandOutput): nothing is written anywhere else, and every written file is printed."
     monkeypatch.chdir(tmp_path)                                   # a stray relative write would land here
     before = {p for p in tmp_path.rglob("*")}
     run_cli("--videos", str(tiny["folder"]), "--narrations", str(tiny["narrations"]), "--out", str(tmp_path / "mine" / "record.json"),

@@ -1,7 +1,8 @@
 "Models: determinism, the provenance guard, metrics against sklearn, pooling by hand, bad input."
 import numpy as np, pandas as pd, pytest, torch
 from sklearn.metrics import top_k_accuracy_score
-from hoi_audit.core import Block, Condition, DataError, ProvenanceError
+from hoi_audit.core import DataError, ProvenanceError
+from hoi_audit.provenance import Block, Condition
 from hoi_audit.models import (TrainConfig, AnticipationModel, anticipation_metrics, fit_anticipation, history_token_matrix,
                               input_blocks, video_window_tokens, verb_scores)
 from hoi_audit.procedural import read_mstcn

@@ -29,3 +29,35 @@ def test_no_cell_mixes_imports_with_code(nb):
 def test_library_notebook_declares_its_module(nb):
     cells = json.loads(nb.read_text())["cells"]
     assert re.search(r"#\|\s*default_exp\s+\w+", "".join(cells[0]["source"])), f"{nb.name}: first cell must be #| default_exp"
+
+NUMBERED = re.compile(r"^(\d+)[a-z]?_")
+
+def module_numbers() -> dict:
+    "module -> the number of the notebook that exports it."
+    out = {}
+    for nb in LIBRARY:
+        m = re.search(r"#\|\s*default_exp\s+(\w+)", "".join(json.loads(nb.read_text())["cells"][0]["source"]))
+        if m: out[m[1]] = int(NUMBERED.match(nb.name)[1])
+    return out
+
+def upward_imports(nb: Path, numbers: dict) -> list[str]:
+    "Module-level `from hoi_audit.x import` / `from .x import` in exported cells that name a module of a higher-numbered notebook."
+    bad, mine = [], int(NUMBERED.match(nb.name)[1])
+    for cell in json.loads(nb.read_text())["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] != "code" or not EXPORT.search(src): continue
+        for m in re.finditer(r"^from (?:hoi_audit\.|\.)(\w+) import", src, re.M):   # not indented: module level
+            if numbers.get(m[1], -1) > mine: bad.append(f"{m[1]} ({numbers[m[1]]})")
+        for m in re.finditer(r"^from (?:hoi_audit|\.) import ([\w, ]+)", src, re.M):
+            bad += [f"{x} ({numbers[x]})" for x in (n.strip() for n in m[1].split(",")) if numbers.get(x, -1) > mine]
+    return bad
+
+@pytest.mark.parametrize("nb", LIBRARY, ids=lambda p: p.name)
+def test_stages_read_in_dependency_order(nb):
+    "A notebook's module imports (at module level) only modules of lower-numbered notebooks, so the stage map reads in order."
+    assert NUMBERED.match(nb.name), f"{nb.name}: a library notebook's name starts with its number"
+    assert not upward_imports(nb, module_numbers()), f"{nb.name} imports later stages: {upward_imports(nb, module_numbers())}"
+
+def test_notebook_numbers_are_unique():
+    numbers = [NUMBERED.match(nb.name)[1] for nb in LIBRARY]
+    assert len(numbers) == len(set(numbers)), sorted(numbers)

@@ -72,6 +72,7 @@ def test_bad_input(toy):
     with pytest.raises(DataError, match="empty"): MajorityPredictor().fit(pd.DataFrame({"history": [], "target": np.array([], int)}))
 
 synthetic = pytest.importorskip("hoi_audit.synthetic")
+grammar = pytest.importorskip("hoi_audit.grammar")
 
 @pytest.mark.parametrize("preset", ["gtea", "50salads"])   # small sizes: seconds
 def test_synthetic_matches_exact_bayes(preset, tmp_path):
@@ -85,7 +86,7 @@ def test_synthetic_matches_exact_bayes(preset, tmp_path):
         for name, make in PREDICTORS.items():
             correct[name] += int((make().fit(train, len(ds.classes)).predict(test) == test["target"].to_numpy()).sum())
     for name in PREDICTORS:
-        bayes = synthetic.bayes_accuracy(s, name, include_first=True)
+        bayes = grammar.bayes_accuracy(s, name, include_first=True)
         se = np.sqrt(bayes * (1 - bayes) / total)
         assert abs(correct[name] / total - bayes) <= 3 * se, (name, correct[name] / total, bayes, se)
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 from sklearn.neighbors import NearestNeighbors
-from hoi_audit.core import CANDIDATE_ORDER_SEED, DataError, HoiAuditError, PinMismatch, ProvenanceError, TrackedArray, assert_never_read
+from hoi_audit.core import CANDIDATE_ORDER_SEED, DataError, HoiAuditError, PinMismatch, ProvenanceError
+from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.episodes import make_episodes
 from hoi_audit.ranking import (GuardedLatents, add_subcommand, build_candidates, build_candidates_reference, candidate_energies,
                                heldout_pool, query_targets, rank_metrics, run_ranking, plan_statistics, standardize)

@@ -2,7 +2,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-from hoi_audit.core import DataError, TrackedArray, assert_never_read
+from hoi_audit.core import DataError
+from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.procedural import Video, read_mstcn, write_mstcn
 from hoi_audit.queries import next_action_queries, scheduled_queries
 from hoi_audit.synthetic import FeatureSpec, synthetic_dataset, synthesize_features_for_labels, write_synthetic

@@ -10,12 +10,14 @@ import pytest
 from scipy import stats as sps
 
 from hoi_audit.audit import AuditConfig, four_condition_audit
-from hoi_audit.core import DataError, HoiAuditError, ResultStore
+from hoi_audit.core import DataError, HoiAuditError
+from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.scope import (CARD_FILE, PAPER_SCOPE, DatasetCard, add_subcommand, format_scope_table, read_card, scope_results_records,
                              scope_table, write_card)
-from hoi_audit.synthetic import AnyOrder, Choice, Seq, bayes_accuracy, preset, synthetic_dataset, write_synthetic
+from hoi_audit.synthetic import preset, synthetic_dataset, write_synthetic
+from hoi_audit.grammar import AnyOrder, Choice, Seq, bayes_accuracy
 
 QUICK = AuditConfig(n_tokens=2, recognizer_folds=2, train=TrainConfig(d_model=16, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=3, patience=2))
 
@@ -131,7 +133,7 @@ def test_command_writes_only_below_out_and_is_byte_identical(gtea, tmp_path, cap
     assert sorted(p for p in gtea.rglob("*")) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run1", "run2"]
     files = sorted(p.relative_to(outs[0]).as_posix() for p in outs[0].rglob("*") if p.is_file())
-    assert [f for f in files if not f.startswith("store/scope/")] == ["results/scope.json"]      # core.CommandOutput's convention
+    assert [f for f in files if not f.startswith("store/scope/")] == ["results/scope.json"]      # store.CommandOutput's convention
     assert (outs[0] / "results/scope.json").read_bytes() == (outs[1] / "results/scope.json").read_bytes()
     recs = json.loads((outs[0] / "results/scope.json").read_text())["records"]
     gap = [r for r in recs if r.get("metric") == "gap_act1_ba" and r.get("setting") == "gtea_tiny"][0]

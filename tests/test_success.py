@@ -8,7 +8,8 @@ from sklearn.metrics import average_precision_score, brier_score_loss, log_loss,
 from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import StandardScaler
 
-from hoi_audit.core import DataError, PinMismatch, ProvenanceError, TrackedArray, assert_never_read, read_results
+from hoi_audit.core import DataError, PinMismatch, ProvenanceError, read_results
+from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.episodes import Episodes, make_episodes, write_episodes
 from hoi_audit.success import (CONDITIONS, FEATURE_SETS, ProbeInputs, add_subcommand, assemble, feature_blocks, fit_probe,
                                forecast_features, hard_test_pairs, probe_inputs, run_success_probes)
@@ -102,7 +103,7 @@ def test_results_json_records_and_metrics_match_sklearn(ep, run):
     assert set(per_seed["test_set"]) == {"full", "hard"} and set(per_seed["feature_set"]) == set(FEATURE_SETS)
     assert set(per_seed["metric"]) == {"auroc", "auprc", "balanced_accuracy", "brier", "nll", "ece"}
     assert len(per_seed) == 2 * 5 * 2 * 2 * 6                                  # horizons x sets x seeds x test sets x metrics
-    from hoi_audit.core import ExperimentPaths, Unit
+    from hoi_audit.store import ExperimentPaths, Unit
     held = ep.split_of("heldout")
     store = ExperimentPaths(out, "success_probes").store
     unit_dir = store.root / "units" / "horizon=4" / "feature_set=forecast" / "seed=43"
@@ -146,7 +147,7 @@ def test_cli_on_a_user_folder_and_bad_folder(ep, tmp_path):
 
 def test_one_forecaster_per_seed_by_default(ep, run):
     out, r = run
-    from hoi_audit.core import ExperimentPaths
+    from hoi_audit.store import ExperimentPaths
     units = ExperimentPaths(out, "success_probes").store.root / "units" / "stage=forecaster"
     assert sorted(p.name for p in units.iterdir()) == ["seed=42", "seed=43"]
     a, b = (np.load(units / f"seed={s}" / "H4_heldout_endpoint.npy") for s in (42, 43))
@@ -157,7 +158,7 @@ def test_one_forecaster_per_seed_by_default(ep, run):
 
 def test_hard_set_intervals_resample_pairs(ep, run):
     "The hard-set interval is the cluster bootstrap over pairs (a hand-built cluster id per pair), not over episodes."
-    from hoi_audit.core import ExperimentPaths
+    from hoi_audit.store import ExperimentPaths
     from hoi_audit.stats import PROBE_METRICS, bootstrap_interval
     from hoi_audit.success import seed_mean_metric
     out, r = run

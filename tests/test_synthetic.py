@@ -11,9 +11,10 @@ from hoi_audit.core import DataError, read_json, sha256_folder
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.recovery import WindowRecognizer
 from dataclasses import replace
-from hoi_audit.synthetic import (CALIBRATION_SEED, PAPER_TARGETS, PRESETS, PREDICTORS, FeatureSpec, Grammar, Task, bayes_accuracy,
-                                 bayes_table, calibrate_feature_spec, calibrate_knob, calibration_split, preset, real_label_feature_spec,
-                                 seq, synthesize_features_for_labels, synthetic_dataset, write_synthetic)
+from hoi_audit.synthetic import (CALIBRATION_SEED, PAPER_TARGETS, PRESETS, FeatureSpec, calibrate_feature_spec, calibrate_knob,
+                                 calibration_split, preset, real_label_feature_spec, synthesize_features_for_labels,
+                                 synthetic_dataset, write_synthetic)
+from hoi_audit.grammar import PREDICTORS, Grammar, Task, bayes_accuracy, bayes_table, seq
 
 PRESET_NAMES = ("breakfast", "50salads", "gtea")
 
@@ -283,7 +284,7 @@ def test_next_action_cue_is_planted_and_can_be_switched_off():
 
 # ---------------------------------------------------------------- calibration
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "nbs" / "03_synthetic.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "nbs" / "12_synthetic.ipynb"
 
 
 def _notebook_table(heading):
