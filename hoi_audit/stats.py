@@ -13,10 +13,25 @@ from scipy import stats as _sps
 from .core import DataError
 
 # %% auto #0
-__all__ = ['PROBE_METRICS', 'Interval', 'mean_std', 'student_t_interval', 'student_t_from_summary', 'paired_differences',
-           'paired_gap', 'gap_table', 'batched', 'weighted_mean', 'bootstrap_interval', 'paired_bootstrap_delta',
-           'cluster_bootstrap', 'auroc', 'average_precision', 'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece',
-           'probe_metrics', 'probe_metric_intervals', 'topk_accuracy', 'mean_topk_recall', 'topk']
+__all__ = ['PROBE_METRICS', 'format_interval', 'Interval', 'interval_table', 'mean_std', 'student_t_interval',
+           'student_t_from_summary', 'paired_differences', 'paired_gap', 'gap_table', 'batched', 'weighted_mean',
+           'bootstrap_interval', 'paired_bootstrap_delta', 'cluster_bootstrap', 'auroc', 'average_precision',
+           'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece', 'probe_metrics', 'probe_metric_intervals',
+           'topk_accuracy', 'mean_topk_recall', 'topk']
+
+# %% ../nbs/03_stats.ipynb #b1f00588
+def format_interval(value:float, # the point estimate (NaN or None prints as nan)
+                    low:float, # the lower bound; NaN or None: the interval is undefined
+                    high:float, # the upper bound; NaN or None: the interval is undefined
+                    digits:int=1, # decimals
+                    signed:bool=False, # print a '+' on positive numbers (the paper's gap style)
+                    undefined:str="[undefined]", # printed instead of the bounds when either is missing ('': the value alone)
+                   ) -> str:
+    "An estimate with its interval as the papers print it: `value [low, high]`, e.g. `+29.4 [+26.3, +32.4]`."
+    f = (lambda v: f"{v:+.{digits}f}") if signed else (lambda v: f"{v:.{digits}f}")
+    text = f(math.nan if value is None else value)
+    if pd.isna(low) or pd.isna(high): return f"{text} {undefined}".rstrip()
+    return f"{text} [{f(low)}, {f(high)}]"
 
 # %% ../nbs/03_stats.ipynb #b995a594
 @dataclass(frozen=True)
@@ -44,11 +59,34 @@ class Interval:
     def format(self, digits:int=1, # decimals
                signed:bool=True, # print a '+' on positive numbers (the paper's gap style)
               ) -> str:
-        f = (lambda v: f"{v:+.{digits}f}") if signed else (lambda v: f"{v:.{digits}f}")
-        bounds = "[undefined]" if math.isnan(self.low) else f"[{f(self.low)}, {f(self.high)}]"
-        return f"{f(self.estimate)} {bounds}"
+        "The estimate and its bounds as `format_interval` prints them ('[undefined]' without bounds)."
+        return format_interval(self.estimate, self.low, self.high, digits, signed)
 
     def __str__(self): return self.format()
+
+# %% ../nbs/03_stats.ipynb #aa1b3106
+def interval_table(records:pd.DataFrame, # one row per estimate, with an estimate, a lower- and an upper-bound column
+                   value:str="value", # the estimate column
+                   low:str="ci_low", # the lower-bound column
+                   high:str="ci_high", # the upper-bound column
+                   index:str|Sequence[str]|None=None, # column(s) to index the table by; None: keep the records' index
+                   columns:str|None=None, # a factor column to spread across the table (needs `index`); None: one formatted column
+                   digits:int=1, # decimals
+                   signed:bool=False, # print a '+' on positive numbers (gaps, deltas)
+                   undefined:str="[undefined]", # printed instead of missing bounds ('': the value alone)
+                  ) -> pd.DataFrame: # `value` as strings, `low`/`high` dropped; with `columns`, index x columns strings
+    "Records with intervals as a display table of `value [low, high]` strings, indexed (and spread) as asked."
+    by = [] if index is None else [index] if isinstance(index, str) else list(index)
+    spread = [] if columns is None else [columns]
+    missing = [c for c in [value, low, high, *by, *spread] if c not in records.columns]
+    if missing: raise DataError(f"interval_table: records have no column(s) {missing} (columns: {list(records.columns)})")
+    if columns is not None and not by: raise ValueError("interval_table: spreading `columns` needs `index`")
+    cells = [format_interval(v, lo, hi, digits, signed, undefined) for v, lo, hi in zip(records[value], records[low], records[high])]
+    out = records.assign(**{value: cells}).drop(columns=[low, high])
+    if columns is None: return out.set_index(by) if by else out
+    dup = out.duplicated(by + spread)
+    if dup.any(): raise DataError(f"interval_table: several records for {out.loc[dup, by + spread].iloc[0].to_dict()}; one per cell")
+    return out.pivot_table(index=by, columns=columns, values=value, aggfunc="first", sort=False)
 
 # %% ../nbs/03_stats.ipynb #fe71ae35
 def _as_series(values, name:str) -> pd.Series:
@@ -67,6 +105,7 @@ def _as_series(values, name:str) -> pd.Series:
     if bad.any(): raise DataError(f"{name}: non-finite value at unit(s) {list(s.index[bad])[:10]}")
     return s
 
+# %% ../nbs/03_stats.ipynb #af2d846b
 def mean_std(values, # per-unit values (splits, seeds, videos)
              ddof:int=1, # delta degrees of freedom of the std (1: sample std, as the paper's '±')
             ) -> tuple[float, float]: # (mean, std); std is NaN when n <= ddof
@@ -85,6 +124,7 @@ def _t_interval(mean:float, std:float, n:int, confidence:float, method:str, p_va
     low, high = _sps.t.interval(confidence, n - 1, loc=mean, scale=std / math.sqrt(n))
     return Interval(mean, float(low), float(high), n, confidence, method, std, p_value)
 
+# %% ../nbs/03_stats.ipynb #4e3dd114
 def student_t_interval(values, # per-unit values (e.g. one score per split)
                        confidence:float=0.95, # the confidence level
                       ) -> Interval: # mean with its t interval on n-1 degrees of freedom
@@ -94,6 +134,7 @@ def student_t_interval(values, # per-unit values (e.g. one score per split)
     p = float(_sps.ttest_1samp(x, 0.0).pvalue) if len(x) > 1 and std > 0 else math.nan
     return _t_interval(mean, std, len(x), confidence, "student-t", p)
 
+# %% ../nbs/03_stats.ipynb #c8b88574
 def student_t_from_summary(mean:float, # a reported mean
                            std:float, # the reported sample std (ddof=1)
                            n:int, # the number of units (splits)
@@ -122,6 +163,7 @@ def _paired(a, b, names=("oracle", "non_oracle")) -> tuple[pd.Series, pd.Series]
         raise DataError(f"unpaired units: {list(only_a)[:10]} only in {names[0]}, {list(only_b)[:10]} only in {names[1]}")
     return sa, sb.reindex(sa.index)
 
+# %% ../nbs/03_stats.ipynb #3d232f0f
 def paired_differences(oracle, # per-unit scores of the oracle (or first) condition
                        non_oracle, # per-unit scores of the matched non-oracle (or second) condition
                       ) -> pd.Series: # oracle - non_oracle, one value per unit
@@ -129,6 +171,7 @@ def paired_differences(oracle, # per-unit scores of the oracle (or first) condit
     a, b = _paired(oracle, non_oracle)
     return (a - b).rename("difference")
 
+# %% ../nbs/03_stats.ipynb #797299a2
 def paired_gap(oracle, # per-unit scores of the oracle condition (Series by split/video, or a sequence)
                non_oracle, # per-unit scores of the matched non-oracle condition, same units
                confidence:float=0.95, # the confidence level
@@ -172,13 +215,15 @@ def gap_table(records:pd.DataFrame, # tidy records: a unit column, a condition c
     return pd.DataFrame(rows)
 
 # %% ../nbs/03_stats.ipynb #cd52ef29
-_CHUNK_CELLS = 1 << 20   # weight-matrix cells per chunk of replicates (8 MB of float64)
-
 def batched(fn:Callable) -> Callable:
     "Mark `fn(*arrays, sample_weight=W)` as accepting a 2-D weight matrix (one row per replicate) and returning one value per row."
     fn.batched = True
     return fn
 
+# %% ../nbs/03_stats.ipynb #435bf175
+_CHUNK_CELLS = 1 << 20   # weight-matrix cells per chunk of replicates (8 MB of float64)
+
+# %% ../nbs/03_stats.ipynb #476d047a
 def _as_arrays(data) -> tuple[np.ndarray, ...]:
     arrays = tuple(np.asarray(a) for a in (data if isinstance(data, tuple) else (data,)))
     if not arrays or any(a.ndim == 0 for a in arrays): raise DataError("bootstrap: data must be arrays with one row per example")
@@ -187,12 +232,14 @@ def _as_arrays(data) -> tuple[np.ndarray, ...]:
     if n == {0}: raise DataError("bootstrap: no examples")
     return arrays
 
+# %% ../nbs/03_stats.ipynb #f4f00d71
 def _unit_counts(n_units:int, n_boot:int, rng:np.random.Generator) -> np.ndarray:
     "(n_boot, n_units) counts of each unit in each replicate, from the same draws scipy.stats.bootstrap makes."
     idx = rng.integers(0, n_units, (n_boot, n_units))
     flat = idx + (np.arange(n_boot) * n_units)[:, None]
     return np.bincount(flat.ravel(), minlength=n_boot * n_units).reshape(n_boot, n_units)
 
+# %% ../nbs/03_stats.ipynb #602f59e5
 def _cluster_codes(clusters, n:int) -> tuple[np.ndarray, int]:
     clusters = np.asarray(clusters)
     if clusters.shape != (n,): raise DataError(f"clusters: expected one cluster id per example ({n}), got shape {clusters.shape}")
@@ -200,6 +247,7 @@ def _cluster_codes(clusters, n:int) -> tuple[np.ndarray, int]:
     codes, uniques = pd.factorize(clusters, sort=True)
     return codes, len(uniques)
 
+# %% ../nbs/03_stats.ipynb #5b40e4a6
 def _replicate_values(statistic:Callable, arrays:tuple, counts:np.ndarray) -> np.ndarray:
     "The statistic on every replicate; `counts` is (n_boot, n_examples)."
     if getattr(statistic, "batched", False):
@@ -211,6 +259,7 @@ def _replicate_values(statistic:Callable, arrays:tuple, counts:np.ndarray) -> np
         out[b] = float(statistic(*(a[take] for a in arrays)))
     return out
 
+# %% ../nbs/03_stats.ipynb #4bd5b8c9
 def _percentile_interval(estimate:float, reps:np.ndarray, confidence:float, n:int, method:str) -> Interval:
     if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ok = np.isfinite(reps)
@@ -223,6 +272,7 @@ def _percentile_interval(estimate:float, reps:np.ndarray, confidence:float, n:in
     return Interval(float(estimate), float(low), float(high), n, confidence, method, float(r.std(ddof=1)) if len(r) > 1 else math.nan,
                     float(p), note)
 
+# %% ../nbs/03_stats.ipynb #d8b7f441
 def _resample(statistic, arrays, clusters, n_boot, seed, return_replicates=False):
     if n_boot < 1: raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     n = len(arrays[0])
@@ -246,6 +296,7 @@ def weighted_mean(values, # per-example values
     w = np.asarray(sample_weight, dtype=float)
     return (w @ values) / w.sum(axis=-1)
 
+# %% ../nbs/03_stats.ipynb #eb6afdc7
 def bootstrap_interval(data, # an array of per-unit values, or a tuple of arrays resampled together row by row
                        statistic:Callable|None=None, # statistic(*arrays) -> float; None: the mean (batched)
                        n_boot:int=2000, # bootstrap replicates
@@ -305,9 +356,11 @@ def _weights(sample_weight, n:int) -> tuple[np.ndarray, bool]:
     if not np.isfinite(w).all() or (w < 0).any(): raise DataError("sample_weight: weights must be finite and non-negative")
     return w, single
 
+# %% ../nbs/03_stats.ipynb #6e9fbfdc
 def _finish(values:np.ndarray, single:bool):
     return float(values[0]) if single else values
 
+# %% ../nbs/03_stats.ipynb #2dc82a28
 def _binary(y, p, name:str="p", probability:bool=True) -> tuple[np.ndarray, np.ndarray]:
     "Validated 0/1 labels and finite scores (probabilities in [0, 1] when `probability`)."
     y, p = np.asarray(y), np.asarray(p, dtype=float)
@@ -319,6 +372,7 @@ def _binary(y, p, name:str="p", probability:bool=True) -> tuple[np.ndarray, np.n
     if probability and ((p < 0) | (p > 1)).any(): raise DataError(f"{name}: probabilities must lie in [0, 1]")
     return yf, p
 
+# %% ../nbs/03_stats.ipynb #a3bb3787
 @batched
 def auroc(y, # 0/1 labels
           score, # score or probability of class 1
@@ -339,6 +393,7 @@ def auroc(y, # 0/1 labels
     with np.errstate(invalid="ignore", divide="ignore"): out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
     return _finish(out, single)
 
+# %% ../nbs/03_stats.ipynb #c375a5c4
 @batched
 def average_precision(y, # 0/1 labels
                       score, # score or probability of class 1
@@ -360,6 +415,7 @@ def average_precision(y, # 0/1 labels
         out = np.where(total > 0, (tp_step * precision).sum(axis=1) / np.where(total > 0, total, 1), np.nan)
     return _finish(out, single)
 
+# %% ../nbs/03_stats.ipynb #a263a4a1
 @batched
 def balanced_accuracy(y, # 0/1 labels
                       p, # probability of class 1
@@ -378,6 +434,7 @@ def balanced_accuracy(y, # 0/1 labels
     out = np.where(n_present > 0, recall.sum(axis=1) / np.maximum(n_present, 1), np.nan)
     return _finish(out, single)
 
+# %% ../nbs/03_stats.ipynb #b6ab3ca6
 @batched
 def brier(y, # 0/1 labels
           p, # probability of class 1
@@ -388,6 +445,7 @@ def brier(y, # 0/1 labels
     w, single = _weights(sample_weight, len(y))
     return _finish((w @ (p - y) ** 2) / w.sum(axis=1), single)
 
+# %% ../nbs/03_stats.ipynb #89f46da0
 @batched
 def nll(y, # 0/1 labels
         p, # probability of class 1
@@ -401,6 +459,7 @@ def nll(y, # 0/1 labels
     losses = -(y * np.log(p) + (1 - y) * np.log1p(-p))
     return _finish((w @ losses) / w.sum(axis=1), single)
 
+# %% ../nbs/03_stats.ipynb #67729698
 def ece_bins(p, # probability of class 1
              n_bins:int=15, # equal-width bins on [0, 1]
             ) -> np.ndarray: # the bin of each probability, 0..n_bins-1
@@ -409,6 +468,7 @@ def ece_bins(p, # probability of class 1
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     return np.searchsorted(edges[1:-1], np.asarray(p, dtype=float))
 
+# %% ../nbs/03_stats.ipynb #2201f682
 @batched
 def ece(y, # 0/1 labels
         p, # probability of class 1
@@ -423,9 +483,11 @@ def ece(y, # 0/1 labels
     residual = w @ (onehot * (p - y)[:, None])                      # per bin: sum of w (p - y)
     return _finish(np.abs(residual).sum(axis=1) / w.sum(axis=1), single)
 
+# %% ../nbs/03_stats.ipynb #1386cac2
 PROBE_METRICS = {"auroc": auroc, "auprc": average_precision, "balanced_accuracy": balanced_accuracy,
                  "brier": brier, "nll": nll, "ece": ece}
 
+# %% ../nbs/03_stats.ipynb #79d6fc7d
 def probe_metrics(y, # 0/1 labels
                   p, # probability of class 1
                   sample_weight=None, # None or (n,) weights
@@ -466,6 +528,7 @@ def _topk_hits(y, scores, k:int) -> tuple[np.ndarray, np.ndarray]:
     top = np.argsort(scores, axis=1, kind="mergesort")[:, ::-1][:, :k]
     return y, (top == y[:, None]).any(axis=1).astype(float)
 
+# %% ../nbs/03_stats.ipynb #9238fc3d
 @batched
 def topk_accuracy(y, # class index per example
                   scores, # (n, n_classes) scores
@@ -477,6 +540,7 @@ def topk_accuracy(y, # class index per example
     w, single = _weights(sample_weight, len(y))
     return _finish((w @ hit) / w.sum(axis=1), single)
 
+# %% ../nbs/03_stats.ipynb #4a37fe00
 @batched
 def mean_topk_recall(y, # class index per example
                      scores, # (n, n_classes) scores
@@ -500,6 +564,7 @@ def mean_topk_recall(y, # class index per example
     with np.errstate(invalid="ignore", divide="ignore"): out = np.where(n_present > 0, recall.sum(axis=1) / np.maximum(n_present, 1), np.nan)
     return _finish(out, single)
 
+# %% ../nbs/03_stats.ipynb #189ceef1
 def topk(k:int, # the k
          metric:Callable=None, # topk_accuracy (default) or mean_topk_recall
          **kw, # further keyword arguments (e.g. classes=...)
