@@ -24,6 +24,17 @@ from hoi_audit.recovery import WindowRecognizer, recover_history_boundary_aware,
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
 from hoi_audit.grammar import expected_queries
 
+def write_full_subset(syn, n_videos:int, folder:Path|None=None) -> tuple:
+    "Write `n_videos` full-size videos of split 1 (2/3 train, 1/3 test) in float16, with a split 1 of just them: (root, names, train names)."
+    split = syn.splits[1]
+    names = split["train"][: n_videos - n_videos // 3] + split["test"][: n_videos // 3]
+    root = (folder or Path(tempfile.mkdtemp(prefix="bench_audit_"))) / "b"
+    write_synthetic(syn, root, dtype="float16", videos=names)
+    for f in (root / "splits").glob("*.bundle"): f.unlink()    # the subset's own split: its written videos only
+    (root / "splits" / "train.split1.bundle").write_text("".join(f"{v}.txt\n" for v in names if v in split["train"]))
+    (root / "splits" / "test.split1.bundle").write_text("".join(f"{v}.txt\n" for v in names if v in split["test"]))
+    return root, names, [v for v in names if v in split["train"]]
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--videos", type=int, default=12, help="full-size videos written for the per-video rates")
@@ -51,17 +62,10 @@ def main():
 
     # (2) per-video costs on full-size videos
     syn = synthetic_dataset("breakfast", "full", seed=0)
-    split = syn.splits[1]
-    names = split["train"][: a.videos - a.videos // 3] + split["test"][: a.videos // 3]
-    tmp = Path(tempfile.mkdtemp(prefix="bench_audit_"))
     t = time.perf_counter()
-    write_synthetic(syn, tmp / "b", dtype="float16", videos=names)
+    root, names, train_v = write_full_subset(syn, a.videos)
     write_s = (time.perf_counter() - t) / len(names)
-    for f in (tmp / "b" / "splits").glob("*.bundle"): f.unlink()    # the subset's own split: its written videos only
-    (tmp / "b" / "splits" / "train.split1.bundle").write_text("".join(f"{v}.txt\n" for v in names if v in split["train"]))
-    (tmp / "b" / "splits" / "test.split1.bundle").write_text("".join(f"{v}.txt\n" for v in names if v in split["test"]))
-    ds = read_mstcn(tmp / "b")
-    train_v = [v for v in names if v in split["train"]]
+    ds = read_mstcn(root)
     q = next_action_queries(ds, names, window=32)
     t = time.perf_counter(); video_window_tokens(ds, q, 4); pool_s = (time.perf_counter() - t) / len(names)
     t = time.perf_counter(); rec = WindowRecognizer().fit(ds, train_v, window=16, stride=8, seed=42); fit_rec_s = time.perf_counter() - t

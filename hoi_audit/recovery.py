@@ -47,12 +47,22 @@ def feature_windows(features, # T x D features (a memory map is fine; only frame
                     end:int, # windows end at or before this frame
                     window:int=16, # frames per window
                     stride:int=8, # frames between window starts
-                   ) -> np.ndarray: # (n_windows, window, D) float32
-    "The windows of `features` that end at or before `end`, stacked (frames at or after `end` are never read)."
+                   ) -> np.ndarray: # (n_windows, window, D) float32, a read-only view of the past frames
+    "The windows of `features` that end at or before `end`, as a strided view of the past (frames at or after `end` are never read)."
     starts = window_starts(end, window, stride)
     if not len(starts): return np.zeros((0, window, features.shape[1]), dtype=np.float32)
-    past = np.asarray(features[:int(starts[-1]) + window], dtype=np.float32)
-    return np.ascontiguousarray(sliding_window_view(past, window, axis=0)[starts].transpose(0, 2, 1))
+    past = np.ascontiguousarray(features[:int(starts[-1]) + window], dtype=np.float32)   # row-major, whatever the file's layout
+    return sliding_window_view(past, window, axis=0)[::stride].transpose(0, 2, 1)   # no copy: window k starts at frame k * stride
+
+# %% ../nbs/14_recovery.ipynb #340664a1
+def _windows_at(features, # T x D features (a memory map is fine; only the windows' frames are read)
+                starts:np.ndarray, # start frame of each window
+                window:int, # frames per window
+               ) -> np.ndarray: # (len(starts), window, D) float32
+    "The windows `[s, s + window)` at the given starts, stacked; nothing outside them is read."
+    out = np.empty((len(starts), window, features.shape[1]), dtype=np.float32)   # row-major, as `feature_windows`' windows
+    for k, s in enumerate(starts): out[k] = features[int(s):int(s) + window]
+    return out
 
 # %% ../nbs/14_recovery.ipynb #b1b02667
 POOLINGS = ("mean", "mean_std")
@@ -91,17 +101,29 @@ def _train_videos(dataset, videos, split) -> tuple[list, int|None]:
                     "the recognizer is fitted on train videos only")
 
 # %% ../nbs/14_recovery.ipynb #7d16bba9
-def _training_windows(dataset, videos:Sequence[str], window:int, stride:int, pooling:str) -> tuple[np.ndarray, np.ndarray]:
-    "The pooled windows of the train videos and their majority labels (a video shorter than a window gives none)."
-    X, y = [], []
+def _training_windows(dataset, videos:Sequence[str], window:int, stride:int, pooling:str,
+                      max_windows:int|None=None, seed:int=42) -> tuple[np.ndarray, np.ndarray]:
+    "The pooled windows of the train videos and their majority labels (a video shorter than a window gives none); above `max_windows`, a seeded subset, drawn before anything is pooled."
+    labels = {}
     for name in videos:
         video = dataset.video(name)
-        labels = window_labels(video.labels, window, stride)
-        if not len(labels): continue
-        X.append(pool_windows(feature_windows(video.features(), video.n_frames, window, stride), pooling))
-        y.append(labels)
-    if not X: raise DataError(f"{dataset.root}: no train video is as long as one window ({window} frames)")
-    return np.concatenate(X), np.concatenate(y)
+        y = window_labels(video.labels, window, stride)
+        if not len(y): continue
+        video.features()                                  # the NaN check of every video fitted on, whether or not its windows are kept
+        labels[name] = y
+    if not labels: raise DataError(f"{dataset.root}: no train video is as long as one window ({window} frames)")
+    total = sum(len(y) for y in labels.values())
+    keep = (np.arange(total) if max_windows is None or total <= max_windows
+            else np.sort(np.random.default_rng(seed).choice(total, max_windows, replace=False)))
+    bounds = np.cumsum([0] + [len(y) for y in labels.values()])
+    X, Y = [], []
+    for (name, y), lo, hi in zip(labels.items(), bounds[:-1], bounds[1:]):
+        local = keep[np.searchsorted(keep, lo):np.searchsorted(keep, hi)] - lo
+        if not len(local): continue
+        video = dataset.video(name)
+        X.append(pool_windows(_windows_at(video.features(), window_starts(video.n_frames, window, stride)[local], window), pooling))
+        Y.append(y[local])
+    return np.concatenate(X), np.concatenate(Y)
 
 # %% ../nbs/14_recovery.ipynb #3f93d79e
 def _argmax_allowed(log_proba:np.ndarray, allowed) -> np.ndarray:
@@ -199,10 +221,7 @@ class WindowRecognizer(_WindowPredictions, _WindowScoring):
         if not videos: raise DataError(f"{dataset.root}: no train videos to fit the recognizer on")
         self.window, self.stride, self.seed = int(window), int(stride), int(seed)
         self.n_classes, self.background = len(dataset.classes), frozenset(dataset.background)
-        X, y = _training_windows(dataset, videos, self.window, self.stride, self.pooling)
-        if len(y) > self.max_windows:
-            keep = np.sort(np.random.default_rng(self.seed).choice(len(y), self.max_windows, replace=False))
-            X, y = X[keep], y[keep]
+        X, y = _training_windows(dataset, videos, self.window, self.stride, self.pooling, self.max_windows, self.seed)
         if len(np.unique(y)) < 2: raise DataError(f"{dataset.root}: the train windows hold a single class ({dataset.classes[int(y[0])]}); nothing to recognize")
         self.model = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter, tol=1e-3))
         self.model.fit(X, y)
