@@ -15,7 +15,7 @@ __all__ = ['PROTOCOL_SEEDS', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', '
            'ManifestError', 'ProvenanceError', 'OutputError', 'seed_everything', 'atomic_path', 'to_jsonable',
            'canonical_json', 'write_bytes', 'write_text', 'write_json', 'read_json', 'write_npy', 'write_npz',
            'write_table', 'save_figure', 'sha256_bytes', 'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json',
-           'sha256_of', 'verify', 'write_results', 'read_results']
+           'sha256_of', 'verify', 'numeric_environment', 'write_results', 'read_results']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -271,6 +271,19 @@ def _record_rows(records) -> list[dict]:
         rows.append(keep)
     return rows
 
+# %% ../nbs/00_core.ipynb #1afdd207
+def numeric_environment() -> dict:
+    "What floating-point results depend on besides the code, the seeds and the inputs: CPU dispatch, BLAS kernels, library versions."
+    import importlib.metadata as md, platform, threadpoolctl, torch
+    try: from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError: from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__   # numpy < 2
+    blas = [f"{i['internal_api']} {i.get('version')} {i.get('architecture')}" for i in threadpoolctl.threadpool_info()
+            if i.get("user_api") == "blas" and "numpy" in i.get("filepath", "")]
+    return {"python": platform.python_version(), "machine": platform.machine(),
+            "numpy_simd": [f for f in __cpu_dispatch__ if __cpu_features__.get(f)], "numpy_blas": blas,
+            "torch_cpu": torch.backends.cpu.get_cpu_capability(),
+            "versions": {name: md.version(name) for name in ("numpy", "scipy", "scikit-learn", "pandas", "torch")}}
+
 # %% ../nbs/00_core.ipynb #c49c19eb
 def write_results(path, # results/<experiment>.json
                   experiment:str, # the experiment's name
@@ -279,10 +292,10 @@ def write_results(path, # results/<experiment>.json
                   config:dict|None=None, # every setting the numbers depend on (no paths)
                   pins:dict|None=None, # SHA-256 of the inputs, by name
                  ) -> Path:
-    "Write the results JSON canonically and atomically; the same inputs give byte-identical files."
+    "Write the results JSON canonically and atomically, with its `numeric_environment`; the same inputs there give byte-identical files."
     if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     payload = {"experiment": experiment, "scale": scale, "config": config or {}, "pins": pins or {},
-               "records": _record_rows(records)}
+               "records": _record_rows(records), "environment": numeric_environment()}
     return write_json(path, payload)
 
 # %% ../nbs/00_core.ipynb #e8592253
