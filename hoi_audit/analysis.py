@@ -30,6 +30,7 @@ class TrainedConditions:
     models: dict # condition name -> trained model (`models.Anticipator`)
     test_blocks: dict # condition name -> its test blocks
 
+# %% ../nbs/21_analysis.ipynb #22cb223d
 def train_conditions(dataset, # a `ProceduralDataset` with features
                      split:int=1, # the split (the paper's tables use split 1)
                      conditions:Sequence[str]=("gt_history", "recognizer_ba"), # audit condition names (CONDITIONS)
@@ -74,6 +75,7 @@ def frequency_terciles(train_targets, # target class per training query
     bin_of = np.minimum((3 * before / len(test)).astype(int), 2)
     return test.map(pd.Series(np.array(["rarest", "middle", "commonest"])[bin_of.to_numpy()], index=order.index))
 
+# %% ../nbs/21_analysis.ipynb #56d43ca2
 START = -1  # the "previous action" of a query with an empty history
 
 def transition_probabilities(train_q:pd.DataFrame, # training queries (history, target): each is one observed transition
@@ -85,6 +87,7 @@ def transition_probabilities(train_q:pd.DataFrame, # training queries (history, 
     probs = pairs.div(pairs.sum(axis=1), axis=0)
     return np.array([float(probs.at[p, y]) if p in probs.index and y in probs.columns else 0.0 for p, y in zip(prev(test_q), test_q["target"])])
 
+# %% ../nbs/21_analysis.ipynb #0e12c7cf
 TRANSITION_BINS = {"rare": (0.0, 0.1), "medium": (0.1, 0.5), "frequent": (0.5, 1.0 + 1e-9)}  # bin -> [low, high) of P(a_{i+1} | a_i)
 
 def error_analysis(trained:TrainedConditions, # from `train_conditions` (its gt_history model)
@@ -114,12 +117,14 @@ def _blank(inputs:dict, stream:str) -> dict:
     "The stream at its training mean (standardised inputs are 0 there) or, for the history, all padding (an empty history)."
     return {k: torch.zeros_like(v) if k == stream else v for k, v in inputs.items()}
 
+# %% ../nbs/21_analysis.ipynb #f8ff4d4c
 def _embedding_hooks(model:nn.Module, history:torch.Tensor, store:list) -> list:
     "Hooks that keep the output of every embedding that reads the history tensor (the history's continuous input)."
     def hook(module, args, out):
         if args and args[0] is history: out.retain_grad(); store.append(out)
     return [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.Embedding)]
 
+# %% ../nbs/21_analysis.ipynb #6383db45
 def stream_attribution(model, # a trained `models.Anticipator`
                        blocks:Sequence, # its test blocks
                       ) -> pd.DataFrame: # per query and stream: |grad x input| summed over the stream, and its share (%)
@@ -145,6 +150,7 @@ def stream_attribution(model, # a trained `models.Anticipator`
     shares = 100 * a.div(a.sum(axis=1).replace(0, np.nan), axis=0)
     return pd.concat({"attribution": a, "share": shares}, axis=1)
 
+# %% ../nbs/21_analysis.ipynb #bacfc1b8
 def ablation_table(trained:TrainedConditions, # from `train_conditions`
                    conditions:Sequence[str]=("gt_history", "recognizer_ba"), # the models compared (columns)
                   ) -> pd.DataFrame: # Table 21: rows full / zero_* (Act@1) and grad_x_input_* (mean share %), one column per condition

@@ -40,6 +40,7 @@ class HistorySource:
     def __post_init__(self):
         if self.source not in ("recognizer", "oracle"): raise ValueError(f"history source {self.name!r}: source must be 'recognizer' or 'oracle', got {self.source!r}")
 
+# %% ../nbs/17_audit.ipynb #a5f2264d
 HISTORY_SOURCES = {}  # name -> HistorySource
 
 def register_history_source(source:HistorySource) -> HistorySource:
@@ -48,10 +49,12 @@ def register_history_source(source:HistorySource) -> HistorySource:
     HISTORY_SOURCES[source.name] = source
     return source
 
+# %% ../nbs/17_audit.ipynb #7975f48b
 def gt_histories(dataset, split, train_q, test_q, config) -> tuple:
     "The queries' own (annotated) histories."
     return list(train_q["history"]), list(test_q["history"])
 
+# %% ../nbs/17_audit.ipynb #1e90945d
 @dataclass(frozen=True)
 class NoisyGT:
     "GT histories corrupted at a known rate (`recovery.noisy_history`): derived from the oracle, so never deployable."
@@ -66,6 +69,7 @@ class NoisyGT:
                                                    exclude=dataset.background, kinds=self.kinds))
         return noisy(train_q, 0), noisy(test_q, 1)
 
+# %% ../nbs/17_audit.ipynb #8e59bd02
 for _s in [HistorySource("gt", "GT", "oracle", gt_histories),
            HistorySource("ba", "recognizer (boundary-aware)", "recognizer"),
            HistorySource("bfr", "recognizer (boundary-free)", "recognizer"),
@@ -107,6 +111,7 @@ class AuditCondition:
         sources = self.sources(h)
         return Condition(name, sources, deployable="oracle" not in sources)
 
+# %% ../nbs/17_audit.ipynb #5b9d9a63
 CONDITIONS = {}  # name -> AuditCondition, in registration order
 
 def register_condition(condition:AuditCondition) -> AuditCondition:
@@ -115,6 +120,7 @@ def register_condition(condition:AuditCondition) -> AuditCondition:
     CONDITIONS[condition.name] = condition
     return condition
 
+# %% ../nbs/17_audit.ipynb #56b24ba4
 for _c in [AuditCondition("video_only", "Video only", ("video", "state")),
            AuditCondition("recognizer_bfr", "Recognizer history, boundary-free", ("video", "history", "state"), "bfr"),
            AuditCondition("recognizer_ba", "Recognizer history, boundary-aware", ("video", "history", "state"), "ba"),
@@ -168,6 +174,7 @@ class QuerySchedule:
         "The (train, test) queries of a split."
         return split_queries(dataset, split, builder=self.builder, window=config.window, **dict(self.options))
 
+# %% ../nbs/17_audit.ipynb #ffa420cd
 QUERY_SCHEDULES = {}  # name -> QuerySchedule
 
 def register_schedule(schedule:QuerySchedule) -> QuerySchedule:
@@ -175,6 +182,7 @@ def register_schedule(schedule:QuerySchedule) -> QuerySchedule:
     QUERY_SCHEDULES[schedule.name] = schedule
     return schedule
 
+# %% ../nbs/17_audit.ipynb #9a36b518
 register_schedule(QuerySchedule("boundary", next_action_queries))
 register_schedule(QuerySchedule("boundary_independent", scheduled_queries, (("start", 64), ("every", 60))))
 
@@ -219,6 +227,7 @@ def _features_fingerprint(dataset, videos) -> str:
         rows.append([v, st.st_size if st else None, st.st_mtime_ns if st else None])
     return sha256_json(rows)
 
+# %% ../nbs/17_audit.ipynb #a6306af1
 def _check_splits(dataset, splits) -> list:
     "The splits to run (None: all), each one the dataset has."
     splits = sorted(dataset.splits) if splits is None else list(splits)
@@ -226,9 +235,11 @@ def _check_splits(dataset, splits) -> list:
     if missing: raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
     return splits
 
+# %% ../nbs/17_audit.ipynb #4ea45984
 def _queries_hash(q:pd.DataFrame) -> str:
     return sha256_json(q[["video", "t", "window_start", "window_end", "target"]].values.tolist())
 
+# %% ../nbs/17_audit.ipynb #65614497
 def _resolve_conditions(conditions) -> list[AuditCondition]:
     "Condition names or `AuditCondition` objects -> registered conditions (an object is registered under its name)."
     out = []
@@ -241,10 +252,12 @@ def _resolve_conditions(conditions) -> list[AuditCondition]:
     if not out: raise DataError("no conditions")
     return out
 
+# %% ../nbs/17_audit.ipynb #4ff3f8a2
 def _schedule(config:AuditConfig) -> QuerySchedule:
     if config.schedule not in QUERY_SCHEDULES: raise DataError(f"unknown query schedule {config.schedule!r}; schedules are {sorted(QUERY_SCHEDULES)}")
     return QUERY_SCHEDULES[config.schedule]
 
+# %% ../nbs/17_audit.ipynb #59d5e087
 def split_audit_queries(dataset, split:int, config:AuditConfig) -> tuple:
     "A split's (train, test) queries under the audit's schedule, after the causality check (an error names the first violation)."
     train_q, test_q = _schedule(config).queries(dataset, split, config)
@@ -254,10 +267,12 @@ def split_audit_queries(dataset, split:int, config:AuditConfig) -> tuple:
         except DataError as e: raise DataError(f"{dataset.root}: split {split} {part} queries ({config.schedule} schedule): {e}") from None
     return train_q, test_q
 
+# %% ../nbs/17_audit.ipynb #1d089774
 def _recover_name(source:HistorySource) -> str:
     r = source.recover
     return "audit recognizer" if r is None else getattr(r, "name", getattr(r, "__qualname__", type(r).__name__))
 
+# %% ../nbs/17_audit.ipynb #60cce83b
 def _histories(dataset, split, train_q, test_q, name, config, history_fn, store) -> dict:
     "The train and test histories of one source (recovered ones through the store) and, for recovered ones, their quality."
     src = HISTORY_SOURCES[name]
@@ -283,11 +298,107 @@ def _histories(dataset, split, train_q, test_q, name, config, history_fn, store)
     r = store.run([unit], compute, progress=False)[0]
     return {"train": [tuple(h) for h in r["train"]], "test": [tuple(h) for h in r["test"]], "quality": r["quality"]}
 
+# %% ../nbs/17_audit.ipynb #e161ea86
 def _tests(c:AuditCondition, config:AuditConfig) -> list:
     "The histories a checkpoint of `c` is tested with: its own, then (2x2) the other cross_test sources."
     cross = c.history in config.cross_test and "video" in c.inputs and "history" in c.inputs
     return [c.history] + ([k for k in config.cross_test if k != c.history] if cross else [])
 
+# %% ../nbs/17_audit.ipynb #489ae828
+def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers) -> tuple:
+    "Check `audit_records`' arguments and fill in its defaults: (conditions, splits, fit, store, history_fn, backend)."
+    conds = _resolve_conditions(conditions)
+    if not dataset.has_features: raise DataError(f"{dataset.root}: the audit needs features (an MS-TCN folder with features/)")
+    splits = _check_splits(dataset, splits)
+    if not seeds: raise DataError("no seeds")
+    fit = architecture(config.architecture)
+    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
+    history_fn = history_fn or RecognizerHistories()
+    if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    backend = LocalBackend(workers) if workers > 1 else None   # k processes share each split's pending units (hoi_audit.cluster)
+    return conds, splits, fit, store, history_fn, backend
+
+# %% ../nbs/17_audit.ipynb #8389e839
+def _blocks_fn(dataset, train_q:pd.DataFrame, test_q:pd.DataFrame, hist:dict, config:AuditConfig) -> Callable:
+    "`blocks(c, part, kind)`: condition `c`'s model inputs on the train (0) or test (1) queries with history `kind`."
+    pooled = {}
+    def tokens(part):          # pooled on first use: a resumed audit whose units are all done never reads the features
+        if not pooled: pooled["t"] = (video_window_tokens(dataset, train_q, config.n_tokens), video_window_tokens(dataset, test_q, config.n_tokens))
+        return pooled["t"][part]
+    def blocks(c, part, kind):
+        q = train_q if part == 0 else test_q
+        return input_blocks(dataset, q, c.inputs, history=hist[kind]["train" if part == 0 else "test"] if kind else None,
+                            history_source=HISTORY_SOURCES[kind].source if kind else "oracle",
+                            video_tokens=tokens(part) if "video" in c.inputs else None, max_history=config.max_history,
+                            with_history=kind is not None)
+    return blocks
+
+# %% ../nbs/17_audit.ipynb #1dfc468d
+def _video_identity(dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, conds) -> dict|None:
+    "What a split's video tokens are a function of: the feature files and the query windows (None when no condition reads video)."
+    if not any("video" in c.inputs for c in conds): return None
+    return {"video_features": _features_fingerprint(dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]),
+            "train_windows": _queries_hash(train_q), "test_windows": _queries_hash(test_q)}
+
+# %% ../nbs/17_audit.ipynb #dcd23a10
+def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
+                 config:AuditConfig, video_identity:dict|None) -> tuple:
+    "A split's units, one per (condition, seed), and the condition of each unit path."
+    units, unit_cond = [], {}
+    for c in conds:
+        inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
+                  "train_videos": sha256_json(train_q["video"].tolist()), "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()])}
+        if "video" in c.inputs: inputs |= video_identity
+        for k in tests[c.name]:
+            if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history]["train"]), f"test_history_{k}": sha256_json(hist[k]["test"])}
+        for seed in seeds:
+            u = Unit({"dataset": dataset.name, "split": split, "condition": c.name, "seed": int(seed)},
+                     config={**config.as_dict(), "inputs": list(c.inputs), "history": c.history, "tests": tests[c.name]}, inputs=inputs)
+            units.append(u); unit_cond[u.path] = c
+    return units, unit_cond
+
+# %% ../nbs/17_audit.ipynb #09309c07
+def _unit_compute(dataset, fit:Callable, unit_cond:dict, tests:dict, blocks:Callable, train_q:pd.DataFrame, test_q:pd.DataFrame,
+                  groups:list, config:AuditConfig) -> Callable:
+    "A unit's computation: train one checkpoint, test it with each of its test histories."
+    n_classes = len(dataset.classes)
+    def compute(u, workdir):
+        c = unit_cond[u.path]
+        model = fit(c.condition(), blocks(c, 0, c.history), train_q["target"], n_classes, groups, config.train, seed=u.key["seed"])
+        out = {}
+        for k in tests[c.name]:
+            logits = model.predict_logits(blocks(c, 1, k), condition=c.condition(k))
+            out[k or "none"] = anticipation_metrics(logits, test_q["target"], dataset.verb_of)
+        return {"metrics": out, "best_epoch": int(getattr(model, "best_epoch", -1)), "epochs_run": len(getattr(model, "history", []) or []),
+                "n_train": len(train_q), "n_test": len(test_q)}
+    return compute
+
+# %% ../nbs/17_audit.ipynb #d1e78914
+def _unit_rows(units:list, results:list) -> list[dict]:
+    "The units' results as tidy rows: one per (test history, metric)."
+    rows = []
+    for u, r in zip(units, results):
+        for test_history, metrics in r["metrics"].items():
+            for metric, value in metrics.items():
+                rows.append({**u.key, "test_history": test_history, "metric": metric, "value": float(value)})
+    return rows
+
+# %% ../nbs/17_audit.ipynb #26ec5d6d
+def _split_records(dataset, split:int, conds, seeds, store:ResultStore, config:AuditConfig, history_fn:Callable, fit:Callable,
+                   progress:bool, backend) -> list[dict]:
+    "One split of `audit_records`: its queries, histories and units, run through the store; the tidy rows of every test."
+    train_q, test_q = split_audit_queries(dataset, split, config)
+    groups = [dataset.video(v).participant or v for v in train_q["video"]]   # early stopping holds out whole participants
+    tests = {c.name: _tests(c, config) for c in conds}
+    kinds = sorted({k for ks in tests.values() for k in ks if k})
+    hist = {k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds}
+    blocks = _blocks_fn(dataset, train_q, test_q, hist, config)
+    units, unit_cond = _split_units(dataset, split, conds, seeds, tests, hist, train_q, test_q, config,
+                                    _video_identity(dataset, split, train_q, test_q, conds))
+    compute = _unit_compute(dataset, fit, unit_cond, tests, blocks, train_q, test_q, groups, config)
+    return _unit_rows(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend))
+
+# %% ../nbs/17_audit.ipynb #14225898
 def audit_records(dataset, # a `ProceduralDataset` with features
                   splits:Sequence[int]|None=None, # splits to run; None: all
                   seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
@@ -299,62 +410,12 @@ def audit_records(dataset, # a `ProceduralDataset` with features
                   workers:int=1, # processes sharing the units (k uses k cores)
                  ) -> pd.DataFrame: # dataset, split, seed, condition, test_history, metric, value
     "Train and test every (split, condition, seed) unit; every test (own and cross-tested histories) as a tidy record."
-    conds = _resolve_conditions(conditions)
-    if not dataset.has_features: raise DataError(f"{dataset.root}: the audit needs features (an MS-TCN folder with features/)")
-    splits = _check_splits(dataset, splits)
-    if not seeds: raise DataError("no seeds")
-    fit = architecture(config.architecture)
-    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
-    history_fn = history_fn or RecognizerHistories()
-    if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    backend = LocalBackend(workers) if workers > 1 else None   # k processes share each split's pending units (hoi_audit.cluster)
-    n_classes, rows = len(dataset.classes), []
-    for split in splits:
-        train_q, test_q = split_audit_queries(dataset, split, config)
-        groups = [dataset.video(v).participant or v for v in train_q["video"]]   # early stopping holds out whole participants
-        tests = {c.name: _tests(c, config) for c in conds}
-        kinds = sorted({k for ks in tests.values() for k in ks if k})
-        hist = {k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds}
-        pooled = {}
-        def tokens(part):          # pooled on first use: a resumed audit whose units are all done never reads the features
-            if not pooled: pooled["t"] = (video_window_tokens(dataset, train_q, config.n_tokens), video_window_tokens(dataset, test_q, config.n_tokens))
-            return pooled["t"][part]
-        def blocks(c, part, kind):
-            q = train_q if part == 0 else test_q
-            return input_blocks(dataset, q, c.inputs, history=hist[kind]["train" if part == 0 else "test"] if kind else None,
-                                history_source=HISTORY_SOURCES[kind].source if kind else "oracle",
-                                video_tokens=tokens(part) if "video" in c.inputs else None, max_history=config.max_history,
-                                with_history=kind is not None)
-        video_identity = None
-        if any("video" in c.inputs for c in conds):   # what the tokens are a function of: the feature files and the query windows
-            video_identity = {"video_features": _features_fingerprint(dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]),
-                              "train_windows": _queries_hash(train_q), "test_windows": _queries_hash(test_q)}
-        units, unit_cond = [], {}
-        for c in conds:
-            inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
-                      "train_videos": sha256_json(train_q["video"].tolist()), "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()])}
-            if "video" in c.inputs: inputs |= video_identity
-            for k in tests[c.name]:
-                if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history]["train"]), f"test_history_{k}": sha256_json(hist[k]["test"])}
-            for seed in seeds:
-                u = Unit({"dataset": dataset.name, "split": split, "condition": c.name, "seed": int(seed)},
-                         config={**config.as_dict(), "inputs": list(c.inputs), "history": c.history, "tests": tests[c.name]}, inputs=inputs)
-                units.append(u); unit_cond[u.path] = c
-        def compute(u, workdir):
-            c = unit_cond[u.path]
-            model = fit(c.condition(), blocks(c, 0, c.history), train_q["target"], n_classes, groups, config.train, seed=u.key["seed"])
-            out = {}
-            for k in tests[c.name]:
-                logits = model.predict_logits(blocks(c, 1, k), condition=c.condition(k))
-                out[k or "none"] = anticipation_metrics(logits, test_q["target"], dataset.verb_of)
-            return {"metrics": out, "best_epoch": int(getattr(model, "best_epoch", -1)), "epochs_run": len(getattr(model, "history", []) or []),
-                    "n_train": len(train_q), "n_test": len(test_q)}
-        for u, r in zip(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend)):
-            for test_history, metrics in r["metrics"].items():
-                for metric, value in metrics.items():
-                    rows.append({**u.key, "test_history": test_history, "metric": metric, "value": float(value)})
+    conds, splits, fit, store, history_fn, backend = _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers)
+    rows = []
+    for split in splits: rows += _split_records(dataset, split, conds, seeds, store, config, history_fn, fit, progress, backend)
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"])
 
+# %% ../nbs/17_audit.ipynb #469afc8b
 def history_quality(dataset, # the audited dataset
                     splits:Sequence[int]|None=None, # splits (None: all)
                     conditions:Sequence=TABLE1_CONDITIONS, # the audit's conditions: each recovered history they use is measured
@@ -383,6 +444,7 @@ def _per_split(records:pd.DataFrame, metric:str="act1") -> pd.DataFrame:
     r = records[records["metric"] == metric]
     return r.groupby(["split", "condition"])["value"].mean().unstack("condition")
 
+# %% ../nbs/17_audit.ipynb #e7fa8208
 def condition_table(records:pd.DataFrame, # matched records (condition, split, seed, metric, value)
                    ) -> pd.DataFrame: # one row per condition (Table 1's label): mean and std over splits of each metric
     "Table 1: mean ± std over splits (seeds averaged within a split) per condition and metric."
@@ -400,6 +462,7 @@ def condition_table(records:pd.DataFrame, # matched records (condition, split, s
                      "n_seeds": int(records.loc[records["condition"] == name, "seed"].nunique())})
     return pd.DataFrame(rows).set_index("label")
 
+# %% ../nbs/17_audit.ipynb #6eda57b5
 def matched_gap(records:pd.DataFrame, # matched records
                 oracle:str=ORACLE, # the oracle condition
                 non_oracle:str=NON_ORACLE, # the matched non-oracle condition
@@ -426,10 +489,12 @@ class AuditResult:
     history_quality: pd.DataFrame|None = None # edit rate and item accuracy of each recovered history, train and test
     def __iter__(self): return iter((self.records, self.table, self.gap))
 
+# %% ../nbs/17_audit.ipynb #201afca8
 def _matched(records:pd.DataFrame) -> pd.DataFrame:
     own = records["condition"].map(lambda c: CONDITIONS[c].history or "none")
     return records[records["test_history"] == own].drop(columns="test_history").reset_index(drop=True)
 
+# %% ../nbs/17_audit.ipynb #316b8db0
 def gap_rows(records:pd.DataFrame) -> pd.DataFrame:
     "Every provenance-matched gap (`matched_pairs`, the primary pair first) for each metric, each paired by split."
     present = [c for c in CONDITIONS if c in set(records["condition"])]
@@ -437,6 +502,7 @@ def gap_rows(records:pd.DataFrame) -> pd.DataFrame:
             for metric in METRICS if metric in set(records["metric"])]
     return pd.DataFrame(rows)
 
+# %% ../nbs/17_audit.ipynb #503ae298
 def four_condition_audit(dataset, # a `ProceduralDataset` with features
                          splits:Sequence[int]|None=None, # splits (None: all)
                          seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
@@ -468,6 +534,7 @@ class InterventionResult:
     contrast: pd.DataFrame # per training regime: test GT - test recognizer, paired by split, with its interval
     def __iter__(self): return iter((self.records, self.table, self.contrast))
 
+# %% ../nbs/17_audit.ipynb #77b9460a
 def intervention_table(all_records:pd.DataFrame, # every test, with test_history (from `audit_records`)
                        metric:str="act1", # the metric of the table
                        confidence:float=0.95, # the intervals' level
@@ -493,6 +560,7 @@ def intervention_table(all_records:pd.DataFrame, # every test, with test_history
                           "contrast": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n})
     return InterventionResult(r, table, std, pd.DataFrame(contrasts))
 
+# %% ../nbs/17_audit.ipynb #d8f6808a
 def intervention_2x2(dataset, # a `ProceduralDataset` with features
                      splits:Sequence[int]|None=None, # splits (None: all)
                      seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
@@ -518,6 +586,7 @@ def audit_results_records(result:AuditResult) -> list[dict]:
     if result.history_quality is not None: recs += result.history_quality.to_dict("records")
     return recs
 
+# %% ../nbs/17_audit.ipynb #07de3429
 def intervention_results_records(result:InterventionResult) -> list[dict]:
     "Records of the `intervention_2x2` results JSON."
     recs = result.records[["dataset", "split", "seed", "train_history", "test_history", "metric", "value"]].to_dict("records")
@@ -527,6 +596,7 @@ def intervention_results_records(result:InterventionResult) -> list[dict]:
                      "metric": f"contrast_{c['metric']}", "value": c["contrast"], "ci_low": c["ci_low"], "ci_high": c["ci_high"], "n": c["n"]})
     return recs
 
+# %% ../nbs/17_audit.ipynb #142537f9
 def format_table(table:pd.DataFrame, # from `condition_table`
                  digits:int=1, # decimals
                 ) -> pd.DataFrame:
@@ -567,6 +637,7 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
     return pd.DataFrame([{"dataset": dataset.name, "split": u.key["split"], "metric": "window_acc", "value": float(r["value"]),
                           "n_videos": int(r["n_videos"])} for u, r in zip(units, out)])
 
+# %% ../nbs/17_audit.ipynb #a2a1d268
 def window_results_records(window:pd.DataFrame, # from `window_accuracy_records`
                            config:AuditConfig=AuditConfig(), # the audit's settings (the recognizer's seed)
                           ) -> list[dict]:
@@ -574,6 +645,7 @@ def window_results_records(window:pd.DataFrame, # from `window_accuracy_records`
     return [{**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
             for r in window[["dataset", "split", "metric", "value"]].to_dict("records")]
 
+# %% ../nbs/17_audit.ipynb #678644c0
 def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and GT rows are used when present)
                    window:pd.DataFrame, # from `window_accuracy_records`
                   ) -> pd.DataFrame: # one row (the dataset): window_acc, bfr, ba, gt and their stds over splits
@@ -608,6 +680,7 @@ def _parse_list(text:str, cast=str) -> list:
     try: return [cast(x) for x in text.replace(",", " ").split() if x]
     except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
 
+# %% ../nbs/17_audit.ipynb #e3d20739
 def run_audit_command(args) -> int:
     "The `hoi-audit audit` handler."
     from hoi_audit.procedural import read_mstcn
@@ -647,6 +720,7 @@ def run_audit_command(args) -> int:
     print(f"wrote {store.root}/")
     return 0
 
+# %% ../nbs/17_audit.ipynb #4ac86214
 def add_subcommand(subparsers):
     "Register `hoi-audit audit`."
     p = subparsers.add_parser("audit", help="the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features")

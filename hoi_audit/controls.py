@@ -34,6 +34,7 @@ def last_actions(histories, # one history (tuple of class ids) per query
     if not isinstance(n, (int, np.integer)) or n < 0: raise ValueError(f"n must be a non-negative integer, got {n!r}")
     return [tuple(int(a) for a in h)[max(len(h) - n, 0):] for h in histories]
 
+# %% ../nbs/18_controls.ipynb #e3de1f1d
 @dataclass(frozen=True)
 class LastActionsGT:
     "History source recover function: the `n` most recent actions of the annotated (GT) history; still oracle."
@@ -50,6 +51,7 @@ def _recognizer_key(config:AuditConfig) -> tuple:
     return tuple(getattr(config, k) for k in ("schedule", "window", "recognizer_window", "recognizer_stride", "recognizer_seed",
                                               "cross_fit", "recognizer_folds"))
 
+# %% ../nbs/18_controls.ipynb #79848467
 class ControlHistories:
     "The controls' recognizer backend: 'ba'/'bfr' from an inner backend (the audit's by default), '<kind>_last<H>' as their H most recent actions."
     def __init__(self, inner:Callable|None=None, # the backend that recovers the base kinds (default: `audit.RecognizerHistories()`)
@@ -92,6 +94,7 @@ def history_length_source(base:str, # 'gt' (the annotated history) or a recogniz
     else: raise ValueError(f"history source {base!r} recovers its own histories; a dose is defined for 'gt' and the backend's kinds ('ba', 'bfr')")
     return register_history_source(src)
 
+# %% ../nbs/18_controls.ipynb #5f4816cb
 def dose_condition(base:str, # 'gt' or a recognizer kind ('ba', 'bfr')
                    n:int, # history length H (0: the video-only row)
                   ) -> AuditCondition:
@@ -133,6 +136,7 @@ def horizon_queries(dataset, # a `ProceduralDataset`
     q.attrs.update(attrs, dropped={**attrs.get("dropped", {}), **({f"no_action_{horizon}_ahead": int((~keep).sum())} if (~keep).any() else {})})
     return q
 
+# %% ../nbs/18_controls.ipynb #52bb0c4f
 def horizon_schedule(horizon:int, # actions ahead
                     ) -> QuerySchedule:
     "The query schedule `boundary_h<horizon>` (registered on first use)."
@@ -155,6 +159,7 @@ def probe_condition(probe_input:str, # a PROBE_INPUTS key
 # %% ../nbs/18_controls.ipynb #022f8f76
 def _own(condition:str) -> str: return CONDITIONS[condition].history or "none"
 
+# %% ../nbs/18_controls.ipynb #0c61970b
 def _side(records:pd.DataFrame, side) -> pd.DataFrame:
     "Rows of one side: a condition tested with its own history, or (condition, test_history) for a cross-tested checkpoint."
     condition, test = (side, _own(side)) if isinstance(side, str) else side
@@ -162,6 +167,7 @@ def _side(records:pd.DataFrame, side) -> pd.DataFrame:
     if r.empty: raise DataError(f"no records of condition {condition!r} tested with history {test!r}")
     return r
 
+# %% ../nbs/18_controls.ipynb #ae61b97c
 def pair_records(records:pd.DataFrame, # from `audit.audit_records` (every test, with test_history)
                  oracle, # the oracle side: a condition name, or (condition, test_history)
                  non_oracle, # the matched non-oracle side, same form
@@ -185,6 +191,7 @@ def pair_records(records:pd.DataFrame, # from `audit.audit_records` (every test,
                 "metric": f"gap_{metric}", "value": float(g["value"]), "ci_low": float(g["ci_low"]), "ci_high": float(g["ci_high"]), "n": int(g["n"])})
     return out
 
+# %% ../nbs/18_controls.ipynb #f1d9e72c
 def gap_summary(records:pd.DataFrame|list, # records from `pair_records` (one or many comparisons)
                 by:Sequence[str], # the factor columns that name a comparison (e.g. ['dataset', 'control'])
                 metric:str="act1", # the compared metric
@@ -253,6 +260,7 @@ class Control:
     non_oracle: object # the matched non-oracle side, same form
     cross_test: tuple = () # histories the checkpoints are also tested with (AuditConfig.cross_test)
 
+# %% ../nbs/18_controls.ipynb #0dc12bc2
 CONTROLS = {}  # name -> Control, in Table 2's order
 
 def register_control(control:Control) -> Control:
@@ -263,6 +271,7 @@ def register_control(control:Control) -> Control:
     CONTROLS[control.name] = control
     return control
 
+# %% ../nbs/18_controls.ipynb #2a944c22
 for _c in [Control("matched", "Matched information regimes", "Primary estimator-relative audit gap", "boundary",
                    ("recognizer_ba", "gt_history"), "gt_history", "recognizer_ba", ("ba", "gt")),
            Control("fixed_checkpoint", "Fixed checkpoint", "Not only a consequence of training under cleaner history", "boundary",
@@ -279,6 +288,7 @@ def _store(store:ResultStore|None, part:str) -> ResultStore:
     root = Path(store.root) if store is not None else Path(tempfile.mkdtemp(prefix="hoi_audit_store_"))
     return ResultStore(root / part)
 
+# %% ../nbs/18_controls.ipynb #e9e78adb
 @dataclass
 class ControlResult:
     "The controls: every test as a tidy record (with its control), the side-and-gap records, and Table 2's view."
@@ -286,6 +296,7 @@ class ControlResult:
     pairs: list # `pair_records` of every control: each side's (split, seed) Act@1 and the gap with its interval
     table: pd.DataFrame # Table 2: per control, non-oracle and oracle mean ± std over splits, the gap and its interval
 
+# %% ../nbs/18_controls.ipynb #1a95d184
 def run_controls(dataset, # a `ProceduralDataset` with features
                  controls:Sequence[str]=tuple(CONTROLS), # CONTROLS names
                  splits:Sequence[int]|None=None, # splits (None: all)
@@ -355,6 +366,7 @@ def _sweep_records(recs:pd.DataFrame, factor:str, value_of:dict, metric:str="act
     r = r.assign(**{factor: r["condition"].map(value_of)}, **extra)
     return r[["dataset", "split", "seed", "condition", *extra, factor, "metric", "value"]].reset_index(drop=True)
 
+# %% ../nbs/18_controls.ipynb #ca07c136
 def history_dose(dataset, # a `ProceduralDataset` with features
                  lengths:Sequence[int]=(0, 1, 2, 4, 8), # history lengths H (0: the video-only row)
                  histories:Sequence[str]=("gt", "ba"), # history sources compared at each H
@@ -375,6 +387,7 @@ def history_dose(dataset, # a `ProceduralDataset` with features
         frames.append(_sweep_records(recs, "history_length", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
+# %% ../nbs/18_controls.ipynb #70e2344a
 def noise_sweep(dataset, # a `ProceduralDataset` with features
                 rates:Sequence[float]=(0.8, 0.6, 0.4, 0.2, 0.1, 0.0), # per-item edit probabilities of the GT history
                 noise_seed:int=0, # seed of the corruption
@@ -421,6 +434,7 @@ def horizon_audit(dataset, # a `ProceduralDataset` with features
         out.append(pd.DataFrame([pair_records(recs, oracle, non_oracle, horizon=int(h))[-1]]))
     return pd.concat(out, ignore_index=True)
 
+# %% ../nbs/18_controls.ipynb #66762398
 def context_probes(dataset, # a `ProceduralDataset` with features
                    probe_inputs:Sequence[str]=tuple(PROBE_INPUTS), # PROBE_INPUTS keys
                    histories:Sequence[str]=("gt",), # history sources the probes read
@@ -440,6 +454,7 @@ def context_probes(dataset, # a `ProceduralDataset` with features
         frames.append(_sweep_records(recs, "probe_input", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
+# %% ../nbs/18_controls.ipynb #3fd80a41
 def sweep_table(records:pd.DataFrame, # records with a factor column
                 factor:str, # the sweep's factor ('history_length', 'noise_rate', 'horizon', 'probe_input')
                 by:str="condition", # the row label column
@@ -456,12 +471,14 @@ def _parse_list(text:str, cast=str) -> list:
     try: return [cast(x) for x in text.replace(",", " ").split() if x]
     except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
 
+# %% ../nbs/18_controls.ipynb #4020aa6c
 def _common(p, experiment:str):
     p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
     p.add_argument("--out", required=True, help=f"a folder (results/{experiment}.json and store/{experiment} below it) or a .json results file (store/ beside it)")
     p.add_argument("--store", help=f"result-store folder (default: store/{experiment} in the --out folder)")
     add_training_arguments(p)
 
+# %% ../nbs/18_controls.ipynb #16ce40dc
 def _setup(args, experiment:str) -> tuple:
     "The dataset, splits, seeds, config, output paths and store of a subcommand."
     from hoi_audit.procedural import read_mstcn
@@ -474,6 +491,7 @@ def _setup(args, experiment:str) -> tuple:
     store = ResultStore(Path(args.store)) if args.store else paths.store
     return dataset, dict(splits=splits, seeds=seeds, store=store, config=config, progress=args.progress), paths
 
+# %% ../nbs/18_controls.ipynb #525f51d8
 def _finish(paths, experiment:str, records, args, kw:dict, **settings) -> int:
     config = {**kw["config"].as_dict(), "seeds": list(kw["seeds"]), **settings}
     paths.wrote(write_results(paths.results, experiment, tidy_records(records), scale=args.scale, config=config,
@@ -482,6 +500,7 @@ def _finish(paths, experiment:str, records, args, kw:dict, **settings) -> int:
     print(f"wrote {kw['store'].root}/")
     return 0
 
+# %% ../nbs/18_controls.ipynb #f0fdb4a9
 def _cmd_controls(args) -> int:
     dataset, kw, paths = _setup(args, "controls")
     names = _parse_list(args.controls) if args.controls else list(CONTROLS)
@@ -496,6 +515,7 @@ def _cmd_controls(args) -> int:
         records += recs.to_dict("records")
     return _finish(paths, "controls", records, args, kw, controls=names)
 
+# %% ../nbs/18_controls.ipynb #93bc244d
 def _cmd_sensitivity(args) -> int:
     dataset, kw, paths = _setup(args, "sensitivity")
     lengths, rates = _parse_list(args.lengths, int), _parse_list(args.noise_rates, float)
@@ -512,6 +532,7 @@ def _cmd_sensitivity(args) -> int:
     return _finish(paths, "sensitivity", pd.concat(frames, ignore_index=True), args, kw, lengths=lengths, histories=histories,
                    noise_rates=rates, noise_seed=args.noise_seed)
 
+# %% ../nbs/18_controls.ipynb #5e670382
 def _cmd_horizons(args) -> int:
     dataset, kw, paths = _setup(args, "horizons")
     horizons = _parse_list(args.horizons, int)
@@ -520,6 +541,7 @@ def _cmd_horizons(args) -> int:
     print(r[r["metric"] == "gap_act1"][["horizon", "value", "ci_low", "ci_high", "n"]].round(1).to_string(index=False))
     return _finish(paths, "horizons", r, args, kw, horizons=horizons)
 
+# %% ../nbs/18_controls.ipynb #cf67a518
 def _cmd_context_probes(args) -> int:
     dataset, kw, paths = _setup(args, "context_probes")
     inputs, histories = _parse_list(args.probe_inputs), _parse_list(args.histories)
@@ -529,6 +551,7 @@ def _cmd_context_probes(args) -> int:
     print(sweep_table(r, "probe_input", by="history").round(1).to_string())
     return _finish(paths, "context_probes", r, args, kw, probe_inputs=inputs, histories=histories)
 
+# %% ../nbs/18_controls.ipynb #78a55230
 def add_subcommand(subparsers):
     "Register `hoi-audit controls`, `sensitivity`, `horizons` and `context-probes`."
     p = subparsers.add_parser("controls", help="Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder")

@@ -27,14 +27,15 @@ __all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'CONDITIONS', 'observed_e
            'results_config', 'run_lta_command', 'add_subcommand']
 
 # %% ../nbs/22_lta.ipynb #a6f3d66d
-HORIZON_CONVENTIONS = ("reference", "split")  # reference: int((alpha + beta) n), as the reference's files; split: int(alpha n) + int(beta n), as queries.lta_split
-
 def observed_end(n_frames:int, # frames of the video (its annotated length)
                  observe:float, # observed fraction alpha
                 ) -> int: # the first unobserved frame
     "The observation cut `int(alpha * n)`, as the reference computes it."
     if not 0 < observe < 1: raise ValueError(f"the observed fraction must lie in (0, 1), got {observe}")
     return int(observe * n_frames)
+
+# %% ../nbs/22_lta.ipynb #799fc33a
+HORIZON_CONVENTIONS = ("reference", "split")  # reference: int((alpha + beta) n), as the reference's files; split: int(alpha n) + int(beta n), as queries.lta_split
 
 def horizon_end(n_frames:int, # frames of the video
                 observe:float, # observed fraction alpha
@@ -61,6 +62,7 @@ def class_counts(truth:np.ndarray, # GT class id per frame of the whole video
     if len(t) and (t.min() < 0 or t.max() >= n_classes): raise DataError(f"class ids outside [0, {n_classes}) in the ground truth")
     return np.stack([np.bincount(t[t == p], minlength=n_classes), np.bincount(t, minlength=n_classes)]).astype(np.int64)
 
+# %% ../nbs/22_lta.ipynb #207bd8aa
 def mean_over_classes(counts:np.ndarray, # (..., 2, n_classes) correct and total counts (pooled over videos)
                      ) -> np.ndarray|float: # MoC in percent (NaN where no class has support)
     "Mean over the classes with nonzero total of correct / total, in percent."
@@ -82,6 +84,7 @@ def write_prediction_file(path, # the file (the video's name, `.txt`)
     names = np.asarray(classes, dtype=object)[np.asarray(labels, dtype=np.int64)]
     return write_text(path, PREDICTION_HEADER + "\n" + " ".join(names) + "\n")
 
+# %% ../nbs/22_lta.ipynb #dce8b5ab
 def read_prediction_file(path, # a prediction file
                          class_id:dict, # class name -> id
                         ) -> np.ndarray: # class id per frame
@@ -96,6 +99,7 @@ def read_prediction_file(path, # a prediction file
     if unknown: raise DataError(f"{path}: unknown class name(s) {unknown[:5]} (not in mapping.txt)")
     return np.array([class_id[x] for x in names], dtype=np.int64)
 
+# %% ../nbs/22_lta.ipynb #aec5c771
 def score_prediction_folder(dataset, # the `ProceduralDataset` whose ground truth scores the files
                             folder, # one file per video: `<video>.txt`
                             observe:float, # the observed fraction the files were made with
@@ -121,12 +125,14 @@ def _runs(labels:np.ndarray) -> tuple:
     starts = np.r_[0, np.flatnonzero(np.diff(labels)) + 1]
     return labels[starts], np.diff(np.r_[starts, len(labels)])
 
+# %% ../nbs/22_lta.ipynb #6126fee8
 def gt_observed_transcript(video, # a `procedural.Video`
                            end:int, # the observation cut
                           ) -> tuple: # (labels, lengths in frames) of the observed segments
     "The annotated segments of frames `[0, end)`."
     return _runs(video.labels[:int(end)])
 
+# %% ../nbs/22_lta.ipynb #c02d3cd0
 def recognized_frame_labels(recognizer, # a fitted `recovery.WindowRecognizer`
                             video, # a `procedural.Video` with features
                             end:int, # the observation cut: frames at or after it are never read
@@ -147,6 +153,7 @@ def recognized_frame_labels(recognizer, # a fitted `recovery.WindowRecognizer`
     if len(frames) < end: frames = np.r_[frames, np.full(end - len(frames), per_window[-1])]
     return frames.astype(np.int64)
 
+# %% ../nbs/22_lta.ipynb #f696febe
 def recognized_observed_transcript(recognizer, video, end:int, min_run:int=2) -> tuple:
     "The recognized segments of frames `[0, end)`: (labels, lengths in frames)."
     return _runs(recognized_frame_labels(recognizer, video, end, min_run))
@@ -180,6 +187,7 @@ class LTAConfig:
 
     def as_dict(self) -> dict: return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
+# %% ../nbs/22_lta.ipynb #d7399ff9
 class SegmentRNN(nn.Module):
     "GRU over (class, length, unfinished) tokens; at every position: remaining length of that segment, next class, next length."
     def __init__(self, n_classes:int, hidden:int=64, layers:int=1):
@@ -193,6 +201,7 @@ class SegmentRNN(nn.Module):
         return (nn.functional.softplus(self.remaining(out)).squeeze(-1), self.next_class(out),
                 nn.functional.softplus(self.next_length(out)).squeeze(-1))
 
+# %% ../nbs/22_lta.ipynb #e2e6d417
 def transcript_tokens(labels:Sequence[int], # segment classes
                       lengths:Sequence[float], # segment lengths / video length
                       n_classes:int, # size of the class list
@@ -228,6 +237,7 @@ def training_examples(dataset, # a `ProceduralDataset`
                         nxt_class[:k].astype(np.int64), nxt_len[:k]))
     return out
 
+# %% ../nbs/22_lta.ipynb #442ec92f
 def _batch(examples:list) -> tuple:
     size = max(len(e[0]) for e in examples)
     tokens = torch.zeros(len(examples), size, examples[0][0].shape[1])
@@ -238,6 +248,7 @@ def _batch(examples:list) -> tuple:
         nxt[k, :len(x)], length[k, :len(x)], mask[k, :len(x)] = torch.from_numpy(c), torch.from_numpy(l).float(), True
     return tokens, mask, remaining, nxt, length
 
+# %% ../nbs/22_lta.ipynb #5580490a
 def fit_lta_model(dataset, # a `ProceduralDataset` (labels are enough: the model reads transcripts, never features)
                   videos:Sequence[str], # the split's train videos
                   config:LTAConfig=LTAConfig(), # model and training settings
@@ -307,6 +318,7 @@ def _unit(dataset, split:int, seed:int, config:LTAConfig) -> Unit:
                 inputs={"labels": sha256_json(labels), "train": sha256_json(parts["train"]), "test": sha256_json(parts["test"]),
                         "features": sha256_json([str(dataset.video(v).feature_path) for v in parts["train"] + parts["test"]])})
 
+# %% ../nbs/22_lta.ipynb #063b0886
 def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) -> dict:
     parts, n_classes = dataset.splits[split], len(dataset.classes)
     recognizer = WindowRecognizer(max_windows=config.recognizer_max_windows).fit(dataset, split=split, window=config.recognizer_window, stride=config.recognizer_stride,
@@ -331,6 +343,7 @@ def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) 
     write_npz(workdir / "predictions.npz", compress=True, **{k.replace("|", "__"): v for k, v in arrays.items()})
     return {"rows": rows}
 
+# %% ../nbs/22_lta.ipynb #4ddef4aa
 def lta_counts(dataset, # a `ProceduralDataset` with features
                splits:Sequence[int]|None=None, # splits (None: all)
                seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds of the anticipation model
@@ -358,6 +371,7 @@ def _stack(group:pd.DataFrame, seeds:list, videos:list) -> np.ndarray:
     by = {(r.seed, r.video): (r.correct, r.total) for r in group.itertuples()}
     return np.array([[by[(s, v)] for v in videos] for s in seeds], dtype=float)
 
+# %% ../nbs/22_lta.ipynb #39f3810f
 def moc_records(counts:pd.DataFrame, # from `lta_counts`
                ) -> pd.DataFrame: # split, seed, observed, beta, condition, metric ('moc'), value
     "MoC of every (split, seed, observed, beta, condition): counts pooled over the split's test videos."
@@ -368,6 +382,7 @@ def moc_records(counts:pd.DataFrame, # from `lta_counts`
                      "value": mean_over_classes(pooled)})
     return pd.DataFrame(rows)
 
+# %% ../nbs/22_lta.ipynb #0003d3dc
 def lta_table(records:pd.DataFrame, # from `moc_records`
              ) -> pd.DataFrame: # rows (observed, condition), columns beta: mean, std over splits
     "Table 14's condition rows: MoC mean and std over splits (seeds averaged within a split)."
@@ -376,6 +391,7 @@ def lta_table(records:pd.DataFrame, # from `moc_records`
     out = pd.DataFrame({"moc": g.mean(), "moc_std": g.std(ddof=1), "n_splits": g.size()}).reset_index()
     return out.pivot_table(index=["observed", "condition"], columns="beta", values=["moc", "moc_std"])
 
+# %% ../nbs/22_lta.ipynb #610711cc
 def lta_gap(counts:pd.DataFrame, # from `lta_counts`
             oracle:str="gt", # the oracle transcript's condition
             non_oracle:str="recognizer", # the recognized transcript's condition
@@ -415,6 +431,7 @@ class LTAResult:
     config: LTAConfig = field(default_factory=LTAConfig)
     predictions: Path|None = None # where the prediction files are (None: not written)
 
+# %% ../nbs/22_lta.ipynb #1823b9a0
 def write_predictions(dataset, # the dataset
                       counts:pd.DataFrame, # from `lta_counts` (its store holds the frame predictions)
                       folder, # where to write
@@ -434,6 +451,7 @@ def write_predictions(dataset, # the dataset
                     write_prediction_file(folder / condition / f"obs{alpha}_pred{beta}" / f"{name}.txt", z[key][:end], dataset.classes)
     return folder
 
+# %% ../nbs/22_lta.ipynb #a5543297
 def run_lta(dataset, # a `ProceduralDataset` with features
             splits:Sequence[int]|None=None, # splits (None: all)
             seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
@@ -462,6 +480,7 @@ def lta_results_records(result:LTAResult, # from `run_lta`
                      "ci_high_video": r["ci_high_video"], "n": r["n_splits"], "n_videos": r["n_videos"]})
     return recs
 
+# %% ../nbs/22_lta.ipynb #89a9cd5a
 def results_config(config:LTAConfig, **extra) -> dict:
     "The results JSON's config: the settings, the horizon convention spelled out, and how each number was computed."
     return {**config.as_dict(), "horizon_end": "int((observe + beta) * n)" if config.convention == "reference" else "int(observe * n) + int(beta * n)",
@@ -475,6 +494,7 @@ def _floats(text:str) -> tuple:
     try: return tuple(float(x) for x in text.replace(",", " ").split())
     except ValueError: raise HoiAuditError(f"cannot parse {text!r} as fractions") from None
 
+# %% ../nbs/22_lta.ipynb #127a47bc
 def run_lta_command(args) -> int:
     "The `hoi-audit lta` handler."
     from hoi_audit.procedural import read_mstcn
@@ -502,6 +522,7 @@ def run_lta_command(args) -> int:
     print(f"wrote {store.root}/")
     return 0
 
+# %% ../nbs/22_lta.ipynb #aa57f733
 def add_subcommand(subparsers):
     "Register `hoi-audit lta`."
     p = subparsers.add_parser("lta", help="standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder")

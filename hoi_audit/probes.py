@@ -26,6 +26,7 @@ __all__ = ['PREDICTORS', 'PREDICTOR_LABELS', 'CONTEXTS', 'encode_latest', 'encod
 # %% ../nbs/20_probes.ipynb #c0f62c87
 def _latest(history): return history[-1] if len(history) else None
 
+# %% ../nbs/20_probes.ipynb #1c514ca6
 def encode_latest(histories:Sequence[tuple], # one history (tuple of class ids) per query
                   n_classes:int, # number of classes
                  ) -> sparse.csr_matrix: # (n, n_classes + 1): one-hot of the latest action, or of the empty slot
@@ -33,6 +34,7 @@ def encode_latest(histories:Sequence[tuple], # one history (tuple of class ids) 
     cols = [h[-1] if len(h) else n_classes for h in histories]
     return sparse.csr_matrix((np.ones(len(cols)), (np.arange(len(cols)), cols)), shape=(len(cols), n_classes + 1))
 
+# %% ../nbs/20_probes.ipynb #b65e2525
 def encode_set(histories:Sequence[tuple], # one history per query
                n_classes:int, # number of classes
               ) -> sparse.csr_matrix: # (n, n_classes + 1): multi-hot of the completed actions, last column: empty history
@@ -43,6 +45,7 @@ def encode_set(histories:Sequence[tuple], # one history per query
         rows += [r] * len(items); cols += items
     return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(histories), n_classes + 1))
 
+# %% ../nbs/20_probes.ipynb #8f7832b5
 def encode_sequence(histories:Sequence[tuple], # one history per query
                     n_classes:int, # number of classes
                     max_len:int=8, # positions kept: the most recent `max_len` actions
@@ -67,6 +70,7 @@ class MajorityPredictor:
         return self
     def predict(self, queries:pd.DataFrame) -> np.ndarray: return np.full(len(queries), self.majority_, dtype=np.int64)
 
+# %% ../nbs/20_probes.ipynb #feedcd8c
 class BigramPredictor:
     "Count table argmax P(a_i+1 | a_i) over the train queries; the empty history is its own context; an unseen latest action -> majority."
     name = "bigram"
@@ -80,6 +84,7 @@ class BigramPredictor:
     def predict(self, queries:pd.DataFrame) -> np.ndarray:
         return np.array([self.table_.get(_latest(h), self.majority_) for h in queries["history"]], dtype=np.int64)
 
+# %% ../nbs/20_probes.ipynb #5f71e556
 class HistoryClassifier:
     "A scikit-learn logistic regression on an encoding of the history."
     def __init__(self, name:str, encode:Callable, C:float=1.0, max_iter:int=1000):
@@ -98,19 +103,23 @@ class HistoryClassifier:
         history = [tuple(c for c in h if c < self.n_classes_) for h in queries["history"]]   # a class beyond the map has no column
         return self.model_.predict(self.encode(history, self.n_classes_)).astype(np.int64)
 
+# %% ../nbs/20_probes.ipynb #906c63ed
 def latest_action_predictor(C:float=1.0): return HistoryClassifier("latest_action", encode_latest, C)
+
+# %% ../nbs/20_probes.ipynb #ab55248b
 def completed_set_predictor(C:float=1.0): return HistoryClassifier("completed_set", encode_set, C)
+
+# %% ../nbs/20_probes.ipynb #88f7e594
 def full_history_predictor(C:float=1.0, max_len:int=8):
     return HistoryClassifier("full_history", lambda h, n: encode_sequence(h, n, max_len), C)
 
+# %% ../nbs/20_probes.ipynb #295568ba
 PREDICTORS = {"majority": MajorityPredictor, "bigram": BigramPredictor, "latest_action": latest_action_predictor,
               "completed_set": completed_set_predictor, "full_history": full_history_predictor}
 PREDICTOR_LABELS = {"majority": "Majority", "bigram": "Bigram P(a_i+1|a_i)", "latest_action": "Latest action only",
                     "completed_set": "Completed-action set", "full_history": "Full ordered history"}
 
 # %% ../nbs/20_probes.ipynb #a120edbe
-CONTEXTS = {"none": lambda h: None, "latest": _latest, "set": lambda h: frozenset(h), "history": tuple}
-
 def act_at_1(predicted, # predicted class ids
              target, # true class ids
             ) -> float: # top-1 accuracy in percent
@@ -118,6 +127,9 @@ def act_at_1(predicted, # predicted class ids
     predicted, target = np.asarray(predicted), np.asarray(target)
     if predicted.shape != target.shape or not len(target): raise ValueError(f"need equal, non-empty shapes, got {predicted.shape} and {target.shape}")
     return float(np.mean(predicted == target) * 100)
+
+# %% ../nbs/20_probes.ipynb #cf38e775
+CONTEXTS = {"none": lambda h: None, "latest": _latest, "set": lambda h: frozenset(h), "history": tuple}
 
 def ceiling_act1(queries:pd.DataFrame, # queries with `history` and `target`
                  context:str="latest", # one of 'none', 'latest', 'set', 'history'
@@ -137,6 +149,7 @@ def decomposition_table(per_split:pd.DataFrame, # tidy records from `decompositi
     table["act1"] = [f"{m:.1f}±{s:.1f}" if np.isfinite(s) else f"{m:.1f}" for m, s in zip(table["mean"], table["std"])]
     return table
 
+# %% ../nbs/20_probes.ipynb #21399255
 def decomposition(dataset, # a `ProceduralDataset` (labels only are enough)
                   splits:Sequence[int]|None=None, # split numbers; None: every split
                   predictors:Mapping[str, Callable]|Sequence[str]|None=None, # name -> factory, or names from PREDICTORS
@@ -176,11 +189,13 @@ def dataset_folders(data, # an MS-TCN folder, a folder of them, or a list of MS-
     if not found: raise DataError(f"{data_dir}: neither an MS-TCN folder (mapping.txt) nor a folder of them")
     return found
 
+# %% ../nbs/20_probes.ipynb #889e2cc1
 def wide_table(per_split:pd.DataFrame) -> pd.DataFrame:
     "Predictor x dataset, 'mean±std' strings."
     cols = {name: decomposition_table(g)["act1"] for name, g in per_split.groupby("dataset", sort=False)}
     return pd.DataFrame(cols).rename(index=PREDICTOR_LABELS)
 
+# %% ../nbs/20_probes.ipynb #d24a1a4c
 def run_decomposition(data_dir, # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
                       out=None, # the results JSON to write (None: print only)
                       splits:Sequence[int]|None=None, # split numbers; None: every split
@@ -214,6 +229,7 @@ def _cmd_probes(args) -> int:
     paths.wrote(paths.results); paths.report()
     return 0
 
+# %% ../nbs/20_probes.ipynb #6084812f
 def add_subcommand(subparsers):
     "Register `hoi-audit probes` (the label-only decomposition predictors of Table 16)."
     p = subparsers.add_parser("probes", help="label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped labels")

@@ -22,6 +22,7 @@ def _companion(results:Path, experiment:str) -> Path:
     if results.parent.name == "results" and results.stem == "four_condition": return results.parent / f"{experiment}.json"
     return results.with_name(f"{results.stem}.{experiment}.json")
 
+# %% ../nbs/19_report.ipynb #4c8ac6b2
 def load_audit(results, # a four-condition results JSON (`hoi-audit audit`, or the four_condition experiment)
               ) -> dict: # payload, records (DataFrame), intervention (payload or None), path
     "Read an audit's results JSON and the 2x2 written beside it, with an error that names the file and what is missing."
@@ -96,9 +97,11 @@ CONTROLS = {"context_only": "Context-only (oracle history and state, no window v
             "noisy_gt_history": "GT history with 20% edits (oracle-derived): sensitivity to history quality",
             "video_only": "Video only: the floor without any history"}  # condition -> what the control shows
 
+# %% ../nbs/19_report.ipynb #7065e6ff
 def _html_table(df:pd.DataFrame, digits:int=1) -> str:
     return df.to_html(index=False, float_format=lambda x: f"{x:.{digits}f}", na_rep="–", border=0, classes="t", escape=True)
 
+# %% ../nbs/19_report.ipynb #fa498b3a
 def _figure_png(table:pd.DataFrame) -> bytes:
     "Act@1 per condition with its interval, as PNG bytes (embedded in the HTML: one self-contained file)."
     import io, matplotlib
@@ -114,68 +117,89 @@ def _figure_png(table:pd.DataFrame) -> bytes:
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110, metadata={"Software": None}); plt.close(fig)
     return buf.getvalue()
 
-def report_html(audit:dict, # from `load_audit`
-                data_fingerprint:str|None=None, # SHA-256 of the audited data folder (None: the results JSON's pins.data, if any)
-               ) -> str: # one self-contained HTML page
-    "The audit report: what was audited, Table 1 with intervals, the gap and the 2x2 with their reading, recovery quality, controls, checklist, verdict."
-    import base64
+# %% ../nbs/19_report.ipynb #38eade44
+def _audited_section(audit:dict, conds:list, datasets:list, splits:list, seeds:list, data_fingerprint:str|None) -> str:
+    "What was audited: the results file, data and config fingerprints, the model and its shared budget, and each condition's inputs."
     from html import escape
-    payload, records, config = audit["payload"], audit["records"], audit["payload"]["config"]
-    table = table1_intervals(records)
-    conds = list(dict.fromkeys(table["condition"]))
-    datasets = sorted(records["dataset"].dropna().unique()) if "dataset" in records else []
+    payload, config = audit["payload"], audit["payload"]["config"]
     fingerprint = data_fingerprint or payload["pins"].get("data") or "not recorded (pass --data DATA_DIR to fingerprint it)"
     arch = config.get("architecture", "transformer")
     model = f"user model <code>{escape(arch)}</code> (factory(shapes, n_classes, seed) trained by the shared trainer)" if ":" in arch else f"built-in architecture <code>{escape(arch)}</code>"
-    splits = sorted({s for s in records["split"] if s != "all"}, key=str)
-    seeds = sorted({int(s) for s in records.get("seed", pd.Series(dtype=float)).dropna()})
-    s = {}
     cond_rows = pd.DataFrame([{"condition": c, "label": CONDITIONS[c].label, "inputs": ", ".join(CONDITIONS[c].inputs),
                                "history": CONDITIONS[c].history or "none", "sources": ", ".join(sorted(CONDITIONS[c].sources())),
                                "deployable": "yes" if CONDITIONS[c].deployable else "no (oracle)"} for c in conds if c in CONDITIONS])
     train = config.get("train", {})
-    s["audited"] = (f"<p>Results file: <code>{escape(audit['path'].name)}</code> (scale {escape(payload['scale'])}); dataset(s): {escape(', '.join(datasets))}; "
-                    f"data fingerprint: <code>{escape(fingerprint)}</code>; config SHA-256: <code>{escape(payload['pins'].get('config', 'not recorded'))}</code>.</p>"
-                    f"<p>Model: {model}; training budget shared by every condition: epochs {train.get('epochs')}, patience {train.get('patience')}, "
-                    f"AdamW lr {train.get('lr')}, batch {train.get('batch_size')}. Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds))}; "
-                    f"query schedule {escape(str(config.get('schedule')))}; recognizer histories {'cross-fitted' if config.get('cross_fit', True) else 'in-sample (optimistic)'} "
-                    f"for training queries.</p>" + _html_table(cond_rows))
+    return (f"<p>Results file: <code>{escape(audit['path'].name)}</code> (scale {escape(payload['scale'])}); dataset(s): {escape(', '.join(datasets))}; "
+            f"data fingerprint: <code>{escape(fingerprint)}</code>; config SHA-256: <code>{escape(payload['pins'].get('config', 'not recorded'))}</code>.</p>"
+            f"<p>Model: {model}; training budget shared by every condition: epochs {train.get('epochs')}, patience {train.get('patience')}, "
+            f"AdamW lr {train.get('lr')}, batch {train.get('batch_size')}. Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds))}; "
+            f"query schedule {escape(str(config.get('schedule')))}; recognizer histories {'cross-fitted' if config.get('cross_fit', True) else 'in-sample (optimistic)'} "
+            f"for training queries.</p>" + _html_table(cond_rows))
+
+# %% ../nbs/19_report.ipynb #05d1f75b
+def _table1_section(table:pd.DataFrame) -> str:
+    "Table 1 with intervals ('mean [low, high]' per metric) and its figure, embedded."
+    import base64
     wide = table.pivot_table(index="label", columns="metric", values=["mean", "ci_low", "ci_high"], sort=False, dropna=False)   # one split: no interval, NaN columns kept
     shown = pd.DataFrame({"condition": wide.index})
     for m in [m for m in METRICS if ("mean", m) in wide]:
         shown[m] = [f"{a:.1f} [{lo:.1f}, {hi:.1f}]" if not math.isnan(lo) else f"{a:.1f}" for a, lo, hi in
                     zip(wide[("mean", m)], wide[("ci_low", m)], wide[("ci_high", m)])]
     png = base64.b64encode(_figure_png(table)).decode()
-    s["table1"] = (f"<p>Mean over splits of the seed-averaged score, with its 95% Student-t interval on n_splits - 1 degrees of freedom "
-                   f"({int(table['n_splits'].max()) if len(table) else 0} splits).</p>" + _html_table(shown) +
-                   f'<img alt="Act@1 per condition" src="data:image/png;base64,{png}">')
-    gaps = records[records["metric"].astype(str).str.startswith("gap_")]
+    return (f"<p>Mean over splits of the seed-averaged score, with its 95% Student-t interval on n_splits - 1 degrees of freedom "
+            f"({int(table['n_splits'].max()) if len(table) else 0} splits).</p>" + _html_table(shown) +
+            f'<img alt="Act@1 per condition" src="data:image/png;base64,{png}">')
+
+# %% ../nbs/19_report.ipynb #6fc3a4fa
+def _primary_gap(gaps:pd.DataFrame) -> dict|None:
+    "The gap the verdict reads: GT vs BA recognizer on Act@1, else the first Act@1 gap, else None."
     primary = gaps[(gaps["metric"] == "gap_act1") & (gaps["condition"] == "gt_history-recognizer_ba")]
-    primary = primary.iloc[0].to_dict() if len(primary) else (gaps[gaps["metric"] == "gap_act1"].iloc[0].to_dict() if len(gaps) else None)
-    if len(gaps):
-        g = gaps[["condition", "metric", "value", "ci_low", "ci_high", "n"]].rename(columns={"condition": "oracle - non-oracle", "value": "gap"})
-        s["gap"] = ("<p>Differences of matched conditions (same inputs, history provenance differs), paired by split, with their 95% Student-t "
-                    "interval. The gap is <em>estimator-relative</em>: it belongs to this recognizer, this model and this budget.</p>" + _html_table(g, 2))
-    else: s["gap"] = "<p>Not estimated: the audit had no matched oracle / non-oracle pair.</p>"
+    return primary.iloc[0].to_dict() if len(primary) else (gaps[gaps["metric"] == "gap_act1"].iloc[0].to_dict() if len(gaps) else None)
+
+# %% ../nbs/19_report.ipynb #a49fedb4
+def _gap_section(gaps:pd.DataFrame) -> str:
+    "The matched gaps with their intervals (or why there are none)."
+    if not len(gaps): return "<p>Not estimated: the audit had no matched oracle / non-oracle pair.</p>"
+    g = gaps[["condition", "metric", "value", "ci_low", "ci_high", "n"]].rename(columns={"condition": "oracle - non-oracle", "value": "gap"})
+    return ("<p>Differences of matched conditions (same inputs, history provenance differs), paired by split, with their 95% Student-t "
+            "interval. The gap is <em>estimator-relative</em>: it belongs to this recognizer, this model and this budget.</p>" + _html_table(g, 2))
+
+# %% ../nbs/19_report.ipynb #38d2b62e
+def _intervention_section(audit:dict) -> str:
+    "The 2x2's cells and contrasts (or the file that was not found)."
+    from html import escape
     iv = audit["intervention"]
-    if iv is not None:
-        r = iv["records"]
-        cells = r[(r["metric"] == "act1") & (r["split"] != "all")].groupby(["train_history", "test_history"])["value"].mean().unstack()
-        cells.index, cells.columns = [f"train {i}" for i in cells.index], [f"test {c}" for c in cells.columns]
-        con = r[r["metric"] == "contrast_act1"][["train_history", "value", "ci_low", "ci_high", "n"]].rename(columns={"value": "test GT - test recognizer"})
-        s["intervention"] = ("<p>Fixed checkpoints, trained with recognizer (ba) or GT history, each tested with both. A large test-time contrast "
-                             "for the recognizer-trained checkpoint means its score is limited by the history it is given at inference, not by what "
-                             "it learned.</p>" + _html_table(cells.reset_index(names="checkpoint")) + _html_table(con, 2))
-    else: s["intervention"] = f"<p>Not run (no <code>{escape(audit['intervention_path'].name)}</code> beside the results).</p>"
+    if iv is None: return f"<p>Not run (no <code>{escape(audit['intervention_path'].name)}</code> beside the results).</p>"
+    r = iv["records"]
+    cells = r[(r["metric"] == "act1") & (r["split"] != "all")].groupby(["train_history", "test_history"])["value"].mean().unstack()
+    cells.index, cells.columns = [f"train {i}" for i in cells.index], [f"test {c}" for c in cells.columns]
+    con = r[r["metric"] == "contrast_act1"][["train_history", "value", "ci_low", "ci_high", "n"]].rename(columns={"value": "test GT - test recognizer"})
+    return ("<p>Fixed checkpoints, trained with recognizer (ba) or GT history, each tested with both. A large test-time contrast "
+            "for the recognizer-trained checkpoint means its score is limited by the history it is given at inference, not by what "
+            "it learned.</p>" + _html_table(cells.reset_index(names="checkpoint")) + _html_table(con, 2))
+
+# %% ../nbs/19_report.ipynb #42163098
+def _recovery_section(records:pd.DataFrame) -> str:
+    "The recovered histories' quality and the recognizer's window accuracy, mean over splits."
     q = records[records["metric"].isin(["history_edit_rate", "history_item_acc", "window_acc"])]
-    if len(q):
-        cols = [c for c in ("condition", "part", "metric") if c in q]
-        s["recovery"] = ("<p>How close the recovered histories are to the annotated ones (edit rate: normalised edit distance; item accuracy), "
-                         "and the recognizer's window accuracy when measured; mean over splits.</p>" +
-                         _html_table(q.groupby(cols, dropna=False)["value"].mean().reset_index(), 3))
-    else: s["recovery"] = "<p>No recovered history was audited.</p>"
-    s["controls"] = "<ul>" + "".join(f"<li><b>{'run' if c in conds else 'not run'}</b>: {escape(text)}</li>" for c, text in CONTROLS.items()) + \
-                    f"<li><b>{'run' if iv is not None else 'not run'}</b>: the 2x2 train-history x test-history intervention</li></ul>"
+    if not len(q): return "<p>No recovered history was audited.</p>"
+    cols = [c for c in ("condition", "part", "metric") if c in q]
+    return ("<p>How close the recovered histories are to the annotated ones (edit rate: normalised edit distance; item accuracy), "
+            "and the recognizer's window accuracy when measured; mean over splits.</p>" +
+            _html_table(q.groupby(cols, dropna=False)["value"].mean().reset_index(), 3))
+
+# %% ../nbs/19_report.ipynb #189084ff
+def _controls_section(conds:list, iv) -> str:
+    "Which controls were run and which not, each with what it shows."
+    from html import escape
+    return "<ul>" + "".join(f"<li><b>{'run' if c in conds else 'not run'}</b>: {escape(text)}</li>" for c, text in CONTROLS.items()) + \
+           f"<li><b>{'run' if iv is not None else 'not run'}</b>: the 2x2 train-history x test-history intervention</li></ul>"
+
+# %% ../nbs/19_report.ipynb #79d7f370
+def _checklist_section(payload:dict, splits:list, seeds:list, data_fingerprint:str|None, primary:dict|None, iv) -> str:
+    "The checklist: what the audit did and did not do."
+    from html import escape
+    config = payload["config"]
     n_splits = len(splits)
     checks = [("Seeds fixed and recorded", bool(seeds)), ("At least two splits (intervals need them)", n_splits >= 2),
               ("One architecture and one training budget for every condition", True),
@@ -183,9 +207,13 @@ def report_html(audit:dict, # from `load_audit`
               ("Training histories recovered out of fold", bool(config.get("cross_fit", True))),
               ("Data fingerprint recorded", data_fingerprint is not None or "data" in payload["pins"]),
               ("Matched GT-vs-recognizer pair audited", primary is not None), ("Fixed-checkpoint 2x2 run", iv is not None)]
-    s["checklist"] = ("<p>In the spirit of the REFORMS checklist and model cards.</p><ul>" +
-                      "".join(f"<li>{'&#10003;' if ok else '&#10007;'} {escape(t)}</li>" for t, ok in checks) + "</ul>")
-    s["verdict"] = f"<p>{escape(verdict(primary, table))}</p>"
+    return ("<p>In the spirit of the REFORMS checklist and model cards.</p><ul>" +
+            "".join(f"<li>{'&#10003;' if ok else '&#10007;'} {escape(t)}</li>" for t, ok in checks) + "</ul>")
+
+# %% ../nbs/19_report.ipynb #d1ff1cb4
+def _html_page(audit:dict, datasets:list, s:dict) -> str:
+    "The page around the sections, in REPORT_SECTIONS' order."
+    from html import escape
     body = "".join(f'<section id="{k}"><h2>{escape(REPORT_SECTIONS[k])}</h2>{s[k]}</section>' for k in REPORT_SECTIONS)
     style = ("body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;line-height:1.45}"
              "table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left}"
@@ -195,12 +223,33 @@ def report_html(audit:dict, # from `load_audit`
             f"<p>Generated by hoi_audit from <code>{escape(audit['path'].name)}</code>; regenerate with <code>hoi-audit report {escape(audit['path'].name)}</code>.</p>"
             f"{body}</body></html>\n")
 
+# %% ../nbs/19_report.ipynb #9a8f6221
+def report_html(audit:dict, # from `load_audit`
+                data_fingerprint:str|None=None, # SHA-256 of the audited data folder (None: the results JSON's pins.data, if any)
+               ) -> str: # one self-contained HTML page
+    "The audit report: what was audited, Table 1 with intervals, the gap and the 2x2 with their reading, recovery quality, controls, checklist, verdict."
+    from html import escape
+    payload, records = audit["payload"], audit["records"]
+    table = table1_intervals(records)
+    conds = list(dict.fromkeys(table["condition"]))
+    datasets = sorted(records["dataset"].dropna().unique()) if "dataset" in records else []
+    splits = sorted({s for s in records["split"] if s != "all"}, key=str)
+    seeds = sorted({int(s) for s in records.get("seed", pd.Series(dtype=float)).dropna()})
+    gaps = records[records["metric"].astype(str).str.startswith("gap_")]
+    primary, iv = _primary_gap(gaps), audit["intervention"]
+    s = {"audited": _audited_section(audit, conds, datasets, splits, seeds, data_fingerprint), "table1": _table1_section(table),
+         "gap": _gap_section(gaps), "intervention": _intervention_section(audit), "recovery": _recovery_section(records),
+         "controls": _controls_section(conds, iv), "checklist": _checklist_section(payload, splits, seeds, data_fingerprint, primary, iv),
+         "verdict": f"<p>{escape(verdict(primary, table))}</p>"}
+    return _html_page(audit, datasets, s)
+
 # %% ../nbs/19_report.ipynb #22247e45
 def report_path(results) -> Path:
     "Where the report of a results JSON goes: beside it, <stem>.report.html."
     results = Path(results)
     return results.with_name(f"{results.stem}.report.html")
 
+# %% ../nbs/19_report.ipynb #2041b418
 def write_report(results, # the audit's results JSON
                  out=None, # the HTML file (default: `report_path(results)`, beside the results)
                  data_dir=None, # the audited data folder, fingerprinted into the report (optional)
@@ -213,6 +262,7 @@ def write_report(results, # the audit's results JSON
         fingerprint = sha256_folder(data_dir)
     return write_text(Path(out) if out else report_path(results), report_html(audit, fingerprint))
 
+# %% ../nbs/19_report.ipynb #9ce74c07
 def run_report_command(args) -> int:
     "The `hoi-audit report` handler."
     out = Path(args.out) if args.out else None
@@ -220,6 +270,7 @@ def run_report_command(args) -> int:
     print(f"wrote {write_report(args.results, out, args.data)}")
     return 0
 
+# %% ../nbs/19_report.ipynb #dae91227
 def add_subcommand(subparsers):
     "Register `hoi-audit report`."
     p = subparsers.add_parser("report", help="a self-contained HTML audit report from an audit's results JSON")

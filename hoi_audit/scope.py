@@ -55,6 +55,7 @@ def read_card(root, # an MS-TCN folder (card.json optional)
     except TypeError as e: raise DataError(f"{path}: {e}") from None
     except DataError as e: raise DataError(f"{path}{'' if path.exists() else ' (absent; from options)'}: {e}") from None
 
+# %% ../nbs/23_scope.ipynb #bd94ccb2
 def write_card(root, # an MS-TCN folder
                card:DatasetCard, # what to write
               ) -> Path:
@@ -95,6 +96,7 @@ class ScopeResult:
     audits: dict # setting -> AuditResult
     cards: dict # setting -> DatasetCard
 
+# %% ../nbs/23_scope.ipynb #2fd78b37
 def _settings(datasets, cards) -> list:
     "(name, dataset, card) per setting, in order; folders are opened and their cards read."
     items = list(datasets.items()) if isinstance(datasets, Mapping) else [(None, d) for d in datasets]
@@ -108,6 +110,7 @@ def _settings(datasets, cards) -> list:
         out.append((name, read_mstcn(root, name=name) if isinstance(d, (str, Path)) else d, card))
     return out
 
+# %% ../nbs/23_scope.ipynb #f8f3fbe4
 def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping setting name -> either
                 cards:Mapping|None=None, # setting name -> DatasetCard (default: each folder's card.json)
                 max_splits:int|None=None, # keep each dataset's first k splits (None: all)
@@ -141,14 +144,17 @@ PAPER_SCOPE = pd.DataFrame([  # Table 13 (Act@1 %, mean±std over splits) and Ta
          gap_ba_low=-3.4, gap_ba_high=4.2, scope="diagnostic"),
     dict(setting="EPIC-100", backbone="TSN", n_classes=331, video=14.4, ba=14.7, gt=15.0, gap_ba=0.3, scope="diagnostic")]).set_index("setting")
 
+# %% ../nbs/23_scope.ipynb #0abecb19
 def _pm(m, s, digits):
     if m is None or pd.isna(m): return "—"
     return f"{m:.{digits}f}" if s is None or pd.isna(s) else f"{m:.{digits}f}±{s:.{digits}f}"
 
+# %% ../nbs/23_scope.ipynb #09579c60
 def _gap(g, lo, hi, digits):
     if g is None or pd.isna(g): return "—"
     return f"{g:+.{digits}f}" if lo is None or pd.isna(lo) else f"{g:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
+# %% ../nbs/23_scope.ipynb #784e89fe
 def format_scope_table(table:pd.DataFrame, # from `scope_table` (or PAPER_SCOPE)
                        digits:int=1, # decimals
                       ) -> pd.DataFrame:
@@ -187,6 +193,7 @@ def _per_folder(text:str|None, n:int, option:str) -> list:
     if len(values) != n: raise HoiAuditError(f"{option}: {len(values)} values for {n} folders (give one, or one per folder)")
     return values
 
+# %% ../nbs/23_scope.ipynb #f60715e6
 def run_scope_command(args) -> int:
     "The `hoi-audit scope` handler."
     n = len(args.data_dirs)
@@ -214,6 +221,7 @@ def run_scope_command(args) -> int:
     print(f"wrote {store.root}/")
     return 0
 
+# %% ../nbs/23_scope.ipynb #5958553b
 def add_subcommand(subparsers):
     "Register `hoi-audit scope`."
     p = subparsers.add_parser("scope", help="the cross-setting scope table (Tables 4 and 13): the four-condition audit of several MS-TCN folders")
