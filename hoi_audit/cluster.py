@@ -13,7 +13,7 @@ from .core import HoiAuditError, ResultStore, Unit, read_json, sha256_bytes, wri
 
 # %% auto #0
 __all__ = ['CLUSTERS', 'BACKEND_ENV', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards', 'backend_spec',
-           'backend_from_spec', 'current_backend', 'use_backend', 'LocalBackend', 'UnitShard', 'SlurmBackend',
+           'backend_from_spec', 'use_backend', 'current_backend', 'LocalBackend', 'UnitShard', 'SlurmBackend',
            'PlanStop', 'PlanBackend', 'cluster_jobs']
 
 # %% ../nbs/16_cluster.ipynb #5d63b0bd
@@ -96,13 +96,13 @@ def shards(n_units:int, # how many pending units
 
 # %% ../nbs/16_cluster.ipynb #80c22548
 BACKEND_ENV = "HOI_AUDIT_BACKEND"  # a JSON backend spec (`backend_spec`) that makes that backend current in every process that reads it
-_CURRENT = []
 
 def backend_spec(backend) -> str:
     "The JSON spec of a backend (for `$HOI_AUDIT_BACKEND`)."
     if backend is None: return json.dumps({"backend": "none"})
     return json.dumps({"backend": backend.name, **asdict(backend)}, sort_keys=True)
 
+# %% ../nbs/16_cluster.ipynb #8f6eedc6
 def backend_from_spec(spec:str):
     "The backend a JSON spec names (`backend_spec`); an unknown one is an error naming the spec."
     try: d = json.loads(spec)
@@ -114,11 +114,8 @@ def backend_from_spec(spec:str):
     if kind == "slurm": d["config"] = ClusterConfig(**d["config"])
     return kinds[kind](**d)
 
-def current_backend():
-    "The backend `ResultStore.run` hands pending units to: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
-    if _CURRENT: return _CURRENT[-1]
-    spec = os.environ.get(BACKEND_ENV)
-    return backend_from_spec(spec) if spec else None
+# %% ../nbs/16_cluster.ipynb #011b6df9
+_CURRENT = []
 
 @contextlib.contextmanager
 def use_backend(backend, # a backend, or None for "compute in place"
@@ -127,6 +124,13 @@ def use_backend(backend, # a backend, or None for "compute in place"
     _CURRENT.append(backend)
     try: yield backend
     finally: _CURRENT.pop()
+
+# %% ../nbs/16_cluster.ipynb #6649f947
+def current_backend():
+    "The backend `ResultStore.run` hands pending units to: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
+    if _CURRENT: return _CURRENT[-1]
+    spec = os.environ.get(BACKEND_ENV)
+    return backend_from_spec(spec) if spec else None
 
 # %% ../nbs/16_cluster.ipynb #d3cb0bb8
 def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str]):
@@ -138,13 +142,17 @@ def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str
         lines.append(f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: {rec['log'] or store._failure_file(u)}")
     raise HoiAuditError(f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n" + "\n".join(lines))
 
+# %% ../nbs/16_cluster.ipynb #3070e95f
 _POOL = {}
+
 def _pool_init(store_root:str, payload:bytes):
     import cloudpickle
     _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, cloudpickle.loads(payload)
 
+# %% ../nbs/16_cluster.ipynb #d593a303
 def _pool_unit(i:int) -> dict: return compute_units(_POOL["root"], [_POOL["units"][i]], _POOL["compute"])
 
+# %% ../nbs/16_cluster.ipynb #559dee56
 @dataclass(frozen=True)
 class LocalBackend:
     "Compute pending units in this process (`workers=1`) or a pool of `workers` processes on this machine."
@@ -213,17 +221,38 @@ def _executor(cfg:ClusterConfig, folder:Path):
         return ex
     return submitit.DebugExecutor(folder)
 
+# %% ../nbs/16_cluster.ipynb #a76a83ca
 def _in_queue(job) -> bool:
     "Whether SLURM still lists `job` (pending, running or requeued)."
     r = subprocess.run(["squeue", "-h", "-o", "%i", "-j", str(job.job_id)], capture_output=True, text=True)
     return r.returncode == 0 and bool(r.stdout.strip())
 
+# %% ../nbs/16_cluster.ipynb #76f13861
 def _log_jobs(store:ResultStore, rows:list):
     "Add or update the store's record of submitted array tasks (by job id)."
     f = store.root / ".cluster" / "jobs.json"
     jobs = {j["job_id"]: j for j in (read_json(f) if f.exists() else [])}
     jobs |= {r["job_id"]: r for r in rows}
     write_json(f, list(jobs.values()))
+
+# %% ../nbs/16_cluster.ipynb #6394961f
+def _wait_for_tasks(jobs:list, cfg:ClusterConfig, tick:Callable) -> list:
+    "Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM lost it without a result."
+    outcome, gone = [None] * len(jobs), {}
+    while any(o is None for o in outcome):
+        for k, job in enumerate(jobs):
+            if outcome[k] is not None: continue
+            finished = job.paths.result_pickle.exists() or (cfg.cluster != "slurm" and job.done())
+            if not finished and cfg.cluster == "slurm" and not _in_queue(job):
+                gone.setdefault(k, time.monotonic())
+                if time.monotonic() - gone[k] > 3 * cfg.poll_s: outcome[k] = ("died", None)   # left the queue without a result
+                continue
+            if finished:
+                try: outcome[k] = ("completed", job.result())
+                except Exception as e: outcome[k] = ("error", f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
+        tick()
+        if any(o is None for o in outcome): time.sleep(cfg.poll_s)
+    return outcome
 
 # %% ../nbs/16_cluster.ipynb #5788c800
 @dataclass(frozen=True)
@@ -247,7 +276,7 @@ class SlurmBackend:
             log = lambda job, state, extra={}: {"job_id": str(job.job_id), "store": store.root.name, "desc": desc, "round": rounds,
                                                 "state": state, "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr), **extra}
             _log_jobs(store, [log(j, "submitted") for j in jobs])
-            outcome = self._wait(jobs, cfg, lambda: bar.update(sum((store.unit_dir(units[i]) / store.MANIFEST).exists() for i in range(len(units))) - bar.n))
+            outcome = _wait_for_tasks(jobs, cfg, lambda: bar.update(sum((store.unit_dir(units[i]) / store.MANIFEST).exists() for i in range(len(units))) - bar.n))
             _log_jobs(store, [log(j, state, {"failed_units": r["failed"]} if isinstance(r, dict) else {"error": r}) for j, (state, r) in zip(jobs, outcome)])
             failed += [p for state, r in outcome if state == "completed" for p in r["failed"]]
             todo = [i for i in todo if units[i].path not in failed and store._inspect(units[i])[0] != "done"]
@@ -259,28 +288,11 @@ class SlurmBackend:
         bar.close()
         _raise_failures(store, units, failed)
 
-    def _wait(self, jobs:list, cfg:ClusterConfig, tick:Callable) -> list:
-        "Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM lost it without a result."
-        outcome, gone = [None] * len(jobs), {}
-        while any(o is None for o in outcome):
-            for k, job in enumerate(jobs):
-                if outcome[k] is not None: continue
-                finished = job.paths.result_pickle.exists() or (cfg.cluster != "slurm" and job.done())
-                if not finished and cfg.cluster == "slurm" and not _in_queue(job):
-                    gone.setdefault(k, time.monotonic())
-                    if time.monotonic() - gone[k] > 3 * cfg.poll_s: outcome[k] = ("died", None)   # left the queue without a result
-                    continue
-                if finished:
-                    try: outcome[k] = ("completed", job.result())
-                    except Exception as e: outcome[k] = ("error", f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
-            tick()
-            if any(o is None for o in outcome): time.sleep(cfg.poll_s)
-        return outcome
-
 # %% ../nbs/16_cluster.ipynb #08c7322c
 class PlanStop(HoiAuditError):
     "Raised by `PlanBackend` at the first pending units: the experiment's grid so far is in its store's `plan.json`."
 
+# %% ../nbs/16_cluster.ipynb #1bfeba37
 @dataclass(frozen=True)
 class PlanBackend:
     "Compute nothing; stop at the first pending units (for `hoi-audit plan`)."

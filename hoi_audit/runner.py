@@ -16,7 +16,7 @@ from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
 __all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
-           'backend_in_env', 'run_experiment', 'reproduce', 'store_status', 'store_roots', 'plan_experiment',
+           'backend_in_env', 'run_experiment', 'reproduce', 'store_roots', 'store_status', 'plan_experiment',
            'labels_in_use', 'backend_of', 'build_parser', 'main']
 
 # %% ../nbs/15_runner.ipynb #1570eac8
@@ -33,6 +33,7 @@ def experiments_dir(folder=None, # a folder of experiment notebooks (default: $H
                             "--notebooks DIR (or set HOI_AUDIT_EXPERIMENTS)")
     return folder
 
+# %% ../nbs/15_runner.ipynb #9182437b
 def find_experiments(folder=None) -> dict:
     "Experiment name (the notebook's stem) -> notebook path, sorted by name."
     folder = experiments_dir(folder)
@@ -49,6 +50,7 @@ def notebook_parameters(path) -> dict:
                             "tag the parameters cell (and keep 'tags' in settings.ini's allowed_cell_metadata_keys)")
     return {name: info["default"] for name, info in pm.inspect_notebook(str(path)).items()}
 
+# %% ../nbs/15_runner.ipynb #07f96ac2
 def parse_param(text:str) -> tuple:
     "`NAME=VALUE` -> (name, value); the value is parsed as JSON when possible."
     name, sep, raw = text.partition("=")
@@ -64,6 +66,7 @@ def skipped_of(results, # a results JSON
     payload = read_json(results)
     return dict(payload.get("skipped") or payload.get("config", {}).get("skipped") or {})
 
+# %% ../nbs/15_runner.ipynb #de2a708d
 @contextlib.contextmanager
 def backend_in_env(backend):
     "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
@@ -74,6 +77,7 @@ def backend_in_env(backend):
         if before is None: os.environ.pop(BACKEND_ENV, None)
         else: os.environ[BACKEND_ENV] = before
 
+# %% ../nbs/15_runner.ipynb #23236ddd
 def run_experiment(notebook, # the experiment notebook
                    out, # the output root
                    scale:str="small", # one of SCALES
@@ -111,6 +115,7 @@ def run_experiment(notebook, # the experiment notebook
     return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures, "folders": folders,
             "skipped": skipped_of(results)}
 
+# %% ../nbs/15_runner.ipynb #85cb9927
 def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw/ below it
               scale:str="small", # "small" (minutes, as in CI) or "full" (the seeds' sizes)
               only:Sequence[str]|None=None, # experiment names to run (default: all)
@@ -133,21 +138,20 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
             written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
     return written
 
-# %% ../nbs/15_runner.ipynb #554a40d2
-def store_status(path) -> pd.DataFrame:
-    "One row per unit of every store found at `path`: store, unit, state, reason."
-    path = Path(path)
-    if (path / "plan.json").exists(): roots = [path]
-    else: roots = sorted(p.parent for p in (path / "store").glob("*/plan.json")) if (path / "store").is_dir() else []
-    if not roots: raise HoiAuditError(f"{path}: no result store here (expected plan.json, or store/<experiment>/plan.json)")
-    frames = [ResultStore(r).status().assign(store=r.name) for r in roots]
-    return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
-
+# %% ../nbs/15_runner.ipynb #cb75ccd5
 def store_roots(path) -> list:
     "The result stores at `path`: the store itself, or each `store/<experiment>/` of an output root."
     path = Path(path)
     if (path / "plan.json").exists(): return [path]
     return sorted(p.parent for p in (path / "store").glob("*/plan.json")) if (path / "store").is_dir() else []
+
+# %% ../nbs/15_runner.ipynb #554a40d2
+def store_status(path) -> pd.DataFrame:
+    "One row per unit of every store found at `path`: store, unit, state, reason."
+    roots = store_roots(path)
+    if not roots: raise HoiAuditError(f"{path}: no result store here (expected plan.json, or store/<experiment>/plan.json)")
+    frames = [ResultStore(r).status().assign(store=r.name) for r in roots]
+    return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
 
 # %% ../nbs/15_runner.ipynb #9ea65ecb
 def plan_experiment(name:str, # an experiment notebook's name
@@ -180,6 +184,7 @@ def labels_in_use() -> str:
     if os.environ.get(LABELS_ENV): return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
     return f"real labels: shipped with hoi_audit (rebuilt on first use in {labels_cache_dir() / 'labels'})"
 
+# %% ../nbs/15_runner.ipynb #343c2593
 def backend_of(kind:str|None, # "local", "slurm" or None (in place)
                workers:int=1, # processes of the local backend
                cluster_config=None, # a TOML file of `cluster.ClusterConfig` settings (slurm)
@@ -194,6 +199,7 @@ def backend_of(kind:str|None, # "local", "slurm" or None (in place)
     config = read_cluster_config(cluster_config) if cluster_config else ClusterConfig()
     return SlurmBackend(replace(config, cluster=cluster) if cluster else config)
 
+# %% ../nbs/15_runner.ipynb #67bf4b5e
 def _cmd_reproduce(args):
     params = dict(parse_param(p) for p in args.param)
     print(labels_in_use(), file=sys.stderr)
@@ -208,6 +214,12 @@ def _cmd_reproduce(args):
             print(f"hoi-audit: warning: {w['experiment']} skipped {name} ({why}); see config.skipped in {w['results']}", file=sys.stderr)
     return 0
 
+# %% ../nbs/15_runner.ipynb #e02764ad
+def _unit_of(path:str) -> Unit:
+    "The unit a store path names (its key; enough to find its failure record)."
+    return Unit(dict(part.split("=", 1) for part in path.split("/")))
+
+# %% ../nbs/15_runner.ipynb #6be59e40
 def _cmd_status(args):
     table = store_status(args.path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
@@ -226,10 +238,7 @@ def _cmd_status(args):
     if args.units: print(table.to_string(index=False))
     return 0
 
-def _unit_of(path:str) -> Unit:
-    "The unit a store path names (its key; enough to find its failure record)."
-    return Unit(dict(part.split("=", 1) for part in path.split("/")))
-
+# %% ../nbs/15_runner.ipynb #7d39d7ac
 def _cmd_plan(args):
     params = dict(parse_param(p) for p in args.param)
     table, complete = plan_experiment(args.experiment, out=args.out, scale=args.scale, params=params, notebooks=args.notebooks)
@@ -239,6 +248,7 @@ def _cmd_plan(args):
     print(f"{args.experiment}: {len(table)} units ({counts}); {where}; store {Path(args.out) / 'store' / args.experiment}")
     return 0
 
+# %% ../nbs/15_runner.ipynb #9be82e65
 STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
@@ -274,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in STAGE_COMMANDS: importlib.import_module(f"hoi_audit.{name}").add_subcommand(sub)
     return parser
 
+# %% ../nbs/15_runner.ipynb #57a4eb04
 def main(argv:Sequence[str]|None=None) -> int:
     "Entry point of the `hoi-audit` command."
     args = build_parser().parse_args(argv)
