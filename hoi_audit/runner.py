@@ -138,19 +138,34 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
             written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
     return written
 
+# %% ../nbs/15_runner.ipynb #77021d07
+def _stores_below(folder) -> list:
+    "Every result store (a folder with `plan.json`) at or below `folder`, sorted; unit folders and hidden folders are not searched."
+    found = []
+    for here, dirs, files in os.walk(folder):
+        if "plan.json" in files: found.append(Path(here))
+        dirs[:] = [d for d in dirs if d != "units" and not d.startswith(".")]
+    return sorted(found)
+
 # %% ../nbs/15_runner.ipynb #cb75ccd5
 def store_roots(path) -> list:
-    "The result stores at `path`: the store itself, or each `store/<experiment>/` of an output root."
+    "The result stores at `path`: the store itself, or every store below `store/` of an output root (`store/<experiment>/...`)."
     path = Path(path)
     if (path / "plan.json").exists(): return [path]
-    return sorted(p.parent for p in (path / "store").glob("*/plan.json")) if (path / "store").is_dir() else []
+    return _stores_below(path / "store") if (path / "store").is_dir() else []
+
+# %% ../nbs/15_runner.ipynb #8ea0a2af
+def _store_label(root:Path, path) -> str:
+    "How the status names the store `root` found at `path`: its path below `store/`, or its folder's name when `path` is the store."
+    base = Path(path) / "store"
+    return root.relative_to(base).as_posix() if root.is_relative_to(base) else root.name
 
 # %% ../nbs/15_runner.ipynb #554a40d2
 def store_status(path) -> pd.DataFrame:
     "One row per unit of every store found at `path`: store, unit, state, reason."
     roots = store_roots(path)
     if not roots: raise HoiAuditError(f"{path}: no result store here (expected plan.json, or store/<experiment>/plan.json)")
-    frames = [ResultStore(r).status().assign(store=r.name) for r in roots]
+    frames = [ResultStore(r).status().assign(store=_store_label(r, path)) for r in roots]
     return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
 
 # %% ../nbs/15_runner.ipynb #9ea65ecb
@@ -159,8 +174,8 @@ def plan_experiment(name:str, # an experiment notebook's name
                     scale:str="small", # one of SCALES
                     params:dict|None=None, # the experiment's parameters, as for `reproduce`
                     notebooks=None, # the folder of experiment notebooks
-                   ) -> tuple: # (the store's status table, whether the whole grid is done)
-    "The unit grid of an experiment without computing it: its store's `plan.json`, extended up to the first pending units."
+                   ) -> tuple: # (the status table of its stores, whether the whole grid is done)
+    "The unit grid of an experiment without computing it: its stores' `plan.json`, extended up to the first pending units."
     import papermill as pm
     found = find_experiments(notebooks)
     if name not in found: raise HoiAuditError(f"unknown experiment {name!r}; available: {sorted(found)}")
@@ -175,8 +190,12 @@ def plan_experiment(name:str, # an experiment notebook's name
             if e.ename != "PlanStop": raise HoiAuditError(f"experiment {name} failed while planning ({e.ename}: {e.evalue})") from None
             complete = False
     store = out / "store" / name
-    if not (store / "plan.json").exists(): raise HoiAuditError(f"experiment {name} declared no units in {store}")
-    return ResultStore(store).status(), complete
+    stores = _stores_below(store)
+    if not stores: raise HoiAuditError(f"experiment {name} declared no units in {store}")
+    tables = [ResultStore(s).status() for s in stores]   # a store below the experiment's folder: its units' paths start with its place
+    for s, t in zip(stores, tables):
+        if s != store: t["unit"] = [f"{s.relative_to(store).as_posix()}/{u}" for u in t["unit"]]
+    return pd.concat(tables, ignore_index=True), complete
 
 # %% ../nbs/15_runner.ipynb #88a14042
 def labels_in_use() -> str:
@@ -225,14 +244,15 @@ def _cmd_status(args):
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
     print(summary.reindex(columns=[s for s in ("done", "pending", "stale", "running", "failed", "corrupt") if s in summary]).to_string())
     for root in store_roots(args.path):
+        name = _store_label(root, args.path)
         jobs = cluster_jobs(root)
         if len(jobs):
             states = ", ".join(f"{n} {s}" for s, n in jobs["state"].value_counts().sort_index().items())
-            print(f"{root.name}: SLURM array tasks {', '.join(jobs['job_id'])} ({states})")
+            print(f"{name}: SLURM array tasks {', '.join(jobs['job_id'])} ({states})")
             for _, j in jobs[jobs["state"] != "completed"].iterrows():
                 if j["state"] != "submitted": print(f"  task {j['job_id']} {j['state']}: log {j['stderr']}")
         st = ResultStore(root)
-        for _, row in table[(table["store"] == root.name) & (table["state"] == "failed")].iterrows():
+        for _, row in table[(table["store"] == name) & (table["state"] == "failed")].iterrows():
             unit = _unit_of(row["unit"])
             print(f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}")
     if args.units: print(table.to_string(index=False))
