@@ -138,13 +138,14 @@ def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_pa
     stores = sorted(p.parent for p in plans() if before.get(p) != p.stat().st_mtime_ns)   # the result stores this experiment used
     recompute_through_slurm_arrays(name, fresh_clone, stores, {p.name: committed[p.name] for p in rewritten}, env, tmp_path)
 
-# The SLURM backend on every experiment, at the cost of a few units: the in-place run above left the experiment's store; a few of
-# its units, spread over the grid, are deleted and `reproduce --backend slurm --cluster local` (submitit's local executor, 2 array
-# tasks) computes them again in separate processes, after which the experiment reads every unit back and must write the committed
-# bytes once more. Each array costs a process start per task (torch and hoi_audit imported, about 30 s on the loaded 2-core CI
-# machine) whatever it computes, and an experiment submits one array per batch of pending units, so recomputing the whole grid
-# would cost as much again as the in-place run (tests/test_cluster.py does that for demo_provenance); a few units bound it.
-SLURM_UNITS = 3          # units recomputed by array tasks per experiment (spread over its plan)
+# The SLURM backend on every experiment, at the cost of two units: the in-place run above left the experiment's stores; the last two
+# units it planned (its last batch) are deleted, and `reproduce --backend slurm --cluster local` (submitit's local executor) computes
+# them again as one array of two tasks, two processes at once, after which the experiment reads every unit back and must write the
+# committed bytes once more. Each array costs a process start per task (torch and hoi_audit imported, 30 to 50 s on the loaded
+# 2-core CI machine) whatever it computes, and an experiment submits one array per batch of pending units, so recomputing the whole
+# grid would cost more than the in-place run (architectures: 19 min; tests/test_cluster.py does it for demo_provenance). Measured on
+# context_probes: the whole grid 354 s, 3 units spread over the grid (3 arrays) 129 s, its last 2 units (1 array) 87 s.
+SLURM_UNITS = 2          # units recomputed by array tasks per experiment: the last ones it planned
 # experiment -> why its units are not recomputed through the SLURM backend here (once the cause is fixed, the entry must go)
 SLURM_NOT_YET = {"architectures": "its six architectures share one store and their units' keys lack the architecture, so each "
                  "architecture's units replace the previous one's and any rerun recomputes five of the six: a full run's cost (19 min "
@@ -152,10 +153,10 @@ SLURM_NOT_YET = {"architectures": "its six architectures share one store and the
 SLURM_SETTINGS = "tasks = 2\ntimeout_min = 20\npoll_s = 1.0\n"
 
 def recompute_through_slurm_arrays(name, clone, stores, expected, env, tmp_path):
-    "Delete SLURM_UNITS units of `stores` in `clone`, recompute them with `--backend slurm --cluster local`; `expected`: results file -> bytes."
+    "Delete the last SLURM_UNITS units of `stores` in `clone`, recompute them with `--backend slurm --cluster local`; `expected`: results file -> bytes."
     if not stores or name in SLURM_NOT_YET: return   # no stores: computed in the notebook itself, no backend has anything to do
     planned = [store / "units" / m["path"] for store in stores for m in json.loads((store / "plan.json").read_text())]
-    redo = planned[::-(-len(planned) // SLURM_UNITS)]
+    redo = planned[-SLURM_UNITS:]
     for unit in redo: shutil.rmtree(unit)
     (tmp_path / "cluster.toml").write_text(SLURM_SETTINGS)
     r = hoi_audit("reproduce", "--only", name, "--scale", "small", "--out", ".", "--quiet", "--backend", "slurm", "--cluster", "local",
