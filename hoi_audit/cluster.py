@@ -12,9 +12,9 @@ import pandas as pd
 from .core import HoiAuditError, ResultStore, Unit, read_json, sha256_bytes, write_bytes, write_json
 
 # %% auto #0
-__all__ = ['CLUSTERS', 'BACKEND_ENV', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards', 'backend_spec',
-           'backend_from_spec', 'use_backend', 'current_backend', 'LocalBackend', 'UnitShard', 'SlurmBackend',
-           'PlanStop', 'PlanBackend', 'cluster_jobs']
+__all__ = ['CLUSTERS', 'BACKEND_ENV', 'REGISTRIES', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards',
+           'backend_spec', 'backend_from_spec', 'use_backend', 'current_backend', 'LocalBackend', 'UnitShard',
+           'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
 
 # %% ../nbs/16_cluster.ipynb #5d63b0bd
 CLUSTERS = ("slurm", "local", "debug")  # submitit executors: a real scheduler, submitit's local processes, in-process debugging
@@ -142,12 +142,31 @@ def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str
         lines.append(f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: {rec['log'] or store._failure_file(u)}")
     raise HoiAuditError(f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n" + "\n".join(lines))
 
+# %% ../nbs/16_cluster.ipynb #abb597c8
+REGISTRIES = (("hoi_audit.audit", "HISTORY_SOURCES"), ("hoi_audit.audit", "CONDITIONS"), ("hoi_audit.audit", "QUERY_SCHEDULES"),
+              ("hoi_audit.controls", "CONTROLS"), ("hoi_audit.models", "ARCHITECTURES"))  # (module, dict) that experiments extend at run time
+
+def _pack(units:Sequence[Unit], compute:Callable) -> bytes:
+    "The units, `compute` and the entries of every imported registry, cloudpickled: what a worker process needs."
+    import cloudpickle
+    registries = {(m, a): dict(getattr(sys.modules[m], a)) for m, a in REGISTRIES if m in sys.modules}
+    return cloudpickle.dumps((list(units), compute, registries))
+
+# %% ../nbs/16_cluster.ipynb #7ca60a90
+def _unpack(blob:bytes) -> tuple:
+    "(units, compute) from `_pack`'s bytes, after adding to this process's registries the entries it lacks."
+    import cloudpickle
+    units, compute, registries = cloudpickle.loads(blob)
+    for (m, a), entries in registries.items():
+        registry = getattr(importlib.import_module(m), a)
+        for k, v in entries.items(): registry.setdefault(k, v)
+    return units, compute
+
 # %% ../nbs/16_cluster.ipynb #3070e95f
 _POOL = {}
 
 def _pool_init(store_root:str, payload:bytes):
-    import cloudpickle
-    _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, cloudpickle.loads(payload)
+    _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, _unpack(payload)
 
 # %% ../nbs/16_cluster.ipynb #d593a303
 def _pool_unit(i:int) -> dict: return compute_units(_POOL["root"], [_POOL["units"][i]], _POOL["compute"])
@@ -167,10 +186,10 @@ class LocalBackend:
         "Compute `units` into `store`; raise naming every unit that failed."
         units = list(units)
         if self.workers == 1 or len(units) == 1: return _raise_failures(store, units, compute_units(store.root, units, compute)["failed"])
-        import cloudpickle, concurrent.futures as cf, multiprocessing as mp
+        import concurrent.futures as cf, multiprocessing as mp
         from tqdm import tqdm
         lib = importlib.import_module("hoi_audit.cluster")   # workers run the library's functions, also when this class is defined in a notebook
-        payload, todo, failed, rounds = cloudpickle.dumps((units, compute)), list(range(len(units))), [], 0
+        payload, todo, failed, rounds = _pack(units, compute), list(range(len(units))), [], 0
         bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
         while todo:
             with cf.ProcessPoolExecutor(min(self.workers, len(todo)), mp_context=mp.get_context("spawn"),
@@ -197,12 +216,11 @@ class UnitShard(submitit.helpers.Checkpointable):
         self.store_root, self.payload = store_root, payload
 
     def __call__(self, indices:Sequence[int]) -> dict:
-        import cloudpickle
-        compute_units = importlib.import_module("hoi_audit.cluster").compute_units   # the library's, also when this class is defined in a notebook
-        units, compute = cloudpickle.loads(Path(self.payload).read_bytes())
+        lib = importlib.import_module("hoi_audit.cluster")   # the library's functions, also when this class is defined in a notebook
+        units, compute = lib._unpack(Path(self.payload).read_bytes())
         try: log = str(submitit.JobEnvironment().paths.stderr)
         except (RuntimeError, KeyError): log = None   # outside a submitit job (an example, a test), or in submitit's debug executor
-        return compute_units(self.store_root, [units[i] for i in indices], compute, log)
+        return lib.compute_units(self.store_root, [units[i] for i in indices], compute, log)
 
 # %% ../nbs/16_cluster.ipynb #b82d07dd
 def _executor(cfg:ClusterConfig, folder:Path):
@@ -263,10 +281,9 @@ class SlurmBackend:
 
     def run_units(self, store:ResultStore, units:Sequence[Unit], compute:Callable, desc:str|None=None, progress:bool=False, stage:str|None=None):
         "Submit `units` as arrays of disjoint shards until each is done or failed; raise naming every failed unit and its log."
-        import cloudpickle
         from tqdm import tqdm
         units, cfg = list(units), self.config.for_stage(stage or store.root.name)
-        blob = cloudpickle.dumps((units, compute))
+        blob = _pack(units, compute)
         payload = write_bytes(store.root / ".cluster" / "payloads" / f"{sha256_bytes(blob)[:24]}.pkl", blob)
         executor = _executor(cfg, Path(cfg.folder or store.root / ".cluster" / "logs"))
         todo, failed, rounds = list(range(len(units))), [], 0
