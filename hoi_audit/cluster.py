@@ -13,9 +13,9 @@ from .core import HoiAuditError, read_json, sha256_bytes, write_bytes, write_jso
 from .store import ResultStore, Unit
 
 # %% auto #0
-__all__ = ['CLUSTERS', 'BACKEND_ENV', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards', 'backend_spec',
-           'backend_from_spec', 'current_backend', 'use_backend', 'LocalBackend', 'UnitShard', 'SlurmBackend',
-           'PlanStop', 'PlanBackend', 'cluster_jobs']
+__all__ = ['CLUSTERS', 'BACKEND_ENV', 'REGISTRIES', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards',
+           'backend_spec', 'backend_from_spec', 'use_backend', 'current_backend', 'LocalBackend', 'UnitShard',
+           'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
 
 # %% ../nbs/04_cluster.ipynb #5d63b0bd
 CLUSTERS = ("slurm", "local", "debug")  # submitit executors: a real scheduler, submitit's local processes, in-process debugging
@@ -97,13 +97,13 @@ def shards(n_units:int, # how many pending units
 
 # %% ../nbs/04_cluster.ipynb #80c22548
 BACKEND_ENV = "HOI_AUDIT_BACKEND"  # a JSON backend spec (`backend_spec`) that makes that backend current in every process that reads it
-_CURRENT = []
 
 def backend_spec(backend) -> str:
     "The JSON spec of a backend (for `$HOI_AUDIT_BACKEND`)."
     if backend is None: return json.dumps({"backend": "none"})
     return json.dumps({"backend": backend.name, **asdict(backend)}, sort_keys=True)
 
+# %% ../nbs/04_cluster.ipynb #8f6eedc6
 def backend_from_spec(spec:str):
     "The backend a JSON spec names (`backend_spec`); an unknown one is an error naming the spec."
     try: d = json.loads(spec)
@@ -115,11 +115,8 @@ def backend_from_spec(spec:str):
     if kind == "slurm": d["config"] = ClusterConfig(**d["config"])
     return kinds[kind](**d)
 
-def current_backend():
-    "The backend `ResultStore.run` hands pending units to: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
-    if _CURRENT: return _CURRENT[-1]
-    spec = os.environ.get(BACKEND_ENV)
-    return backend_from_spec(spec) if spec else None
+# %% ../nbs/04_cluster.ipynb #011b6df9
+_CURRENT = []
 
 @contextlib.contextmanager
 def use_backend(backend, # a backend, or None for "compute in place"
@@ -128,6 +125,13 @@ def use_backend(backend, # a backend, or None for "compute in place"
     _CURRENT.append(backend)
     try: yield backend
     finally: _CURRENT.pop()
+
+# %% ../nbs/04_cluster.ipynb #6649f947
+def current_backend():
+    "The backend `ResultStore.run` hands pending units to: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
+    if _CURRENT: return _CURRENT[-1]
+    spec = os.environ.get(BACKEND_ENV)
+    return backend_from_spec(spec) if spec else None
 
 # %% ../nbs/04_cluster.ipynb #d3cb0bb8
 def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str]):
@@ -139,13 +143,36 @@ def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str
         lines.append(f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: {rec['log'] or store._failure_file(u)}")
     raise HoiAuditError(f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n" + "\n".join(lines))
 
-_POOL = {}
-def _pool_init(store_root:str, payload:bytes):
-    import cloudpickle
-    _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, cloudpickle.loads(payload)
+# %% ../nbs/04_cluster.ipynb #abb597c8
+REGISTRIES = (("hoi_audit.audit", "HISTORY_SOURCES"), ("hoi_audit.audit", "CONDITIONS"), ("hoi_audit.audit", "QUERY_SCHEDULES"),
+              ("hoi_audit.controls", "CONTROLS"), ("hoi_audit.models", "ARCHITECTURES"))  # (module, dict) that experiments extend at run time
 
+def _pack(units:Sequence[Unit], compute:Callable) -> bytes:
+    "The units, `compute` and the entries of every imported registry, cloudpickled: what a worker process needs."
+    import cloudpickle
+    registries = {(m, a): dict(getattr(sys.modules[m], a)) for m, a in REGISTRIES if m in sys.modules}
+    return cloudpickle.dumps((list(units), compute, registries))
+
+# %% ../nbs/04_cluster.ipynb #7ca60a90
+def _unpack(blob:bytes) -> tuple:
+    "(units, compute) from `_pack`'s bytes, after adding to this process's registries the entries it lacks."
+    import cloudpickle
+    units, compute, registries = cloudpickle.loads(blob)
+    for (m, a), entries in registries.items():
+        registry = getattr(importlib.import_module(m), a)
+        for k, v in entries.items(): registry.setdefault(k, v)
+    return units, compute
+
+# %% ../nbs/04_cluster.ipynb #3070e95f
+_POOL = {}
+
+def _pool_init(store_root:str, payload:bytes):
+    _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, _unpack(payload)
+
+# %% ../nbs/04_cluster.ipynb #d593a303
 def _pool_unit(i:int) -> dict: return compute_units(_POOL["root"], [_POOL["units"][i]], _POOL["compute"])
 
+# %% ../nbs/04_cluster.ipynb #559dee56
 @dataclass(frozen=True)
 class LocalBackend:
     "Compute pending units in this process (`workers=1`) or a pool of `workers` processes on this machine."
@@ -160,10 +187,10 @@ class LocalBackend:
         "Compute `units` into `store`; raise naming every unit that failed."
         units = list(units)
         if self.workers == 1 or len(units) == 1: return _raise_failures(store, units, compute_units(store.root, units, compute)["failed"])
-        import cloudpickle, concurrent.futures as cf, multiprocessing as mp
+        import concurrent.futures as cf, multiprocessing as mp
         from tqdm import tqdm
         lib = importlib.import_module("hoi_audit.cluster")   # workers run the library's functions, also when this class is defined in a notebook
-        payload, todo, failed, rounds = cloudpickle.dumps((units, compute)), list(range(len(units))), [], 0
+        payload, todo, failed, rounds = _pack(units, compute), list(range(len(units))), [], 0
         bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
         while todo:
             with cf.ProcessPoolExecutor(min(self.workers, len(todo)), mp_context=mp.get_context("spawn"),
@@ -190,12 +217,11 @@ class UnitShard(submitit.helpers.Checkpointable):
         self.store_root, self.payload = store_root, payload
 
     def __call__(self, indices:Sequence[int]) -> dict:
-        import cloudpickle
-        compute_units = importlib.import_module("hoi_audit.cluster").compute_units   # the library's, also when this class is defined in a notebook
-        units, compute = cloudpickle.loads(Path(self.payload).read_bytes())
+        lib = importlib.import_module("hoi_audit.cluster")   # the library's functions, also when this class is defined in a notebook
+        units, compute = lib._unpack(Path(self.payload).read_bytes())
         try: log = str(submitit.JobEnvironment().paths.stderr)
         except (RuntimeError, KeyError): log = None   # outside a submitit job (an example, a test), or in submitit's debug executor
-        return compute_units(self.store_root, [units[i] for i in indices], compute, log)
+        return lib.compute_units(self.store_root, [units[i] for i in indices], compute, log)
 
 # %% ../nbs/04_cluster.ipynb #b82d07dd
 def _executor(cfg:ClusterConfig, folder:Path):
@@ -214,17 +240,38 @@ def _executor(cfg:ClusterConfig, folder:Path):
         return ex
     return submitit.DebugExecutor(folder)
 
+# %% ../nbs/04_cluster.ipynb #a76a83ca
 def _in_queue(job) -> bool:
     "Whether SLURM still lists `job` (pending, running or requeued)."
     r = subprocess.run(["squeue", "-h", "-o", "%i", "-j", str(job.job_id)], capture_output=True, text=True)
     return r.returncode == 0 and bool(r.stdout.strip())
 
+# %% ../nbs/04_cluster.ipynb #76f13861
 def _log_jobs(store:ResultStore, rows:list):
     "Add or update the store's record of submitted array tasks (by job id)."
     f = store.root / ".cluster" / "jobs.json"
     jobs = {j["job_id"]: j for j in (read_json(f) if f.exists() else [])}
     jobs |= {r["job_id"]: r for r in rows}
     write_json(f, list(jobs.values()))
+
+# %% ../nbs/04_cluster.ipynb #6394961f
+def _wait_for_tasks(jobs:list, cfg:ClusterConfig, tick:Callable) -> list:
+    "Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM lost it without a result."
+    outcome, gone = [None] * len(jobs), {}
+    while any(o is None for o in outcome):
+        for k, job in enumerate(jobs):
+            if outcome[k] is not None: continue
+            finished = job.paths.result_pickle.exists() or (cfg.cluster != "slurm" and job.done())
+            if not finished and cfg.cluster == "slurm" and not _in_queue(job):
+                gone.setdefault(k, time.monotonic())
+                if time.monotonic() - gone[k] > 3 * cfg.poll_s: outcome[k] = ("died", None)   # left the queue without a result
+                continue
+            if finished:
+                try: outcome[k] = ("completed", job.result())
+                except Exception as e: outcome[k] = ("error", f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
+        tick()
+        if any(o is None for o in outcome): time.sleep(cfg.poll_s)
+    return outcome
 
 # %% ../nbs/04_cluster.ipynb #5788c800
 @dataclass(frozen=True)
@@ -235,10 +282,9 @@ class SlurmBackend:
 
     def run_units(self, store:ResultStore, units:Sequence[Unit], compute:Callable, desc:str|None=None, progress:bool=False, stage:str|None=None):
         "Submit `units` as arrays of disjoint shards until each is done or failed; raise naming every failed unit and its log."
-        import cloudpickle
         from tqdm import tqdm
         units, cfg = list(units), self.config.for_stage(stage or store.root.name)
-        blob = cloudpickle.dumps((units, compute))
+        blob = _pack(units, compute)
         payload = write_bytes(store.root / ".cluster" / "payloads" / f"{sha256_bytes(blob)[:24]}.pkl", blob)
         executor = _executor(cfg, Path(cfg.folder or store.root / ".cluster" / "logs"))
         todo, failed, rounds = list(range(len(units))), [], 0
@@ -248,7 +294,7 @@ class SlurmBackend:
             log = lambda job, state, extra={}: {"job_id": str(job.job_id), "store": store.root.name, "desc": desc, "round": rounds,
                                                 "state": state, "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr), **extra}
             _log_jobs(store, [log(j, "submitted") for j in jobs])
-            outcome = self._wait(jobs, cfg, lambda: bar.update(sum((store.unit_dir(units[i]) / store.MANIFEST).exists() for i in range(len(units))) - bar.n))
+            outcome = _wait_for_tasks(jobs, cfg, lambda: bar.update(sum((store.unit_dir(units[i]) / store.MANIFEST).exists() for i in range(len(units))) - bar.n))
             _log_jobs(store, [log(j, state, {"failed_units": r["failed"]} if isinstance(r, dict) else {"error": r}) for j, (state, r) in zip(jobs, outcome)])
             failed += [p for state, r in outcome if state == "completed" for p in r["failed"]]
             todo = [i for i in todo if units[i].path not in failed and store._inspect(units[i])[0] != "done"]
@@ -260,28 +306,11 @@ class SlurmBackend:
         bar.close()
         _raise_failures(store, units, failed)
 
-    def _wait(self, jobs:list, cfg:ClusterConfig, tick:Callable) -> list:
-        "Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM lost it without a result."
-        outcome, gone = [None] * len(jobs), {}
-        while any(o is None for o in outcome):
-            for k, job in enumerate(jobs):
-                if outcome[k] is not None: continue
-                finished = job.paths.result_pickle.exists() or (cfg.cluster != "slurm" and job.done())
-                if not finished and cfg.cluster == "slurm" and not _in_queue(job):
-                    gone.setdefault(k, time.monotonic())
-                    if time.monotonic() - gone[k] > 3 * cfg.poll_s: outcome[k] = ("died", None)   # left the queue without a result
-                    continue
-                if finished:
-                    try: outcome[k] = ("completed", job.result())
-                    except Exception as e: outcome[k] = ("error", f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
-            tick()
-            if any(o is None for o in outcome): time.sleep(cfg.poll_s)
-        return outcome
-
 # %% ../nbs/04_cluster.ipynb #08c7322c
 class PlanStop(HoiAuditError):
     "Raised by `PlanBackend` at the first pending units: the experiment's grid so far is in its store's `plan.json`."
 
+# %% ../nbs/04_cluster.ipynb #1bfeba37
 @dataclass(frozen=True)
 class PlanBackend:
     "Compute nothing; stop at the first pending units (for `hoi-audit plan`)."

@@ -17,7 +17,7 @@ from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
 __all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
-           'backend_in_env', 'run_experiment', 'reproduce', 'store_status', 'store_roots', 'plan_experiment',
+           'backend_in_env', 'run_experiment', 'reproduce', 'store_roots', 'store_status', 'plan_experiment',
            'labels_in_use', 'backend_of', 'build_parser', 'main']
 
 # %% ../nbs/90_runner.ipynb #1570eac8
@@ -34,6 +34,7 @@ def experiments_dir(folder=None, # a folder of experiment notebooks (default: $H
                             "--notebooks DIR (or set HOI_AUDIT_EXPERIMENTS)")
     return folder
 
+# %% ../nbs/90_runner.ipynb #9182437b
 def find_experiments(folder=None) -> dict:
     "Experiment name (the notebook's stem) -> notebook path, sorted by name."
     folder = experiments_dir(folder)
@@ -50,6 +51,7 @@ def notebook_parameters(path) -> dict:
                             "tag the parameters cell (and keep 'tags' in settings.ini's allowed_cell_metadata_keys)")
     return {name: info["default"] for name, info in pm.inspect_notebook(str(path)).items()}
 
+# %% ../nbs/90_runner.ipynb #07f96ac2
 def parse_param(text:str) -> tuple:
     "`NAME=VALUE` -> (name, value); the value is parsed as JSON when possible."
     name, sep, raw = text.partition("=")
@@ -65,6 +67,7 @@ def skipped_of(results, # a results JSON
     payload = read_json(results)
     return dict(payload.get("skipped") or payload.get("config", {}).get("skipped") or {})
 
+# %% ../nbs/90_runner.ipynb #de2a708d
 @contextlib.contextmanager
 def backend_in_env(backend):
     "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
@@ -75,6 +78,7 @@ def backend_in_env(backend):
         if before is None: os.environ.pop(BACKEND_ENV, None)
         else: os.environ[BACKEND_ENV] = before
 
+# %% ../nbs/90_runner.ipynb #23236ddd
 def run_experiment(notebook, # the experiment notebook
                    out, # the output root
                    scale:str="small", # one of SCALES
@@ -112,6 +116,7 @@ def run_experiment(notebook, # the experiment notebook
     return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures, "folders": folders,
             "skipped": skipped_of(results)}
 
+# %% ../nbs/90_runner.ipynb #85cb9927
 def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw/ below it
               scale:str="small", # "small" (minutes, as in CI) or "full" (the seeds' sizes)
               only:Sequence[str]|None=None, # experiment names to run (default: all)
@@ -134,21 +139,35 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
             written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
     return written
 
+# %% ../nbs/90_runner.ipynb #77021d07
+def _stores_below(folder) -> list:
+    "Every result store (a folder with `plan.json`) at or below `folder`, sorted; unit folders and hidden folders are not searched."
+    found = []
+    for here, dirs, files in os.walk(folder):
+        if "plan.json" in files: found.append(Path(here))
+        dirs[:] = [d for d in dirs if d != "units" and not d.startswith(".")]
+    return sorted(found)
+
+# %% ../nbs/90_runner.ipynb #cb75ccd5
+def store_roots(path) -> list:
+    "The result stores at `path`: the store itself, or every store below `store/` of an output root (`store/<experiment>/...`)."
+    path = Path(path)
+    if (path / "plan.json").exists(): return [path]
+    return _stores_below(path / "store") if (path / "store").is_dir() else []
+
+# %% ../nbs/90_runner.ipynb #8ea0a2af
+def _store_label(root:Path, path) -> str:
+    "How the status names the store `root` found at `path`: its path below `store/`, or its folder's name when `path` is the store."
+    base = Path(path) / "store"
+    return root.relative_to(base).as_posix() if root.is_relative_to(base) else root.name
+
 # %% ../nbs/90_runner.ipynb #554a40d2
 def store_status(path) -> pd.DataFrame:
     "One row per unit of every store found at `path`: store, unit, state, reason."
-    path = Path(path)
-    if (path / "plan.json").exists(): roots = [path]
-    else: roots = sorted(p.parent for p in (path / "store").glob("*/plan.json")) if (path / "store").is_dir() else []
+    roots = store_roots(path)
     if not roots: raise HoiAuditError(f"{path}: no result store here (expected plan.json, or store/<experiment>/plan.json)")
-    frames = [ResultStore(r).status().assign(store=r.name) for r in roots]
+    frames = [ResultStore(r).status().assign(store=_store_label(r, path)) for r in roots]
     return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
-
-def store_roots(path) -> list:
-    "The result stores at `path`: the store itself, or each `store/<experiment>/` of an output root."
-    path = Path(path)
-    if (path / "plan.json").exists(): return [path]
-    return sorted(p.parent for p in (path / "store").glob("*/plan.json")) if (path / "store").is_dir() else []
 
 # %% ../nbs/90_runner.ipynb #9ea65ecb
 def plan_experiment(name:str, # an experiment notebook's name
@@ -156,8 +175,8 @@ def plan_experiment(name:str, # an experiment notebook's name
                     scale:str="small", # one of SCALES
                     params:dict|None=None, # the experiment's parameters, as for `reproduce`
                     notebooks=None, # the folder of experiment notebooks
-                   ) -> tuple: # (the store's status table, whether the whole grid is done)
-    "The unit grid of an experiment without computing it: its store's `plan.json`, extended up to the first pending units."
+                   ) -> tuple: # (the status table of its stores, whether the whole grid is done)
+    "The unit grid of an experiment without computing it: its stores' `plan.json`, extended up to the first pending units."
     import papermill as pm
     found = find_experiments(notebooks)
     if name not in found: raise HoiAuditError(f"unknown experiment {name!r}; available: {sorted(found)}")
@@ -172,8 +191,12 @@ def plan_experiment(name:str, # an experiment notebook's name
             if e.ename != "PlanStop": raise HoiAuditError(f"experiment {name} failed while planning ({e.ename}: {e.evalue})") from None
             complete = False
     store = out / "store" / name
-    if not (store / "plan.json").exists(): raise HoiAuditError(f"experiment {name} declared no units in {store}")
-    return ResultStore(store).status(), complete
+    stores = _stores_below(store)
+    if not stores: raise HoiAuditError(f"experiment {name} declared no units in {store}")
+    tables = [ResultStore(s).status() for s in stores]   # a store below the experiment's folder: its units' paths start with its place
+    for s, t in zip(stores, tables):
+        if s != store: t["unit"] = [f"{s.relative_to(store).as_posix()}/{u}" for u in t["unit"]]
+    return pd.concat(tables, ignore_index=True), complete
 
 # %% ../nbs/90_runner.ipynb #88a14042
 def labels_in_use() -> str:
@@ -181,6 +204,7 @@ def labels_in_use() -> str:
     if os.environ.get(LABELS_ENV): return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
     return f"real labels: shipped with hoi_audit (rebuilt on first use in {labels_cache_dir() / 'labels'})"
 
+# %% ../nbs/90_runner.ipynb #343c2593
 def backend_of(kind:str|None, # "local", "slurm" or None (in place)
                workers:int=1, # processes of the local backend
                cluster_config=None, # a TOML file of `cluster.ClusterConfig` settings (slurm)
@@ -195,6 +219,7 @@ def backend_of(kind:str|None, # "local", "slurm" or None (in place)
     config = read_cluster_config(cluster_config) if cluster_config else ClusterConfig()
     return SlurmBackend(replace(config, cluster=cluster) if cluster else config)
 
+# %% ../nbs/90_runner.ipynb #67bf4b5e
 def _cmd_reproduce(args):
     params = dict(parse_param(p) for p in args.param)
     print(labels_in_use(), file=sys.stderr)
@@ -209,28 +234,32 @@ def _cmd_reproduce(args):
             print(f"hoi-audit: warning: {w['experiment']} skipped {name} ({why}); see config.skipped in {w['results']}", file=sys.stderr)
     return 0
 
+# %% ../nbs/90_runner.ipynb #e02764ad
+def _unit_of(path:str) -> Unit:
+    "The unit a store path names (its key; enough to find its failure record)."
+    return Unit(dict(part.split("=", 1) for part in path.split("/")))
+
+# %% ../nbs/90_runner.ipynb #6be59e40
 def _cmd_status(args):
     table = store_status(args.path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
     print(summary.reindex(columns=[s for s in ("done", "pending", "stale", "running", "failed", "corrupt") if s in summary]).to_string())
     for root in store_roots(args.path):
+        name = _store_label(root, args.path)
         jobs = cluster_jobs(root)
         if len(jobs):
             states = ", ".join(f"{n} {s}" for s, n in jobs["state"].value_counts().sort_index().items())
-            print(f"{root.name}: SLURM array tasks {', '.join(jobs['job_id'])} ({states})")
+            print(f"{name}: SLURM array tasks {', '.join(jobs['job_id'])} ({states})")
             for _, j in jobs[jobs["state"] != "completed"].iterrows():
                 if j["state"] != "submitted": print(f"  task {j['job_id']} {j['state']}: log {j['stderr']}")
         st = ResultStore(root)
-        for _, row in table[(table["store"] == root.name) & (table["state"] == "failed")].iterrows():
+        for _, row in table[(table["store"] == name) & (table["state"] == "failed")].iterrows():
             unit = _unit_of(row["unit"])
             print(f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}")
     if args.units: print(table.to_string(index=False))
     return 0
 
-def _unit_of(path:str) -> Unit:
-    "The unit a store path names (its key; enough to find its failure record)."
-    return Unit(dict(part.split("=", 1) for part in path.split("/")))
-
+# %% ../nbs/90_runner.ipynb #7d39d7ac
 def _cmd_plan(args):
     params = dict(parse_param(p) for p in args.param)
     table, complete = plan_experiment(args.experiment, out=args.out, scale=args.scale, params=params, notebooks=args.notebooks)
@@ -240,6 +269,7 @@ def _cmd_plan(args):
     print(f"{args.experiment}: {len(table)} units ({counts}); {where}; store {Path(args.out) / 'store' / args.experiment}")
     return 0
 
+# %% ../nbs/90_runner.ipynb #9be82e65
 STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
@@ -275,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in STAGE_COMMANDS: importlib.import_module(f"hoi_audit.{name}").add_subcommand(sub)
     return parser
 
+# %% ../nbs/90_runner.ipynb #57a4eb04
 def main(argv:Sequence[str]|None=None) -> int:
     "Entry point of the `hoi-audit` command."
     args = build_parser().parse_args(argv)

@@ -4,6 +4,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import REPO, hoi_audit, sigkill_tree
+from hoi_audit.runner import store_roots
 
 DEMO = ["--only", "demo_provenance", "--quiet"]
 SLOW_UNITS = ["-p", "n_train=8000"]   # ~0.3 s a unit, so that a kill lands mid-run
@@ -118,7 +119,8 @@ def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_pa
     env.update(PYTHONPATH=str(fresh_clone), HOI_AUDIT_CACHE=str(tmp_path / "cache"))   # the clone's package, an empty cache
     results = fresh_clone / "results"
     committed = {p.name: p.read_bytes() for p in results.glob("*.json")}
-    before = {p: p.stat().st_mtime_ns for p in [*results.glob("*.json"), *(fresh_clone / "figures").glob("*.png")]}
+    plans = lambda: [root / "plan.json" for root in store_roots(fresh_clone)]   # an engine may keep stores below its experiment's folder
+    before = {p: p.stat().st_mtime_ns for p in [*results.glob("*.json"), *(fresh_clone / "figures").glob("*.png"), *plans()]}
     r = hoi_audit("reproduce", "--only", name, "--scale", "small", "--out", ".", "--quiet", cwd=fresh_clone, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "real labels: shipped with hoi_audit" in r.stderr and "warning" not in r.stderr, r.stderr[-3000:]
@@ -133,6 +135,38 @@ def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_pa
     if os.environ.get("HOI_AUDIT_EXECUTED"):   # make test: the docs build takes this executed notebook instead of running it again
         keep = Path(os.environ["HOI_AUDIT_EXECUTED"]); keep.mkdir(parents=True, exist_ok=True)
         shutil.copy2(fresh_clone / "runs" / f"{name}.ipynb", keep / f"{name}.ipynb")
+    stores = sorted(p.parent for p in plans() if before.get(p) != p.stat().st_mtime_ns)   # the result stores this experiment used
+    recompute_through_slurm_arrays(name, fresh_clone, stores, {p.name: committed[p.name] for p in rewritten}, env, tmp_path)
+
+# The SLURM backend on every experiment, at the cost of two units: the in-place run above left the experiment's stores; the last two
+# units it planned (its last batch) are deleted, and `reproduce --backend slurm --cluster local` (submitit's local executor) computes
+# them again as one array of two tasks, two processes at once, after which the experiment reads every unit back and must write the
+# committed bytes once more. Each array costs a process start per task (torch and hoi_audit imported, 30 to 50 s on the loaded
+# 2-core CI machine) whatever it computes, and an experiment submits one array per batch of pending units, so recomputing the whole
+# grid would cost more than the in-place run (architectures: 19 min; tests/test_cluster.py does it for demo_provenance). Measured on
+# context_probes: the whole grid 354 s, 3 units spread over the grid (3 arrays) 129 s, its last 2 units (1 array) 87 s.
+SLURM_UNITS = 2          # units recomputed by array tasks per experiment: the last ones it planned
+# experiment -> why its units are not recomputed through the SLURM backend here (once the cause is fixed, the entry must go)
+SLURM_NOT_YET = {"architectures": "its six architectures share one store and their units' keys lack the architecture, so each "
+                 "architecture's units replace the previous one's and any rerun recomputes five of the six: a full run's cost (19 min "
+                 "through submitit here), not a few units'; fix: one store per architecture (store=paths.store / name in the notebook)"}
+SLURM_SETTINGS = "tasks = 2\ntimeout_min = 20\npoll_s = 1.0\n"
+
+def recompute_through_slurm_arrays(name, clone, stores, expected, env, tmp_path):
+    "Delete the last SLURM_UNITS units of `stores` in `clone`, recompute them with `--backend slurm --cluster local`; `expected`: results file -> bytes."
+    if not stores or name in SLURM_NOT_YET: return   # no stores: computed in the notebook itself, no backend has anything to do
+    planned = [store / "units" / m["path"] for store in stores for m in json.loads((store / "plan.json").read_text())]
+    redo = planned[-SLURM_UNITS:]
+    for unit in redo: shutil.rmtree(unit)
+    (tmp_path / "cluster.toml").write_text(SLURM_SETTINGS)
+    r = hoi_audit("reproduce", "--only", name, "--scale", "small", "--out", ".", "--quiet", "--backend", "slurm", "--cluster", "local",
+                  "--cluster-config", str(tmp_path / "cluster.toml"), cwd=clone, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for file, data in expected.items():
+        assert (clone / "results" / file).read_bytes() == data, f"{file}: {len(redo)} of its units recomputed by SLURM array tasks, it differs from the committed file"
+    jobs = [j for store in stores if (store / ".cluster" / "jobs.json").exists() for j in json.loads((store / ".cluster" / "jobs.json").read_text())]
+    assert jobs and all(j["state"] == "completed" for j in jobs), jobs     # the deleted units were computed by array tasks
+    assert all((unit / "manifest.json").exists() for unit in redo)
 
 def test_make_reproduce_is_the_command():
     "No environment variable or extra argument separates `make reproduce` from the README's `hoi-audit reproduce`."
