@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_audit.ipynb #38623c65
 from __future__ import annotations
-import argparse, math, os, sys, tempfile, time
+import argparse, math, os, re, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -340,6 +340,11 @@ def _video_identity(dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFram
     return {"video_features": _features_fingerprint(dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]),
             "train_windows": _queries_hash(train_q), "test_windows": _queries_hash(test_q)}
 
+# %% ../nbs/17_audit.ipynb #4963dbc6
+def _architecture_key(spec:str) -> str:
+    "A unit-key value for an architecture: its registered name, or `user-<hash>` of a `module:factory` spec."
+    return spec if re.fullmatch(r"[A-Za-z0-9_.+-]+", spec) else "user-" + sha256_json(spec)[:12]
+
 # %% ../nbs/17_audit.ipynb #dcd23a10
 def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
                  config:AuditConfig, video_identity:dict|None) -> tuple:
@@ -352,7 +357,8 @@ def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_
         for k in tests[c.name]:
             if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history]["train"]), f"test_history_{k}": sha256_json(hist[k]["test"])}
         for seed in seeds:
-            u = Unit({"dataset": dataset.name, "split": split, "condition": c.name, "seed": int(seed)},
+            u = Unit({"dataset": dataset.name, "split": split, "architecture": _architecture_key(config.architecture),
+                      "condition": c.name, "seed": int(seed)},
                      config={**config.as_dict(), "inputs": list(c.inputs), "history": c.history, "tests": tests[c.name]}, inputs=inputs)
             units.append(u); unit_cond[u.path] = c
     return units, unit_cond
