@@ -44,16 +44,9 @@ class Unit:
 # %% ../nbs/01_store.ipynb #6e036ce6
 UNIT_STATES = ("done", "pending", "stale", "running", "failed", "corrupt")  # what `ResultStore.status` reports
 
-class ResultStore:
-    "A folder of units of work, each written atomically and skipped on restart when its manifest matches."
+class _UnitStates:
+    "A store's view of one unit: its lock, its state and its last failure (the part of `ResultStore` that reads)."
     MANIFEST, RESULT = "manifest.json", "result.json"
-
-    def __init__(self, root, # the store's folder (created on first write)
-                ):
-        self.root = Path(root)
-
-    def __repr__(self): return f"ResultStore({str(self.root)!r})"
-    def unit_dir(self, unit:Unit) -> Path: return self.root / "units" / unit.path
 
     def _lock_file(self, unit:Unit) -> Path:
         return _ensure_folder(self.root / ".locks") / f"{sha256_bytes(unit.path.encode())[:24]}.lock"
@@ -97,6 +90,9 @@ class ResultStore:
         if state in ("pending", "stale") and self.failure(unit) is not None: return "failed"
         return state
 
+# %% ../nbs/01_store.ipynb #f52a3fa1
+class _UnitFailures:
+    "A unit's last failed attempt: recorded with its error (and the log of the task that ran it), cleared when it succeeds."
     def _failure_file(self, unit:Unit) -> Path:
         return self.root / ".failed" / f"{sha256_bytes(unit.path.encode())[:24]}.json"
 
@@ -112,6 +108,9 @@ class ResultStore:
         f = self._failure_file(unit)
         return read_json(f) if f.exists() else None
 
+# %% ../nbs/01_store.ipynb #6620c489
+class _UnitFiles:
+    "A unit's files: loading a done unit, and computing one into a scratch folder that is committed atomically."
     def load(self, unit:Unit):
         "The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not done."
         state, reason = self._inspect(unit)
@@ -159,6 +158,9 @@ class ResultStore:
             if state != "done": self._commit(unit, compute)
             return True
 
+# %% ../nbs/01_store.ipynb #364603cf
+class _StoreGrid:
+    "A grid of units: the plan a run was asked for, and the state of every unit below the store."
     def plan(self, units:Sequence[Unit]) -> Path:
         "Add the units of a run to the store's grid (`plan.json`; a unit planned again replaces its entry), so that `status` can tell what is pending."
         paths = [u.path for u in units]
@@ -169,6 +171,38 @@ class ResultStore:
             grid = {m["path"]: m for m in (read_json(f) if f.exists() else [])}
             grid |= {u.path: {"path": u.path, **u.manifest} for u in units}
             return write_json(f, list(grid.values()))
+
+    def status(self) -> pd.DataFrame:
+        "Every planned unit (and any unplanned unit on disk) with its state and the reason."
+        rows, seen = [], set()
+        plan = self.root / "plan.json"
+        planned = read_json(plan) if plan.exists() else []
+        for m in planned:   # canonical JSON sorts keys; the unit's path keeps the key's order
+            order = [part.split("=", 1)[0] for part in m["path"].split("/")]
+            u = Unit({k: m["key"][k] for k in order}, m["config"], m["inputs"])
+            seen.add(u.path)
+            state = self.state(u)
+            reason = self.failure(u)["error"].strip().splitlines()[-1] if state == "failed" else self._inspect(u)[1]
+            rows.append({"unit": u.path, **u.key, "state": state, "planned": True, "reason": reason})
+        units_root = self.root / "units"
+        if units_root.exists():
+            for mpath in sorted(units_root.rglob(self.MANIFEST)):
+                rel = mpath.parent.relative_to(units_root).as_posix()
+                if rel in seen: continue
+                key = dict(part.split("=", 1) for part in rel.split("/"))
+                rows.append({"unit": rel, **key, "state": "done", "planned": False, "reason": "not in the current plan"})
+        return pd.DataFrame(rows, columns=None if rows else ["unit", "state", "planned", "reason"])
+
+# %% ../nbs/01_store.ipynb #e166060d
+class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _StoreGrid):
+    "A folder of units of work, each written atomically and skipped on restart when its manifest matches."
+
+    def __init__(self, root, # the store's folder (created on first write)
+                ):
+        self.root = Path(root)
+
+    def __repr__(self): return f"ResultStore({str(self.root)!r})"
+    def unit_dir(self, unit:Unit) -> Path: return self.root / "units" / unit.path
 
     def run(self, units:Sequence[Unit], # the units, in the order results are returned
             compute:Callable, # compute(unit, workdir) -> JSON-able result; may write files into workdir
@@ -198,27 +232,6 @@ class ResultStore:
             self._try(u, compute, blocking=True); bar.update()
         bar.close()
         return [self.load(u) for u in units]
-
-    def status(self) -> pd.DataFrame:
-        "Every planned unit (and any unplanned unit on disk) with its state and the reason."
-        rows, seen = [], set()
-        plan = self.root / "plan.json"
-        planned = read_json(plan) if plan.exists() else []
-        for m in planned:   # canonical JSON sorts keys; the unit's path keeps the key's order
-            order = [part.split("=", 1)[0] for part in m["path"].split("/")]
-            u = Unit({k: m["key"][k] for k in order}, m["config"], m["inputs"])
-            seen.add(u.path)
-            state = self.state(u)
-            reason = self.failure(u)["error"].strip().splitlines()[-1] if state == "failed" else self._inspect(u)[1]
-            rows.append({"unit": u.path, **u.key, "state": state, "planned": True, "reason": reason})
-        units_root = self.root / "units"
-        if units_root.exists():
-            for mpath in sorted(units_root.rglob(self.MANIFEST)):
-                rel = mpath.parent.relative_to(units_root).as_posix()
-                if rel in seen: continue
-                key = dict(part.split("=", 1) for part in rel.split("/"))
-                rows.append({"unit": rel, **key, "state": "done", "planned": False, "reason": "not in the current plan"})
-        return pd.DataFrame(rows, columns=None if rows else ["unit", "state", "planned", "reason"])
 
 # %% ../nbs/01_store.ipynb #fcf5010a
 @dataclass(frozen=True)

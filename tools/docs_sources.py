@@ -95,11 +95,20 @@ def _kind(full: str) -> str:
         return "function"
     raise ImportError(full)
 
+def _private_bases(full: str) -> list:
+    "The package's private base classes of the class `full` (a long class written as one cell per part: `class C(_Part1, _Part2)`)."
+    module, _, name = full.rpartition(".")
+    try: cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError): return []   # a nested class: documented with its owner
+    package = full.split(".")[0]
+    return [b for b in cls.__mro__[1:] if b.__module__.split(".")[0] == package and b.__name__.startswith("_")]
+
 def _api_entry(full: str, separately: set) -> str:
     "A MyST autodoc entry for `full`; a class lists its public methods, except those that have their own entry."
     kind = _kind(full)
     if kind == "class":
         opts = [":members:"]
+        if _private_bases(full): opts.append(":inherited-members: object")   # a class assembled from private steps shows their methods
         excluded = sorted(n.rsplit(".", 1)[1] for n in separately if n.startswith(full + "."))
         if excluded: opts.append(":exclude-members: " + ", ".join(excluded))
         return "```{eval-rst}\n.. autoclass:: " + full + "\n" + "".join(f"   {o}\n" for o in opts) + "```"
