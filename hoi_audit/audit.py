@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_audit.ipynb #38623c65
 from __future__ import annotations
-import argparse, math, os, re, sys, tempfile, time
+import argparse, math, os, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from .cluster import LocalBackend
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_json, write_results
-from .store import CommandOutput, ResultStore, Unit
+from .store import _SAFE, CommandOutput, ResultStore, Unit
 from .provenance import Condition
 from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, video_window_tokens
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
@@ -343,7 +343,7 @@ def _video_identity(dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFram
 # %% ../nbs/17_audit.ipynb #4963dbc6
 def _architecture_key(spec:str) -> str:
     "A unit-key value for an architecture: its registered name, or `user-<hash>` of a `module:factory` spec."
-    return spec if re.fullmatch(r"[A-Za-z0-9_.+-]+", spec) else "user-" + sha256_json(spec)[:12]
+    return spec if _SAFE.match(spec) else "user-" + sha256_json(spec)[:12]
 
 # %% ../nbs/17_audit.ipynb #dcd23a10
 def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
