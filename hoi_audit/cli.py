@@ -11,7 +11,7 @@ from fastcore.docments import docments
 from .core import HoiAuditError
 
 # %% auto #0
-__all__ = ['parameter_docs', 'argument_spec', 'add_command', 'run_command']
+__all__ = ['parameter_docs', 'argument_spec', 'run_command', 'add_command']
 
 # %% ../nbs/05_cli.ipynb #5a1d0c3e
 def parameter_docs(func:Callable) -> dict:
@@ -61,6 +61,12 @@ def argument_spec(name:str, # the parameter's name
     kw.update(extra)
     return names, kw
 
+# %% ../nbs/05_cli.ipynb #19bb5ee2
+def run_command(args:argparse.Namespace) -> int:
+    "Call the handler that `add_command` registered for the parsed subcommand with the parsed options as keywords."
+    kwargs = {k: v for k, v in vars(args).items() if k not in ("_handler", "func", "command")}
+    return args._handler(**kwargs)
+
 # %% ../nbs/05_cli.ipynb #f6fae328
 def add_command(subparsers, # the `add_subparsers()` object of the `hoi-audit` parser
                 func:Callable, # the handler: documented parameters, returns the exit status
@@ -82,11 +88,5 @@ def add_command(subparsers, # the `add_subparsers()` object of the `hoi-audit` p
             seen.add(k)
             names, kw = argument_spec(k, v)
             p.add_argument(*names, **kw)
-    p.set_defaults(_handler=func)
+    p.set_defaults(_handler=func, func=run_command)   # `args.func(args)` runs it, as argparse's own subcommand idiom does
     return p
-
-# %% ../nbs/05_cli.ipynb #19bb5ee2
-def run_command(args:argparse.Namespace) -> int:
-    "Call the handler that `add_command` registered for the parsed subcommand with the parsed options as keywords."
-    kwargs = {k: v for k, v in vars(args).items() if k not in ("_handler", "command")}
-    return args._handler(**kwargs)
