@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse, contextlib, importlib, json, os, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Literal, Sequence
 import pandas as pd
 from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, SlurmBackend, backend_spec,
                                cluster_jobs, read_cluster_config)
+from .cli import add_command
 from .core import SCALES, HoiAuditError, OutputError, _ensure_folder, read_json
 from .store import ResultStore, Unit
 from .procedural import LABELS_ENV, labels_cache_dir
@@ -18,7 +19,7 @@ from .procedural import LABELS_ENV, labels_cache_dir
 # %% auto #0
 __all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
            'backend_in_env', 'run_experiment', 'reproduce', 'store_roots', 'store_status', 'plan_experiment',
-           'labels_in_use', 'backend_of', 'build_parser', 'main']
+           'labels_in_use', 'backend_of', 'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'main']
 
 # %% ../nbs/90_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -220,12 +221,22 @@ def backend_of(kind:str|None, # "local", "slurm" or None (in place)
     return SlurmBackend(replace(config, cluster=cluster) if cluster else config)
 
 # %% ../nbs/90_runner.ipynb #67bf4b5e
-def _cmd_reproduce(args):
-    params = dict(parse_param(p) for p in args.param)
+def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small (CI, minutes) or full (the seeds' sizes)
+                      only:Annotated[list[str]|None, {"metavar": "NAME"}]=None, # run only these experiments
+                      out:str=".", # output folder: DIR/figures, DIR/results, DIR/runs, DIR/store, DIR/raw (default: .)
+                      param:Annotated[str|None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}]=None, # set a parameter of the experiments (JSON value or string); repeatable
+                      notebooks:str|None=None, # folder of experiment notebooks (default: nbs/experiments of this clone)
+                      quiet:bool=False, # no progress bars
+                      backend:Literal["local", "slurm"]|None=None, # who computes the units: local processes, or SLURM array tasks through submitit (default: each experiment in place)
+                      workers:int=1, # processes of the local backend (results do not depend on it)
+                      cluster_config:Annotated[str|None, {"metavar": "FILE"}]=None, # TOML file of the SLURM backend's settings (partition, time limit, ...)
+                      cluster:Literal["slurm", "local", "debug"]|None=None, # override the config's cluster (local: submitit's local executor)
+                     ) -> int:
+    "Run the experiment notebooks (every figure and results JSON)."
+    params = dict(parse_param(p) for p in param or [])
     print(labels_in_use(), file=sys.stderr)
-    backend = backend_of(args.backend, args.workers, args.cluster_config, args.cluster)
-    written = reproduce(out=args.out, scale=args.scale, only=args.only, params=params, notebooks=args.notebooks,
-                        progress=not args.quiet, backend=backend)
+    written = reproduce(out=out, scale=scale, only=only, params=params, notebooks=notebooks, progress=not quiet,
+                        backend=backend_of(backend, workers, cluster_config, cluster))
     for w in written:
         print(f"{w['experiment']}:\n  results  {w['results']}\n  notebook {w['notebook']}")
         for f in w["figures"]: print(f"  figure   {f}")
@@ -240,12 +251,15 @@ def _unit_of(path:str) -> Unit:
     return Unit(dict(part.split("=", 1) for part in path.split("/")))
 
 # %% ../nbs/90_runner.ipynb #6be59e40
-def _cmd_status(args):
-    table = store_status(args.path)
+def status_command(path:str, # a store folder, or an output root with store/<experiment>/
+                   units:bool=False, # list every unit, not only the counts
+                  ) -> int:
+    "Which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs."
+    table = store_status(path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
     print(summary.reindex(columns=[s for s in ("done", "pending", "stale", "running", "failed", "corrupt") if s in summary]).to_string())
-    for root in store_roots(args.path):
-        name = _store_label(root, args.path)
+    for root in store_roots(path):
+        name = _store_label(root, path)
         jobs = cluster_jobs(root)
         if len(jobs):
             states = ", ".join(f"{n} {s}" for s, n in jobs["state"].value_counts().sort_index().items())
@@ -256,52 +270,33 @@ def _cmd_status(args):
         for _, row in table[(table["store"] == name) & (table["state"] == "failed")].iterrows():
             unit = _unit_of(row["unit"])
             print(f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}")
-    if args.units: print(table.to_string(index=False))
+    if units: print(table.to_string(index=False))
     return 0
 
 # %% ../nbs/90_runner.ipynb #7d39d7ac
-def _cmd_plan(args):
-    params = dict(parse_param(p) for p in args.param)
-    table, complete = plan_experiment(args.experiment, out=args.out, scale=args.scale, params=params, notebooks=args.notebooks)
+def plan_command(experiment:str, # an experiment notebook's name
+                 scale:Annotated[str, {"choices": SCALES}]="small", # small or full
+                 out:str=".", # the output root whose store/EXPERIMENT/ is planned (default: .)
+                 param:Annotated[str|None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}]=None, # a parameter of the experiment; repeatable
+                 notebooks:str|None=None, # folder of experiment notebooks (default: nbs/experiments of this clone)
+                ) -> int:
+    "An experiment's unit grid and what is done, without computing anything."
+    table, complete = plan_experiment(experiment, out=out, scale=scale, params=dict(parse_param(p) for p in param or []), notebooks=notebooks)
     print(table[["unit", "state"]].to_string(index=False))
     counts = ", ".join(f"{n} {s}" for s, n in table["state"].value_counts().items())
     where = "the whole grid" if complete else "the grid up to its first pending units (later units depend on their results)"
-    print(f"{args.experiment}: {len(table)} units ({counts}); {where}; store {Path(args.out) / 'store' / args.experiment}")
+    print(f"{experiment}: {len(table)} units ({counts}); {where}; store {Path(out) / 'store' / experiment}")
     return 0
 
 # %% ../nbs/90_runner.ipynb #9be82e65
 STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
-    "The `hoi-audit` argument parser: `reproduce`, `status`, and each stage module's own subcommand."
+    "The `hoi-audit` argument parser: `reproduce`, `plan`, `status`, and each stage module's own subcommands (all built by `add_command`)."
     parser = argparse.ArgumentParser(prog="hoi-audit", description="Audit privileged information in video-anticipation "
                                      "and world-model benchmarks.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("reproduce", help="run the experiment notebooks (every figure and results JSON)")
-    p.add_argument("--scale", choices=SCALES, default="small", help="small (CI, minutes) or full (the seeds' sizes)")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="run only these experiments")
-    p.add_argument("--out", default=".", help="output folder: DIR/figures, DIR/results, DIR/runs, DIR/store, DIR/raw (default: .)")
-    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="set a parameter of the experiments (JSON value or string); repeatable")
-    p.add_argument("--notebooks", help="folder of experiment notebooks (default: nbs/experiments of this clone)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--backend", choices=("local", "slurm"), help="who computes the units: local processes, or SLURM array tasks "
-                   "through submitit (default: each experiment in place)")
-    p.add_argument("--workers", type=int, default=1, help="processes of the local backend (results do not depend on it)")
-    p.add_argument("--cluster-config", metavar="FILE", help="TOML file of the SLURM backend's settings (partition, time limit, ...)")
-    p.add_argument("--cluster", choices=("slurm", "local", "debug"), help="override the config's cluster (local: submitit's local executor)")
-    p.set_defaults(func=_cmd_reproduce)
-    p = sub.add_parser("plan", help="an experiment's unit grid and what is done, without computing anything")
-    p.add_argument("experiment", help="an experiment notebook's name")
-    p.add_argument("--scale", choices=SCALES, default="small", help="small or full")
-    p.add_argument("--out", default=".", help="the output root whose store/EXPERIMENT/ is planned (default: .)")
-    p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE", help="a parameter of the experiment; repeatable")
-    p.add_argument("--notebooks", help="folder of experiment notebooks (default: nbs/experiments of this clone)")
-    p.set_defaults(func=_cmd_plan)
-    p = sub.add_parser("status", help="which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs")
-    p.add_argument("path", help="a store folder, or an output root with store/<experiment>/")
-    p.add_argument("--units", action="store_true", help="list every unit, not only the counts")
-    p.set_defaults(func=_cmd_status)
+    for handler in (reproduce_command, plan_command, status_command): add_command(sub, handler)
     for name in STAGE_COMMANDS: importlib.import_module(f"hoi_audit.{name}").add_subcommand(sub)
     return parser
 
