@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse, json, re, time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Literal, Sequence
 import numpy as np
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, sha256_file, sha256_json, write_json, write_npz, write_results, sha256_array
 from .provenance import Block, Condition, derive_block
 from .store import CommandOutput
+from .cli import add_command
 from .clips import EPIC_COLUMNS  # the annotation CSV's columns, defined once in clips
 from .contracts import as_context_forecaster, build, check_encoder, check_forecaster, identity
 from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, observation_bins, summarize_substitutions,
@@ -22,7 +23,8 @@ from . import stats
 # %% auto #0
 __all__ = ['DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'EpicFeatures', 'extract',
            'feature_sets', 'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'protocol_over_seeds',
-           'seed_mean_table', 'results_records', 'run_epic', 'add_subcommand']
+           'seed_mean_table', 'results_records', 'run_epic', 'decode_options', 'extract_command', 'epic_command',
+           'add_subcommand']
 
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
@@ -352,20 +354,43 @@ def run_epic(videos_dir, # folder of videos (see find_video)
                                      config=config, pins=pins))
     return {"results": path, "records": records, "table": seed_mean_table(records), "summary": summary, "paths": paths}
 
+# %% ../nbs/45_epic.ipynb #68d42690
+def decode_options(*,
+                   bins:int=4, # observation bins
+                   frames_per_bin:int=16, # frames sampled per bin
+                   observe_from:float=6.0, # window start, seconds before the action
+                   gap:float=1.0, # anticipation gap, seconds before the action
+                   time_limit:float=60.0, # seconds any one decode may take
+                   accept_concealed:bool=False, # use frames FFmpeg concealed (the seed's looser rule); they are still listed as concealed in the record
+                   verify:Literal["on_error", "always"]="on_error", # scan a video for damage once decord fails on it (default), or every video when opened
+                   isolate:bool=False, # decode in a child process that is killed when a call passes --time-limit (holds even for a decoder that never releases the GIL; costs a copy of every frame)
+                  ) -> dict: # spec (a `BinSpec`), and time_limit, accept_concealed, verify, isolate for `extract` / `run_epic`
+    "The options `hoi-audit extract` and `hoi-audit epic` share: the causal bins and the decoding rules."
+    return {"spec": BinSpec(n_bins=bins, frames_per_bin=frames_per_bin, observe_from=observe_from, gap=gap), "time_limit": time_limit,
+            "accept_concealed": accept_concealed, "verify": verify, "isolate": isolate}
+
 # %% ../nbs/45_epic.ipynb #c7de8fac
-def _cmd_extract(args) -> int:
-    encoder = None
-    if args.encoder == "embedded":
+def extract_command(*,
+                    videos:str, # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4
+                    narrations:str, # EPIC-KITCHENS-100 annotation CSV
+                    out:str, # a folder (DIR/results/epic_extract.json, the record; DIR/raw/epic_extract/latents.npz) or the record's .json path (raw/epic_extract/ beside it)
+                    encoder:Literal["embedded", "none"]="embedded", # embedded encoder, or none (keep frames)
+                    with_target:bool=False, # also encode the target segment (the oracle's input only)
+                    **decoding, # the options of `decode_options`
+                   ) -> int: # the exit status: 1 when a narration could not be extracted (each is in the record)
+    "decode the causal bins of EPIC-100-format narrations (latents or frames) and the substitution record of damaged video"
+    model = None
+    if encoder == "embedded":
         from hoi_audit.encoder import PooledMotionEncoder
-        encoder = PooledMotionEncoder()
-    spec = BinSpec(n_bins=args.bins, frames_per_bin=args.frames_per_bin, observe_from=args.observe_from, gap=args.gap)
-    paths = CommandOutput.parse(args.out, "epic_extract")
-    feats = extract(args.videos, args.narrations, encoder, spec, with_target=args.with_target, time_limit=args.time_limit,
-                    accept_concealed=args.accept_concealed, verify=args.verify, isolate=args.isolate)
+        model = PooledMotionEncoder()
+    decode = decode_options(**decoding)
+    spec = decode.pop("spec")
+    paths = CommandOutput.parse(out, "epic_extract")
+    feats = extract(videos, narrations, model, spec, with_target=with_target, **decode)
     arrays = {"context": feats.context, "narration_id": feats.narrations.narration_id.to_numpy(str),
               "verb_class": feats.labels, "ok": feats.ok}
     if feats.target is not None: arrays["target_oracle"] = feats.target
-    paths.wrote(write_npz(paths.raw / ("latents.npz" if encoder is not None else "bins.npz"), **arrays))
+    paths.wrote(write_npz(paths.raw / ("latents.npz" if model is not None else "bins.npz"), **arrays))
     summary = feats.summary
     paths.wrote(write_json(paths.results, {"summary": summary, "spec": asdict(spec),
                                            "records": [r.to_dict() for r in feats.records]}))
@@ -378,13 +403,24 @@ def _cmd_extract(args) -> int:
     return 1 if summary["actions_with_errors"] else 0
 
 # %% ../nbs/45_epic.ipynb #59b0dd48
-def _cmd_epic(args) -> int:
-    spec = BinSpec(n_bins=args.bins, frames_per_bin=args.frames_per_bin, observe_from=args.observe_from, gap=args.gap)
+def epic_command(*,
+                 videos:str, # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4
+                 narrations:str, # EPIC-KITCHENS-100 annotation CSV
+                 out:str, # FILE.json (the results) or DIR (DIR/results/epic_anticipation.json)
+                 encoder:str="embedded", # 'embedded' or package.module:name / path/file.py:name (an encoder or its factory)
+                 forecaster:str="embedded", # 'embedded' or package.module:name / path/file.py:name (a context-only forecaster, a world model, or a factory of either, offered seed, encoder and latent_dim)
+                 seeds:list[int]=list(PROTOCOL_SEEDS), # forecaster seeds
+                 n_boot:int=2000, # bootstrap replicates
+                 no_oracle:bool=False, # skip the target segment (no oracle upper bound)
+                 train_clips:str="small", # clip preset of the embedded forecaster's training windows
+                 train_steps:int=600, # training steps of the embedded forecaster
+                 **decoding, # the options of `decode_options`
+                ) -> int: # the exit status
+    "EPIC-style future-action anticipation end to end: extraction, a frozen encoder and context-only forecaster (yours or the embedded ones), leave-one-participant-out probes"
     started = time.time()
-    run = run_epic(args.videos, args.narrations, CommandOutput.parse(args.out, "epic_anticipation"), encoder=args.encoder,
-                   forecaster=args.forecaster, seeds=args.seeds, n_boot=args.n_boot, spec=spec, oracle=not args.no_oracle,
-                   train_clips=args.train_clips, train_steps=args.train_steps, time_limit=args.time_limit,
-                   accept_concealed=args.accept_concealed, verify=args.verify, isolate=args.isolate)
+    run = run_epic(videos, narrations, CommandOutput.parse(out, "epic_anticipation"), encoder=encoder,
+                   forecaster=forecaster, seeds=seeds, n_boot=n_boot, oracle=not no_oracle,
+                   train_clips=train_clips, train_steps=train_steps, **decode_options(**decoding))
     s = run["summary"]
     print(run["table"].round(3).to_string())
     print(f"{s['actions']} narrations: {s['actions'] - s['actions_with_errors']} scored, {s['actions_with_errors']} excluded "
@@ -393,46 +429,9 @@ def _cmd_epic(args) -> int:
     print(f"done in {time.time() - started:.1f}s")
     return 0
 
-# %% ../nbs/45_epic.ipynb #68d42690
-def _bin_arguments(p):
-    p.add_argument("--bins", type=int, default=4, help="observation bins")
-    p.add_argument("--frames-per-bin", type=int, default=16, help="frames sampled per bin")
-    p.add_argument("--observe-from", type=float, default=6.0, help="window start, seconds before the action")
-    p.add_argument("--gap", type=float, default=1.0, help="anticipation gap, seconds before the action")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds any one decode may take")
-    p.add_argument("--accept-concealed", action="store_true", help="use frames FFmpeg concealed (the seed's looser rule); "
-                   "they are still listed as concealed in the record")
-    p.add_argument("--verify", choices=["on_error", "always"], default="on_error",
-                   help="scan a video for damage once decord fails on it (default), or every video when opened")
-    p.add_argument("--isolate", action="store_true", help="decode in a child process that is killed when a call passes --time-limit "
-                   "(holds even for a decoder that never releases the GIL; costs a copy of every frame)")
-
 # %% ../nbs/45_epic.ipynb #4b91c1ab
 def add_subcommand(subparsers):
     "Register `hoi-audit extract` and `hoi-audit epic`."
-    p = subparsers.add_parser("extract", help="decode the causal bins of EPIC-100-format narrations (latents or frames) "
-                              "and the substitution record of damaged video")
-    p.add_argument("--videos", required=True, help="folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4")
-    p.add_argument("--narrations", required=True, help="EPIC-KITCHENS-100 annotation CSV")
-    p.add_argument("--out", required=True, help="a folder (DIR/results/epic_extract.json, the record; DIR/raw/epic_extract/latents.npz) "
-                   "or the record's .json path (raw/epic_extract/ beside it)")
-    p.add_argument("--encoder", choices=["embedded", "none"], default="embedded", help="embedded encoder, or none (keep frames)")
-    p.add_argument("--with-target", action="store_true", help="also encode the target segment (the oracle's input only)")
-    _bin_arguments(p)
-    p.set_defaults(func=_cmd_extract)
-    e = subparsers.add_parser("epic", help="EPIC-style future-action anticipation end to end: extraction, a frozen encoder and "
-                              "context-only forecaster (yours or the embedded ones), leave-one-participant-out probes")
-    e.add_argument("--videos", required=True, help="folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4")
-    e.add_argument("--narrations", required=True, help="EPIC-KITCHENS-100 annotation CSV")
-    e.add_argument("--out", required=True, help="FILE.json (the results) or DIR (DIR/results/epic_anticipation.json)")
-    e.add_argument("--encoder", default="embedded", help="'embedded' or package.module:name / path/file.py:name (an encoder or its factory)")
-    e.add_argument("--forecaster", default="embedded", help="'embedded' or package.module:name / path/file.py:name (a context-only "
-                   "forecaster, a world model, or a factory of either, offered seed, encoder and latent_dim)")
-    e.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="forecaster seeds")
-    e.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates")
-    e.add_argument("--no-oracle", action="store_true", help="skip the target segment (no oracle upper bound)")
-    e.add_argument("--train-clips", default="small", help="clip preset of the embedded forecaster's training windows")
-    e.add_argument("--train-steps", type=int, default=600, help="training steps of the embedded forecaster")
-    _bin_arguments(e)
-    e.set_defaults(func=_cmd_epic)
+    p = add_command(subparsers, extract_command, shared=(decode_options,))
+    add_command(subparsers, epic_command, shared=(decode_options,))
     return p

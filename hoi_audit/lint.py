@@ -11,12 +11,13 @@ import numpy as np
 import pandas as pd
 from .core import DataError, sha256_file, write_json
 from .store import CommandOutput
+from .cli import add_command
 from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
 
 # %% auto #0
 __all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_windows',
            'check_scored_set', 'selection_splits', 'check_selection', 'LintReport', 'lint_protocol',
-           'write_example_protocol', 'add_subcommand']
+           'write_example_protocol', 'lint_command', 'add_subcommand']
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
@@ -282,10 +283,21 @@ def write_example_protocol(folder, # where to write the files
     return {**paths, "reported_split": "test"}, planted
 
 # %% ../nbs/46_lint.ipynb #0a8b853c
-def _cmd_lint(args) -> int:
-    paths = CommandOutput.parse(args.out, "lint")
-    report = lint_protocol(args.annotations, args.windows, args.scored, train_annotations=args.train_annotations,
-                           excluded=args.excluded, training_log=args.training_log, reported_split=args.reported_split, gap=args.gap)
+def lint_command(*,
+                 annotations:str, # the evaluated split's EPIC-100-style annotation CSV
+                 windows:str, # CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
+                 scored:str, # the scored narration ids: one per line, or a CSV with narration_id
+                 train_annotations:str|None=None, # the training split's annotation CSV (tells a class filter from other drops)
+                 excluded:str|None=None, # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
+                 training_log:str|None=None, # CSV checkpoint,split,metric,value[,selection_split]
+                 reported_split:str|None=None, # the split the scores are reported on (with --training-log)
+                 gap:float=1.0, # the anticipation gap in seconds (default 1, the seed's)
+                 out:str, # FILE.json, or DIR (DIR/results/lint.json)
+                ) -> int: # the exit status: 0 clean, 1 findings
+    "check a user's anticipation protocol: window anchoring, class filtering, unrecorded drops, model selection on the reported split"
+    paths = CommandOutput.parse(out, "lint")
+    report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
+                           excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap)
     print(f"{report.n_annotated} annotated actions, {report.n_scored} scored: "
           + ("no findings" if report.ok else f"{len(report.findings)} finding(s)"))
     for f in report.findings.to_dict("records"):
@@ -299,16 +311,4 @@ def _cmd_lint(args) -> int:
 # %% ../nbs/46_lint.ipynb #6d99a497
 def add_subcommand(subparsers):
     "Register `hoi-audit lint`."
-    p = subparsers.add_parser("lint", help="check a user's anticipation protocol: window anchoring, class filtering, unrecorded "
-                              "drops, model selection on the reported split")
-    p.add_argument("--annotations", required=True, help="the evaluated split's EPIC-100-style annotation CSV")
-    p.add_argument("--windows", required=True, help="CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)")
-    p.add_argument("--scored", required=True, help="the scored narration ids: one per line, or a CSV with narration_id")
-    p.add_argument("--train-annotations", help="the training split's annotation CSV (tells a class filter from other drops)")
-    p.add_argument("--excluded", help="the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`")
-    p.add_argument("--training-log", help="CSV checkpoint,split,metric,value[,selection_split]")
-    p.add_argument("--reported-split", help="the split the scores are reported on (with --training-log)")
-    p.add_argument("--gap", type=float, default=1.0, help="the anticipation gap in seconds (default 1, the seed's)")
-    p.add_argument("--out", required=True, help="FILE.json, or DIR (DIR/results/lint.json)")
-    p.set_defaults(func=_cmd_lint)
-    return p
+    return add_command(subparsers, lint_command)

@@ -6,14 +6,14 @@
 from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
-import argparse
+from typing import Annotated, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from .core import DataError, HoiAuditError, write_results
 from .store import CommandOutput
+from .cli import add_command
 from .procedural import REAL_DATASETS, labels_pins, read_mstcn, real_labels_root
 from .queries import next_action_queries, split_queries
 
@@ -21,7 +21,7 @@ from .queries import next_action_queries, split_queries
 __all__ = ['PREDICTORS', 'PREDICTOR_LABELS', 'CONTEXTS', 'encode_latest', 'encode_set', 'encode_sequence', 'MajorityPredictor',
            'BigramPredictor', 'HistoryClassifier', 'latest_action_predictor', 'completed_set_predictor',
            'full_history_predictor', 'act_at_1', 'ceiling_act1', 'decomposition_table', 'decomposition',
-           'dataset_folders', 'wide_table', 'run_decomposition', 'add_subcommand']
+           'dataset_folders', 'wide_table', 'run_decomposition', 'probes_command', 'add_subcommand']
 
 # %% ../nbs/20_probes.ipynb #c0f62c87
 def _latest(history): return history[-1] if len(history) else None
@@ -220,23 +220,25 @@ def run_decomposition(data_dir, # an MS-TCN folder, a folder of them, or a list 
     return per_split
 
 # %% ../nbs/20_probes.ipynb #9e075213
-def _cmd_probes(args) -> int:
-    if (args.data_dir is None) == (args.real is None):
+def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-layout folder (features optional), or a folder of them
+                   *,
+                   # the real labels shipped with hoi_audit instead of DATA_DIR (`REAL_DATASETS`; none named: all)
+                   real:Annotated[list[str]|None, {"nargs": "*", "choices": REAL_DATASETS, "metavar": "NAME",
+                                                   "help": f"the real labels shipped with hoi_audit instead of DATA_DIR: {', '.join(REAL_DATASETS)} (default: all)"}]=None,
+                   out:str, # DIR (writes DIR/results/decomposition.json) or FILE.json (the results file itself)
+                   splits:list[int]|None=None, # split numbers (default: every split)
+                   predictors:Annotated[list[str]|None, {"choices": sorted(PREDICTORS)}]=None, # predictors (default: all five)
+                  ) -> int: # the exit status
+    "label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped labels"
+    if (data_dir is None) == (real is None):
         raise HoiAuditError("probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME ...] (the shipped labels), not both")
-    data = args.data_dir if args.data_dir is not None else [real_labels_root(n) for n in (args.real or REAL_DATASETS)]
-    paths = CommandOutput.parse(args.out, "decomposition")
-    run_decomposition(data, out=paths.results, splits=args.splits, predictors=args.predictors)
+    data = data_dir if data_dir is not None else [real_labels_root(n) for n in (real or REAL_DATASETS)]
+    paths = CommandOutput.parse(out, "decomposition")
+    run_decomposition(data, out=paths.results, splits=splits, predictors=predictors)
     paths.wrote(paths.results); paths.report()
     return 0
 
 # %% ../nbs/20_probes.ipynb #6084812f
 def add_subcommand(subparsers):
     "Register `hoi-audit probes` (the label-only decomposition predictors of Table 16)."
-    p = subparsers.add_parser("probes", help="label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped labels")
-    p.add_argument("data_dir", nargs="?", help="an MS-TCN-layout folder (features optional), or a folder of them")
-    p.add_argument("--real", nargs="*", choices=REAL_DATASETS, metavar="NAME",
-                   help=f"the real labels shipped with hoi_audit instead of DATA_DIR: {', '.join(REAL_DATASETS)} (default: all)")
-    p.add_argument("--out", required=True, help="DIR (writes DIR/results/decomposition.json) or FILE.json (the results file itself)")
-    p.add_argument("--splits", nargs="+", type=int, help="split numbers (default: every split)")
-    p.add_argument("--predictors", nargs="+", choices=sorted(PREDICTORS), help="predictors (default: all five)")
-    p.set_defaults(func=_cmd_probes)
+    return add_command(subparsers, probes_command)

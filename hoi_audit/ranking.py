@@ -8,12 +8,13 @@ import argparse, inspect, math, os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Annotated, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from .core import (CANDIDATE_ORDER_SEED, PROTOCOL_SEEDS, DataError, HoiAuditError, PinMismatch, sha256_array,
                             sha256_json, verify, write_npz, write_results)
 from .store import CommandOutput, ExperimentPaths, Unit
+from .cli import add_command
 from .provenance import TrackedArray
 from .stats import bootstrap_interval
 from .contracts import build, check_world_model, identity
@@ -23,7 +24,7 @@ __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP'
            'DEFAULT_COMPARISONS', 'RankingPool', 'heldout_pool', 'GuardedLatents', 'plan_statistics', 'standardize',
            'snap', 'context_grid', 'CandidateSet', 'build_candidates', 'build_candidates_reference', 'query_targets',
            'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'user_model', 'run_ranking',
-           'add_subcommand']
+           'ranking_command', 'add_subcommand']
 
 # %% ../nbs/44_ranking.ipynb #3760ead3
 N_CANDIDATES = 16  # the recorded plan and 15 negatives
@@ -525,24 +526,36 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
     return {"results": path, "candidates": cs, "per_query": per_query, "records": records}
 
 # %% ../nbs/44_ranking.ipynb #09530cb6
-def _cmd_ranking(args) -> int:
+def ranking_command(*,
+                    episodes:str|None=None, # a folder of episodes (episodes.write_episodes layout); default: the embedded episodes
+                    size:Literal["tiny", "small", "full"]="small", # size of the embedded episodes
+                    out:str, # DIR (DIR/results/candidate_ranking.json, DIR/store/candidate_ranking) or FILE.json (the results file; its store in FILE's folder)
+                    methods:str=",".join(DEFAULT_METHODS), # comma-separated methods to score
+                    model:Annotated[list[str], {"action": "append", "nargs": None, "metavar": "[NAME=]SPEC"}]=[], # your world model, scored beside --methods: package.module:name or path/file.py:name (an object with rollout(context, commands), or a factory offered seed and the train_full episodes); repeatable
+                    seeds:list[int]=list(PROTOCOL_SEEDS), # seeds of the learned methods
+                    pin:str|None=None, # a published candidate-set SHA-256 the built set must match
+                    train_steps:int|None=None, # optimizer steps of the learned forecasters (default: worldmodel's)
+                    n_boot:int=1000, # bootstrap replicates
+                    quiet:bool=False, # no progress bar
+                   ) -> int: # the exit status
+    "image-goal candidate-action ranking (section 2 of the world-model protocols)"
     from hoi_audit import episodes as ep
-    episodes = ep.read_episodes(args.episodes) if args.episodes else ep.make_episodes(size=args.size)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    train = {} if args.train_steps is None else {"steps": args.train_steps}
-    paths = CommandOutput.parse(args.out, "candidate_ranking")
-    models = default_models(episodes, methods, **train)
-    for text in args.model:
+    eps = ep.read_episodes(episodes) if episodes else ep.make_episodes(size=size)
+    names = [m.strip() for m in methods.split(",") if m.strip()]
+    train = {} if train_steps is None else {"steps": train_steps}
+    paths = CommandOutput.parse(out, "candidate_ranking")
+    models = default_models(eps, names, **train)
+    for text in model:
         name, sep, spec = text.partition("=")
         name, spec = (name, spec) if sep and ":" not in name else (text.rpartition(":")[2], text)
         if name in models: raise HoiAuditError(f"--model {text}: the method name {name!r} is taken; write --model NAME=SPEC")
-        models[name] = user_model(spec, episodes)
-    own = [m for m in models if m not in methods]
-    comparisons = list(DEFAULT_COMPARISONS) + [(m, b) for m in own for b in methods]
-    res = run_ranking(episodes, paths.out_dir, models=models, seeds=args.seeds, results_path=paths.results, comparisons=comparisons,
-                      scale="full" if args.size == "full" and not args.episodes else "small", pin=args.pin, n_boot=args.n_boot,
-                      progress=not args.quiet, config={"episodes": "user" if args.episodes else f"embedded:{args.size}",
-                                                       "train_steps": args.train_steps})
+        models[name] = user_model(spec, eps)
+    own = [m for m in models if m not in names]
+    comparisons = list(DEFAULT_COMPARISONS) + [(m, b) for m in own for b in names]
+    res = run_ranking(eps, paths.out_dir, models=models, seeds=seeds, results_path=paths.results, comparisons=comparisons,
+                      scale="full" if size == "full" and not episodes else "small", pin=pin, n_boot=n_boot,
+                      progress=not quiet, config={"episodes": "user" if episodes else f"embedded:{size}",
+                                                  "train_steps": train_steps})
     table = pd.DataFrame(res["records"])
     table = table[table["energy"] == "endpoint"].pivot_table(index="method", columns="metric", values="value", sort=False)
     print(table.round(3).to_string())
@@ -553,19 +566,4 @@ def _cmd_ranking(args) -> int:
 # %% ../nbs/44_ranking.ipynb #061488ec
 def add_subcommand(subparsers):
     "Register `hoi-audit ranking`."
-    p = subparsers.add_parser("ranking", help="image-goal candidate-action ranking (section 2 of the world-model protocols)")
-    p.add_argument("--episodes", help="a folder of episodes (episodes.write_episodes layout); default: the embedded episodes")
-    p.add_argument("--size", choices=("tiny", "small", "full"), default="small", help="size of the embedded episodes")
-    p.add_argument("--out", required=True, help="DIR (DIR/results/candidate_ranking.json, DIR/store/candidate_ranking) or FILE.json "
-                                                 "(the results file; its store in FILE's folder)")
-    p.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="comma-separated methods to score")
-    p.add_argument("--model", action="append", default=[], metavar="[NAME=]SPEC",
-                   help="your world model, scored beside --methods: package.module:name or path/file.py:name (an object with "
-                        "rollout(context, commands), or a factory offered seed and the train_full episodes); repeatable")
-    p.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="seeds of the learned methods")
-    p.add_argument("--pin", help="a published candidate-set SHA-256 the built set must match")
-    p.add_argument("--train-steps", type=int, help="optimizer steps of the learned forecasters (default: worldmodel's)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_ranking)
-    return p
+    return add_command(subparsers, ranking_command)

@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .core import DataError, OutputError, read_results, sha256_folder, write_text
+from .cli import add_command
 from .audit import CONDITIONS, METRICS
 from .stats import mean_std, student_t_interval
 
 # %% auto #0
 __all__ = ['REPORT_SECTIONS', 'CONTROLS', 'load_audit', 'table1_intervals', 'verdict', 'report_html', 'report_path',
-           'write_report', 'run_report_command', 'add_subcommand']
+           'write_report', 'report_command', 'add_subcommand']
 
 # %% ../nbs/19_report.ipynb #3b3a2255
 def _companion(results:Path, experiment:str) -> Path:
@@ -263,19 +264,18 @@ def write_report(results, # the audit's results JSON
     return write_text(Path(out) if out else report_path(results), report_html(audit, fingerprint))
 
 # %% ../nbs/19_report.ipynb #9ce74c07
-def run_report_command(args) -> int:
-    "The `hoi-audit report` handler."
-    out = Path(args.out) if args.out else None
+def report_command(results:str, # the four_condition results JSON written by `hoi-audit audit` (its 2x2 is read from beside it)
+                   *,
+                   out:str|None=None, # the report's .html file (default: <results stem>.report.html beside the results)
+                   data:str|None=None, # the audited data folder: its SHA-256 fingerprint goes into the report
+                  ) -> int: # the exit status
+    "a self-contained HTML audit report from an audit's results JSON"
+    out = Path(out) if out else None
     if out is not None and out.suffix.lower() != ".html": raise OutputError(f"{out}: --out names the report's .html file")
-    print(f"wrote {write_report(args.results, out, args.data)}")
+    print(f"wrote {write_report(results, out, data)}")
     return 0
 
 # %% ../nbs/19_report.ipynb #dae91227
 def add_subcommand(subparsers):
     "Register `hoi-audit report`."
-    p = subparsers.add_parser("report", help="a self-contained HTML audit report from an audit's results JSON")
-    p.add_argument("results", help="the four_condition results JSON written by `hoi-audit audit` (its 2x2 is read from beside it)")
-    p.add_argument("--out", help="the report's .html file (default: <results stem>.report.html beside the results)")
-    p.add_argument("--data", help="the audited data folder: its SHA-256 fingerprint goes into the report")
-    p.set_defaults(func=run_report_command)
-    return p
+    return add_command(subparsers, report_command)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse, time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, seed_everything, sha256_array, sha256_file,
                             sha256_json, write_npy, write_results)
 from .store import CommandOutput, ExperimentPaths, Unit
+from .cli import add_command
 from .provenance import Block, Condition, derive_block
 from .episodes import Episodes, make_episodes, read_episodes
 from .stats import PROBE_METRICS, batched, bootstrap_interval
@@ -24,7 +25,7 @@ from .contracts import build, check_world_model, identity
 __all__ = ['HORIZONS', 'FEATURE_SETS', 'CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands', 'forecast_features',
            'feature_blocks', 'assemble', 'make_probe', 'fit_probe', 'hard_test_pairs', 'hard_test_index',
            'seed_mean_metric', 'seed_mean_delta', 'run_success_probes', 'success_table', 'format_table',
-           'add_subcommand']
+           'success_command', 'add_subcommand']
 
 # %% ../nbs/43_success.ipynb #32dd3ed4
 HORIZONS = (1, 2, 4)  # bins rolled out
@@ -334,20 +335,33 @@ def format_table(summary:pd.DataFrame, metric:str="auroc", test_set:str="full", 
     return t.reindex([fs for fs in FEATURE_SETS if fs in t.index])
 
 # %% ../nbs/43_success.ipynb #ab8e8a33
-def _cli(args) -> int:
+def success_command(*,
+                    episodes:str|None=None, # a folder of episodes (default: the embedded ones)
+                    size:Literal["tiny", "small", "full"]="small", # embedded episodes' size
+                    data_seed:int=0, # embedded episodes' seed
+                    out:str, # DIR (DIR/results/success_probes.json, DIR/store/success_probes) or FILE.json (the results file; its store in FILE's folder)
+                    seeds:list[int]=list(PROTOCOL_SEEDS), # probe and forecaster seeds
+                    horizons:list[int]=list(HORIZONS), # horizons H
+                    forecaster_steps:int=600, # training steps of the frozen forecaster
+                    forecaster_seed:int|None=None, # train one forecaster with this seed for all probe seeds (default: one per probe seed)
+                    model:str|None=None, # your world model instead of the package's: package.module:name or path/file.py:name, an object with rollout(context, commands) or a factory of one (offered seed and the train_full episodes)
+                    n_boot:int=1000, # bootstrap replicates
+                    quiet:bool=False, # no progress bars
+                   ) -> int: # the exit status
+    "episode-success probes of a frozen world model (five feature sets, H = 1, 2, 4)"
     pins = {}
-    if args.episodes:
-        episodes = read_episodes(args.episodes)
-        pins["outcome_audit"] = sha256_file(Path(args.episodes) / "outcome_audit.json")
+    if episodes:
+        eps = read_episodes(episodes)
+        pins["outcome_audit"] = sha256_file(Path(episodes) / "outcome_audit.json")
         scale = "full"
     else:
-        episodes = make_episodes(args.size, seed=args.data_seed)
-        scale = "full" if args.size == "full" else "small"
-    paths = CommandOutput.parse(args.out, "success_probes")
+        eps = make_episodes(size, seed=data_seed)
+        scale = "full" if size == "full" else "small"
+    paths = CommandOutput.parse(out, "success_probes")
     started = time.time()
-    run = run_success_probes(episodes, paths.out_dir, seeds=args.seeds, horizons=args.horizons, forecaster_steps=args.forecaster_steps,
-                             forecaster_seed=args.forecaster_seed, model=args.model,
-                             n_boot=args.n_boot, scale=scale, results_path=paths.results, pins=pins, progress=not args.quiet)
+    run = run_success_probes(eps, paths.out_dir, seeds=seeds, horizons=horizons, forecaster_steps=forecaster_steps,
+                             forecaster_seed=forecaster_seed, model=model,
+                             n_boot=n_boot, scale=scale, results_path=paths.results, pins=pins, progress=not quiet)
     primary = run["comparison"].query("primary and test_set == 'full' and metric == 'auroc'")
     print(format_table(run["summary"]).to_string())
     if len(primary): print(f"forecast - context_action AUROC at H=4: {primary['value'].item():+.4f} "
@@ -360,20 +374,4 @@ def _cli(args) -> int:
 # %% ../nbs/43_success.ipynb #8477bbd3
 def add_subcommand(subparsers) -> argparse.ArgumentParser:
     "Register `hoi-audit success`."
-    p = subparsers.add_parser("success", help="episode-success probes of a frozen world model (five feature sets, H = 1, 2, 4)")
-    p.add_argument("--episodes", default=None, help="a folder of episodes (default: the embedded ones)")
-    p.add_argument("--size", default="small", choices=["tiny", "small", "full"], help="embedded episodes' size")
-    p.add_argument("--data-seed", type=int, default=0, help="embedded episodes' seed")
-    p.add_argument("--out", required=True, help="DIR (DIR/results/success_probes.json, DIR/store/success_probes) or FILE.json "
-                                                 "(the results file; its store in FILE's folder)")
-    p.add_argument("--seeds", type=int, nargs="+", default=list(PROTOCOL_SEEDS), help="probe and forecaster seeds")
-    p.add_argument("--horizons", type=int, nargs="+", default=list(HORIZONS), help="horizons H")
-    p.add_argument("--forecaster-steps", type=int, default=600, help="training steps of the frozen forecaster")
-    p.add_argument("--forecaster-seed", type=int, default=None, help="train one forecaster with this seed for all probe seeds "
-                   "(default: one per probe seed)")
-    p.add_argument("--model", default=None, help="your world model instead of the package's: package.module:name or path/file.py:name, "
-                   "an object with rollout(context, commands) or a factory of one (offered seed and the train_full episodes)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=_cli)
-    return p
+    return add_command(subparsers, success_command)
