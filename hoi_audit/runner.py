@@ -232,7 +232,7 @@ def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small
                       cluster_config:Annotated[str|None, {"metavar": "FILE"}]=None, # TOML file of the SLURM backend's settings (partition, time limit, ...)
                       cluster:Literal["slurm", "local", "debug"]|None=None, # override the config's cluster (local: submitit's local executor)
                      ) -> int:
-    "Run the experiment notebooks (every figure and results JSON)."
+    "run the experiment notebooks (every figure and results JSON)"
     params = dict(parse_param(p) for p in param or [])
     print(labels_in_use(), file=sys.stderr)
     written = reproduce(out=out, scale=scale, only=only, params=params, notebooks=notebooks, progress=not quiet,
@@ -254,7 +254,7 @@ def _unit_of(path:str) -> Unit:
 def status_command(path:str, # a store folder, or an output root with store/<experiment>/
                    units:bool=False, # list every unit, not only the counts
                   ) -> int:
-    "Which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs."
+    "which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs"
     table = store_status(path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
     print(summary.reindex(columns=[s for s in ("done", "pending", "stale", "running", "failed", "corrupt") if s in summary]).to_string())
@@ -280,7 +280,7 @@ def plan_command(experiment:str, # an experiment notebook's name
                  param:Annotated[str|None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}]=None, # a parameter of the experiment; repeatable
                  notebooks:str|None=None, # folder of experiment notebooks (default: nbs/experiments of this clone)
                 ) -> int:
-    "An experiment's unit grid and what is done, without computing anything."
+    "an experiment's unit grid and what is done, without computing anything"
     table, complete = plan_experiment(experiment, out=out, scale=scale, params=dict(parse_param(p) for p in param or []), notebooks=notebooks)
     print(table[["unit", "state"]].to_string(index=False))
     counts = ", ".join(f"{n} {s}" for s, n in table["state"].value_counts().items())
