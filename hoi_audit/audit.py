@@ -4,10 +4,10 @@
 
 # %% ../nbs/17_audit.ipynb #38623c65
 from __future__ import annotations
-import argparse, math, os, sys, tempfile, time
+import math, os, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Annotated, Callable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from .cluster import LocalBackend
@@ -17,6 +17,7 @@ from .provenance import Condition
 from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, video_window_tokens
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
+from .cli import add_command
 
 # %% auto #0
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'METRICS',
@@ -25,8 +26,8 @@ __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', '
            'RecognizerHistories', 'split_audit_queries', 'audit_records', 'history_quality', 'condition_table',
            'matched_gap', 'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
            'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
-           'window_accuracy_records', 'window_results_records', 'recovery_table', 'add_training_arguments',
-           'run_audit_command', 'add_subcommand']
+           'window_accuracy_records', 'window_results_records', 'recovery_table', 'training_options', 'audit_command',
+           'add_subcommand']
 
 # %% ../nbs/17_audit.ipynb #5d8d9214
 @dataclass(frozen=True)
@@ -665,43 +666,51 @@ def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and
         row[f"{key}_std"] = float(result.table.loc[label, "act1_std"]) if present else math.nan
     return pd.DataFrame([row], index=pd.Index([window["dataset"].iloc[0]], name="dataset"))
 
-# %% ../nbs/17_audit.ipynb #7686d18a
-def add_training_arguments(p:argparse.ArgumentParser):
-    "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget."
-    p.add_argument("--splits", help="comma-separated split numbers (default: all)")
-    p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
-    p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
-    p.add_argument("--window", type=int, default=32, help="observation window in feature frames")
-    p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
-    p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
-    p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
-    p.add_argument("--architecture", "--model", dest="architecture", default="transformer",
-                   help="a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as "
-                        "package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module")
-    p.add_argument("--in-sample", action="store_true", help="recover training histories in-sample (default: cross-fitted by participant)")
-    p.add_argument("--progress", action="store_true", help="show progress bars")
-
 # %% ../nbs/17_audit.ipynb #b4165344
 def _parse_list(text:str, cast=str) -> list:
     try: return [cast(x) for x in text.replace(",", " ").split() if x]
     except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
 
+# %% ../nbs/17_audit.ipynb #7686d18a
+def training_options(splits:str|None=None, # comma-separated split numbers (default: all)
+                     seeds:str|None=None, # comma-separated seeds (default: 42,43,44)
+                     scale:Literal["small", "full"]="full", # scale recorded in the results JSON
+                     window:int=32, # observation window in feature frames
+                     tokens:int=4, # pooled video tokens per window
+                     epochs:int|None=None, # maximum training epochs (default: TrainConfig's)
+                     d_model:int|None=None, # transformer width (default: TrainConfig's)
+                     architecture:Annotated[str, {"names": ("--architecture", "--model")}]="transformer", # a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module
+                     in_sample:bool=False, # recover training histories in-sample (default: cross-fitted by participant)
+                     progress:bool=False, # show progress bars
+                    ) -> dict: # `splits` (None: all) and `seeds` as lists, the `AuditConfig`, `scale` and `progress`
+    "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget, as the handlers run with them."
+    train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None})
+    return dict(splits=_parse_list(splits, int) if splits else None, seeds=_parse_list(seeds, int) if seeds else list(PROTOCOL_SEEDS),
+                config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
+                scale=scale, progress=progress)
+
 # %% ../nbs/17_audit.ipynb #e3d20739
-def run_audit_command(args) -> int:
-    "The `hoi-audit audit` handler."
+def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
+                  *, conditions:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})"}]=None, # comma-separated condition names (default: TABLE1_CONDITIONS)
+                  schedule:Annotated[str, {"choices": sorted(QUERY_SCHEDULES)}]="boundary", # when queries are asked (default: at action boundaries)
+                  out:str, # a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)
+                  store:str|None=None, # result-store folder (default: store/four_condition in the --out folder)
+                  workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
+                  window_accuracy:bool=False, # also Table 3: the recognizer's window accuracy on each split's test videos
+                  **training, # the options of `training_options`
+                 ) -> int: # the exit status
+    "the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features"
     from hoi_audit.procedural import read_mstcn
-    dataset = read_mstcn(args.data_dir)
-    conditions = _parse_list(args.conditions) if args.conditions else list(TABLE1_CONDITIONS)
+    dataset = read_mstcn(data_dir)
+    conditions = _parse_list(conditions) if conditions else list(TABLE1_CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
-    splits = _parse_list(args.splits, int) if args.splits else None
-    seeds = _parse_list(args.seeds, int) if args.seeds else list(PROTOCOL_SEEDS)
-    train = TrainConfig(**{k: v for k, v in {"epochs": args.epochs, "d_model": args.d_model}.items() if v is not None})
-    config = AuditConfig(window=args.window, n_tokens=args.tokens, train=train, schedule=args.schedule, architecture=args.architecture,
-                         cross_fit=not args.in_sample)
-    paths = CommandOutput.parse(args.out, "four_condition")
-    store = ResultStore(Path(args.store)) if args.store else paths.store
-    result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=args.progress, workers=args.workers)
+    t = training_options(**training)
+    splits, seeds, progress = t["splits"], t["seeds"], t["progress"]
+    config = replace(t["config"], schedule=schedule)
+    paths = CommandOutput.parse(out, "four_condition")
+    store = ResultStore(Path(store)) if store else paths.store
+    result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=progress, workers=workers)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"{dataset.name}: {len(result.records['split'].unique())} splits x {len(seeds)} seeds, {config.schedule} queries")
         print(format_table(result.table).to_string())
@@ -709,16 +718,16 @@ def run_audit_command(args) -> int:
         if len(result.history_quality):
             print(result.history_quality.groupby(["condition", "part", "metric"])["value"].mean().unstack("metric").round(3).to_string())
     records = audit_results_records(result)
-    if args.window_accuracy:
-        window = window_accuracy_records(dataset, splits, store, config, progress=args.progress)
+    if window_accuracy:
+        window = window_accuracy_records(dataset, splits, store, config, progress=progress)
         print(recovery_table(result, window).round(1).to_string())
         records += window_results_records(window, config)
     pins = {"config": sha256_json(config.as_dict())}
-    paths.wrote(write_results(paths.results, "four_condition", records, scale=args.scale, config=config.as_dict(), pins=pins))
+    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=config.as_dict(), pins=pins))
     if {"recognizer_ba", "gt_history"} <= set(conditions):
         iv = intervention_table(result.all_records)
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
-        paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=args.scale,
+        paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=t["scale"],
                                   config=config.as_dict(), pins=pins))
     from hoi_audit.report import write_report   # report imports audit: imported here
     paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 JSON too)
@@ -729,15 +738,4 @@ def run_audit_command(args) -> int:
 # %% ../nbs/17_audit.ipynb #4ac86214
 def add_subcommand(subparsers):
     "Register `hoi-audit audit`."
-    p = subparsers.add_parser("audit", help="the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features")
-    p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
-    p.add_argument("--conditions", help=f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})")
-    p.add_argument("--schedule", default="boundary", choices=sorted(QUERY_SCHEDULES), help="when queries are asked (default: at action boundaries)")
-    p.add_argument("--out", required=True, help="a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) "
-                                              "or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)")
-    p.add_argument("--store", help="result-store folder (default: store/four_condition in the --out folder)")
-    add_training_arguments(p)
-    p.add_argument("--workers", type=int, default=1, help="processes sharing the units: k uses k cores (results do not depend on k)")
-    p.add_argument("--window-accuracy", action="store_true", help="also Table 3: the recognizer's window accuracy on each split's test videos")
-    p.set_defaults(func=run_audit_command)
-    return p
+    return add_command(subparsers, audit_command, shared=(training_options,))

@@ -4,27 +4,28 @@
 
 # %% ../nbs/18_controls.ipynb #e36bd69c
 from __future__ import annotations
-import argparse, os, re, shutil, tempfile
+import os, re, shutil, tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Annotated, Callable, Sequence
 import numpy as np
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_json, write_results
 from .store import CommandOutput, ResultStore
-from .audit import (add_training_arguments, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig, HistorySource, NoisyGT,
+from .audit import (training_options, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig, HistorySource, NoisyGT,
                              QuerySchedule, RecognizerHistories, audit_records, history_quality, register_condition,
                              register_history_source, register_schedule, window_accuracy_records)
-from .models import TrainConfig
 from .queries import action_segments, next_action_queries
 from .stats import gap_table, mean_std
+from .cli import add_command
 
 # %% auto #0
 __all__ = ['PROBE_INPUTS', 'INTEGER_COLUMNS', 'CONTROLS', 'RECOVERY_CONDITIONS', 'last_actions', 'LastActionsGT',
            'ControlHistories', 'history_length_source', 'dose_condition', 'noise_condition', 'horizon_queries',
            'horizon_schedule', 'probe_condition', 'pair_records', 'gap_summary', 'tidy_records', 'video_subset',
            'Control', 'register_control', 'ControlResult', 'run_controls', 'boundary_information', 'history_dose',
-           'noise_sweep', 'horizon_audit', 'context_probes', 'sweep_table', 'add_subcommand']
+           'noise_sweep', 'horizon_audit', 'context_probes', 'sweep_table', 'controls_command', 'sensitivity_command',
+           'horizons_command', 'context_probes_command', 'add_subcommand']
 
 # %% ../nbs/18_controls.ipynb #dec10cff
 def last_actions(histories, # one history (tuple of class ids) per query
@@ -471,108 +472,108 @@ def _parse_list(text:str, cast=str) -> list:
     try: return [cast(x) for x in text.replace(",", " ").split() if x]
     except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
 
-# %% ../nbs/18_controls.ipynb #4020aa6c
-def _common(p, experiment:str):
-    p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
-    p.add_argument("--out", required=True, help=f"a folder (results/{experiment}.json and store/{experiment} below it) or a .json results file (store/ beside it)")
-    p.add_argument("--store", help=f"result-store folder (default: store/{experiment} in the --out folder)")
-    add_training_arguments(p)
-
 # %% ../nbs/18_controls.ipynb #16ce40dc
-def _setup(args, experiment:str) -> tuple:
-    "The dataset, splits, seeds, config, output paths and store of a subcommand."
+def _setup(experiment:str, data_dir:str, out:str, store:str|None, training:dict) -> tuple:
+    "The dataset, the run's keywords (splits, seeds, store, config, progress), the output paths and the scale of a subcommand."
     from hoi_audit.procedural import read_mstcn
-    dataset = read_mstcn(args.data_dir)
-    splits = _parse_list(args.splits, int) if args.splits else None
-    seeds = _parse_list(args.seeds, int) if args.seeds else list(PROTOCOL_SEEDS)
-    train = TrainConfig(**{k: v for k, v in {"epochs": args.epochs, "d_model": args.d_model}.items() if v is not None})
-    config = AuditConfig(window=args.window, n_tokens=args.tokens, train=train, architecture=args.architecture, cross_fit=not args.in_sample)
-    paths = CommandOutput.parse(args.out, experiment)
-    store = ResultStore(Path(args.store)) if args.store else paths.store
-    return dataset, dict(splits=splits, seeds=seeds, store=store, config=config, progress=args.progress), paths
+    dataset = read_mstcn(data_dir)
+    t = training_options(**training)
+    paths = CommandOutput.parse(out, experiment)
+    store = ResultStore(Path(store)) if store else paths.store
+    return dataset, dict(splits=t["splits"], seeds=t["seeds"], store=store, config=t["config"], progress=t["progress"]), paths, t["scale"]
 
 # %% ../nbs/18_controls.ipynb #525f51d8
-def _finish(paths, experiment:str, records, args, kw:dict, **settings) -> int:
+def _finish(paths, experiment:str, records, scale:str, kw:dict, **settings) -> int:
     config = {**kw["config"].as_dict(), "seeds": list(kw["seeds"]), **settings}
-    paths.wrote(write_results(paths.results, experiment, tidy_records(records), scale=args.scale, config=config,
+    paths.wrote(write_results(paths.results, experiment, tidy_records(records), scale=scale, config=config,
                               pins={"config": sha256_json(config)}))
     paths.report()
     print(f"wrote {kw['store'].root}/")
     return 0
 
 # %% ../nbs/18_controls.ipynb #f0fdb4a9
-def _cmd_controls(args) -> int:
-    dataset, kw, paths = _setup(args, "controls")
-    names = _parse_list(args.controls) if args.controls else list(CONTROLS)
+def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
+                     *, out:str, # a folder (results/controls.json and store/controls below it) or a .json results file (store/ beside it)
+                     store:str|None=None, # result-store folder (default: store/controls in the --out folder)
+                     controls:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONTROLS)} (default: all)"}]=None, # comma-separated control names (default: all of CONTROLS)
+                     recovery:bool=False, # also Table 11: window accuracy, BFR, BA, their drop and GT
+                     **training, # the options of `audit.training_options`
+                    ) -> int: # the exit status
+    "Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder"
+    dataset, kw, paths, scale = _setup("controls", data_dir, out, store, training)
+    names = _parse_list(controls) if controls else list(CONTROLS)
     unknown = [c for c in names if c not in CONTROLS]
     if unknown: raise HoiAuditError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
     result = run_controls(dataset, names, **kw)
     with pd.option_context("display.width", 200, "display.max_columns", 20): print(result.table.round(1).to_string())
     records = list(result.pairs)
-    if args.recovery:
+    if recovery:
         recs, table = boundary_information(dataset, **kw)
         print(table.round(1).to_string())
         records += recs.to_dict("records")
-    return _finish(paths, "controls", records, args, kw, controls=names)
+    return _finish(paths, "controls", records, scale, kw, controls=names)
 
 # %% ../nbs/18_controls.ipynb #93bc244d
-def _cmd_sensitivity(args) -> int:
-    dataset, kw, paths = _setup(args, "sensitivity")
-    lengths, rates = _parse_list(args.lengths, int), _parse_list(args.noise_rates, float)
-    histories = _parse_list(args.histories)
+def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
+                        *, out:str, # a folder (results/sensitivity.json and store/sensitivity below it) or a .json results file (store/ beside it)
+                        store:str|None=None, # result-store folder (default: store/sensitivity in the --out folder)
+                        lengths:str="0,1,2,4,8", # history lengths H (0: video only; empty: no dose)
+                        histories:str="gt,ba", # history sources of the dose
+                        noise_rates:str="0.8,0.6,0.4,0.2,0.1,0", # edit probabilities of the noisy GT history (empty: no noise sweep)
+                        noise_seed:int=0, # seed of the corruption
+                        **training, # the options of `audit.training_options`
+                       ) -> int: # the exit status
+    "Figure 3 / Table 12: history-length dose and controlled history noise"
+    dataset, kw, paths, scale = _setup("sensitivity", data_dir, out, store, training)
+    lengths, rates = _parse_list(lengths, int), _parse_list(noise_rates, float)
+    histories = _parse_list(histories)
     frames = []
     if lengths:
         dose = history_dose(dataset, lengths, histories, **kw); frames.append(dose)
         print(sweep_table(dose, "history_length", by="history").round(1).to_string())
     if rates:
-        noise = noise_sweep(dataset, rates, args.noise_seed, **kw); frames.append(noise)
+        noise = noise_sweep(dataset, rates, noise_seed, **kw); frames.append(noise)
         print(sweep_table(noise, "noise_rate", by="metric").round(1).to_string())
         print(noise[noise["metric"] == "history_edit_rate"].groupby("condition")["value"].mean().round(3).to_string())
     if not frames: raise HoiAuditError("nothing to run: give --lengths and/or --noise-rates")
-    return _finish(paths, "sensitivity", pd.concat(frames, ignore_index=True), args, kw, lengths=lengths, histories=histories,
-                   noise_rates=rates, noise_seed=args.noise_seed)
+    return _finish(paths, "sensitivity", pd.concat(frames, ignore_index=True), scale, kw, lengths=lengths, histories=histories,
+                   noise_rates=rates, noise_seed=noise_seed)
 
 # %% ../nbs/18_controls.ipynb #5e670382
-def _cmd_horizons(args) -> int:
-    dataset, kw, paths = _setup(args, "horizons")
-    horizons = _parse_list(args.horizons, int)
+def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
+                     *, out:str, # a folder (results/horizons.json and store/horizons below it) or a .json results file (store/ beside it)
+                     store:str|None=None, # result-store folder (default: store/horizons in the --out folder)
+                     horizons:str="1,2,3,4,5", # comma-separated horizons (actions ahead)
+                     **training, # the options of `audit.training_options`
+                    ) -> int: # the exit status
+    "Table 15: video only / recognizer / GT history for targets h actions ahead"
+    dataset, kw, paths, scale = _setup("horizons", data_dir, out, store, training)
+    horizons = _parse_list(horizons, int)
     r = horizon_audit(dataset, horizons, **kw)
     print(sweep_table(r, "horizon").round(1).to_string())
     print(r[r["metric"] == "gap_act1"][["horizon", "value", "ci_low", "ci_high", "n"]].round(1).to_string(index=False))
-    return _finish(paths, "horizons", r, args, kw, horizons=horizons)
+    return _finish(paths, "horizons", r, scale, kw, horizons=horizons)
 
 # %% ../nbs/18_controls.ipynb #cf67a518
-def _cmd_context_probes(args) -> int:
-    dataset, kw, paths = _setup(args, "context_probes")
-    inputs, histories = _parse_list(args.probe_inputs), _parse_list(args.histories)
+def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
+                           *, out:str, # a folder (results/context_probes.json and store/context_probes below it) or a .json results file (store/ beside it)
+                           store:str|None=None, # result-store folder (default: store/context_probes in the --out folder)
+                           probe_inputs:str=",".join(PROBE_INPUTS), # comma-separated probe inputs
+                           histories:str="gt", # history sources the probes read (gt, ba, ...)
+                           **training, # the options of `audit.training_options`
+                          ) -> int: # the exit status
+    "Table 17: history only / state only / history + state, without window video"
+    dataset, kw, paths, scale = _setup("context_probes", data_dir, out, store, training)
+    inputs, histories = _parse_list(probe_inputs), _parse_list(histories)
     unknown = [p for p in inputs if p not in PROBE_INPUTS]
     if unknown: raise HoiAuditError(f"unknown probe input(s) {unknown}; probe inputs are {list(PROBE_INPUTS)}")
     r = context_probes(dataset, inputs, histories, **kw)
     print(sweep_table(r, "probe_input", by="history").round(1).to_string())
-    return _finish(paths, "context_probes", r, args, kw, probe_inputs=inputs, histories=histories)
+    return _finish(paths, "context_probes", r, scale, kw, probe_inputs=inputs, histories=histories)
 
 # %% ../nbs/18_controls.ipynb #78a55230
 def add_subcommand(subparsers):
     "Register `hoi-audit controls`, `sensitivity`, `horizons` and `context-probes`."
-    p = subparsers.add_parser("controls", help="Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder")
-    _common(p, "controls")
-    p.add_argument("--controls", help=f"comma-separated names of {','.join(CONTROLS)} (default: all)")
-    p.add_argument("--recovery", action="store_true", help="also Table 11: window accuracy, BFR, BA, their drop and GT")
-    p.set_defaults(func=_cmd_controls)
-    p = subparsers.add_parser("sensitivity", help="Figure 3 / Table 12: history-length dose and controlled history noise")
-    _common(p, "sensitivity")
-    p.add_argument("--lengths", default="0,1,2,4,8", help="history lengths H (0: video only; empty: no dose)")
-    p.add_argument("--histories", default="gt,ba", help="history sources of the dose")
-    p.add_argument("--noise-rates", default="0.8,0.6,0.4,0.2,0.1,0", help="edit probabilities of the noisy GT history (empty: no noise sweep)")
-    p.add_argument("--noise-seed", type=int, default=0, help="seed of the corruption")
-    p.set_defaults(func=_cmd_sensitivity)
-    p = subparsers.add_parser("horizons", help="Table 15: video only / recognizer / GT history for targets h actions ahead")
-    _common(p, "horizons")
-    p.add_argument("--horizons", default="1,2,3,4,5", help="comma-separated horizons (actions ahead)")
-    p.set_defaults(func=_cmd_horizons)
-    p = subparsers.add_parser("context-probes", help="Table 17: history only / state only / history + state, without window video")
-    _common(p, "context_probes")
-    p.add_argument("--probe-inputs", default=",".join(PROBE_INPUTS), help="comma-separated probe inputs")
-    p.add_argument("--histories", default="gt", help="history sources the probes read (gt, ba, ...)")
-    p.set_defaults(func=_cmd_context_probes)
+    for handler in (controls_command, sensitivity_command, horizons_command, context_probes_command):
+        p = add_command(subparsers, handler, shared=(training_options,))
     return p

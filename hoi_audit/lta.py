@@ -4,10 +4,10 @@
 
 # %% ../nbs/22_lta.ipynb #9b87626b
 from __future__ import annotations
-import argparse, math, tempfile
+import math, tempfile
 from dataclasses import dataclass, asdict, field
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Literal, Sequence
 import numpy as np
 import pandas as pd
 import torch
@@ -17,6 +17,7 @@ from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, seed_everything, sh
 from .store import CommandOutput, ResultStore, Unit
 from .recovery import WindowRecognizer, feature_windows, window_starts
 from .stats import Interval, student_t_interval
+from .cli import add_command
 
 # %% auto #0
 __all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'CONDITIONS', 'observed_end', 'horizon_end', 'class_counts',
@@ -24,7 +25,7 @@ __all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'CONDITIONS', 'observed_e
            'gt_observed_transcript', 'recognized_frame_labels', 'recognized_observed_transcript', 'LTAConfig',
            'SegmentRNN', 'transcript_tokens', 'training_examples', 'fit_lta_model', 'anticipate', 'lta_counts',
            'moc_records', 'lta_table', 'lta_gap', 'LTAResult', 'write_predictions', 'run_lta', 'lta_results_records',
-           'results_config', 'run_lta_command', 'add_subcommand']
+           'results_config', 'lta_command', 'add_subcommand']
 
 # %% ../nbs/22_lta.ipynb #a6f3d66d
 def observed_end(n_frames:int, # frames of the video (its annotated length)
@@ -495,52 +496,50 @@ def _floats(text:str) -> tuple:
     except ValueError: raise HoiAuditError(f"cannot parse {text!r} as fractions") from None
 
 # %% ../nbs/22_lta.ipynb #127a47bc
-def run_lta_command(args) -> int:
-    "The `hoi-audit lta` handler."
+def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
+                *, out:str|None=None, # a folder (results/lta.json and store/lta below it) or a .json results file
+                predictions:str|None=None, # write the first seed's predictions here in the reference's format
+                score:str|None=None, # instead of running: score this folder of prediction files (<video>.txt) as the reference does
+                observed:float=0.2, # with --score: the observed fraction the files were made with
+                observe:str|None=None, # observed fractions (default: 0.2,0.3)
+                predict:str|None=None, # predicted fractions (default: 0.1,0.2,0.3,0.5)
+                convention:Annotated[str|None, {"choices": HORIZON_CONVENTIONS}]=None, # horizon end (default: reference, int((alpha + beta) n))
+                splits:str|None=None, # comma-separated split numbers (default: all)
+                seeds:str|None=None, # comma-separated seeds (default: 42,43,44)
+                epochs:int|None=None, # training epochs (default: LTAConfig's)
+                hidden:int|None=None, # GRU width (default: LTAConfig's)
+                n_boot:int=2000, # bootstrap replicates of the per-video interval
+                store:str|None=None, # result-store folder (default: store/lta in the --out folder)
+                scale:Literal["small", "full"]="full", # scale recorded in the results JSON
+                progress:bool=False, # show a progress bar
+               ) -> int: # the exit status
+    "standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder"
     from hoi_audit.procedural import read_mstcn
-    dataset = read_mstcn(args.data_dir)
-    if args.score:
-        moc, counts = score_prediction_folder(dataset, args.score, args.observed)
-        print(f"{args.score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support ({int(counts[1].sum())} frames)")
+    dataset = read_mstcn(data_dir)
+    if score:
+        moc, counts = score_prediction_folder(dataset, score, observed)
+        print(f"{score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support ({int(counts[1].sum())} frames)")
         return 0
-    if not args.out: raise HoiAuditError("--out is required (unless --score)")
-    kw = {k: v for k, v in {"epochs": args.epochs, "hidden": args.hidden, "convention": args.convention,
-                            "observe": _floats(args.observe) if args.observe else None, "predict": _floats(args.predict) if args.predict else None}.items() if v is not None}
+    if not out: raise HoiAuditError("--out is required (unless --score)")
+    kw = {k: v for k, v in {"epochs": epochs, "hidden": hidden, "convention": convention,
+                            "observe": _floats(observe) if observe else None, "predict": _floats(predict) if predict else None}.items() if v is not None}
     config = LTAConfig(**kw)
-    splits = [int(s) for s in args.splits.replace(",", " ").split()] if args.splits else None
-    seeds = [int(s) for s in args.seeds.replace(",", " ").split()] if args.seeds else list(PROTOCOL_SEEDS)
-    paths = CommandOutput.parse(args.out, "lta")
-    store = ResultStore(Path(args.store)) if args.store else paths.store
-    result = run_lta(dataset, splits, seeds, config, store, predictions=args.predictions, n_boot=args.n_boot, progress=args.progress)
+    splits = [int(s) for s in splits.replace(",", " ").split()] if splits else None
+    seeds = [int(s) for s in seeds.replace(",", " ").split()] if seeds else list(PROTOCOL_SEEDS)
+    paths = CommandOutput.parse(out, "lta")
+    store = ResultStore(Path(store)) if store else paths.store
+    result = run_lta(dataset, splits, seeds, config, store, predictions=predictions, n_boot=n_boot, progress=progress)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(f"{dataset.name}: MoC (%), mean over splits"); print(result.table["moc"].round(1).to_string())
         print(result.gap.round(2).to_string(index=False))
-    paths.wrote(write_results(paths.results, "lta", lta_results_records(result, dataset.name), scale=args.scale,
+    paths.wrote(write_results(paths.results, "lta", lta_results_records(result, dataset.name), scale=scale,
                               config=results_config(config, seeds=seeds), pins={"config": sha256_json(config.as_dict())}))
     paths.report()
-    if args.predictions: print(f"wrote {Path(args.predictions)}/ (prediction files of seed {min(seeds)})")
+    if predictions: print(f"wrote {Path(predictions)}/ (prediction files of seed {min(seeds)})")
     print(f"wrote {store.root}/")
     return 0
 
 # %% ../nbs/22_lta.ipynb #aa57f733
 def add_subcommand(subparsers):
     "Register `hoi-audit lta`."
-    p = subparsers.add_parser("lta", help="standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder")
-    p.add_argument("data_dir", help="MS-TCN folder: mapping.txt, groundTruth/, splits/, features/")
-    p.add_argument("--out", help="a folder (results/lta.json and store/lta below it) or a .json results file")
-    p.add_argument("--predictions", help="write the first seed's predictions here in the reference's format")
-    p.add_argument("--score", help="instead of running: score this folder of prediction files (<video>.txt) as the reference does")
-    p.add_argument("--observed", type=float, default=0.2, help="with --score: the observed fraction the files were made with")
-    p.add_argument("--observe", help="observed fractions (default: 0.2,0.3)")
-    p.add_argument("--predict", help="predicted fractions (default: 0.1,0.2,0.3,0.5)")
-    p.add_argument("--convention", choices=HORIZON_CONVENTIONS, help="horizon end (default: reference, int((alpha + beta) n))")
-    p.add_argument("--splits", help="comma-separated split numbers (default: all)")
-    p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
-    p.add_argument("--epochs", type=int, help="training epochs (default: LTAConfig's)")
-    p.add_argument("--hidden", type=int, help="GRU width (default: LTAConfig's)")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates of the per-video interval")
-    p.add_argument("--store", help="result-store folder (default: store/lta in the --out folder)")
-    p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
-    p.add_argument("--progress", action="store_true", help="show a progress bar")
-    p.set_defaults(func=run_lta_command)
-    return p
+    return add_command(subparsers, lta_command)

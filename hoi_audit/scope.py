@@ -4,20 +4,20 @@
 
 # %% ../nbs/23_scope.ipynb #c404aa3f
 from __future__ import annotations
-import argparse, math
+import math
 from dataclasses import dataclass, asdict
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Annotated, Mapping, Sequence
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, sha256_json, write_json, write_results
 from .store import CommandOutput, ResultStore
-from .audit import AuditConfig, AuditResult, audit_results_records, four_condition_audit
-from .models import TrainConfig
+from .audit import AuditConfig, AuditResult, audit_results_records, four_condition_audit, training_options
 from .procedural import read_mstcn
+from .cli import add_command
 
 # %% auto #0
 __all__ = ['SCOPES', 'CARD_FILE', 'SCOPE_CONDITIONS', 'PAPER_SCOPE', 'DatasetCard', 'read_card', 'write_card', 'scope_row',
-           'ScopeResult', 'scope_table', 'format_scope_table', 'scope_results_records', 'run_scope_command',
+           'ScopeResult', 'scope_table', 'format_scope_table', 'scope_results_records', 'scope_command',
            'add_subcommand']
 
 # %% ../nbs/23_scope.ipynb #8716db7e
@@ -120,14 +120,15 @@ def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping s
                 conditions:Sequence[str]=SCOPE_CONDITIONS, # audit rows (at least gt_history and recognizer_ba)
                 progress:bool=False, # progress bars
                 workers:int=1, # processes sharing each audit's units
+                splits:Sequence[int]|None=None, # these split numbers of every dataset (None: all; `max_splits` keeps the first k of them)
                ) -> ScopeResult:
     "Tables 4 and 13: the four-condition audit of every setting, one row each."
     missing = {"gt_history", "recognizer_ba"} - set(conditions)
     if missing: raise ValueError(f"the scope table needs the conditions {sorted(missing)} (its gap is GT minus BA)")
     rows, audits, used = [], {}, {}
     for name, dataset, card in _settings(datasets, cards):
-        splits = sorted(dataset.splits)[:max_splits] if max_splits else None
-        audits[name] = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=progress, workers=workers)
+        use = sorted(splits or dataset.splits)[:max_splits or None] if splits or max_splits else None   # None: all of the dataset's
+        audits[name] = four_condition_audit(dataset, use, seeds, conditions, store, config, progress=progress, workers=workers)
         rows.append(scope_row(audits[name], dataset, DatasetCard(**{**asdict(card), "name": name})))
         used[name] = card
     return ScopeResult(pd.DataFrame(rows).set_index("setting"), audits, used)
@@ -194,28 +195,36 @@ def _per_folder(text:str|None, n:int, option:str) -> list:
     return values
 
 # %% ../nbs/23_scope.ipynb #f60715e6
-def run_scope_command(args) -> int:
-    "The `hoi-audit scope` handler."
-    n = len(args.data_dirs)
-    opts = zip(_per_folder(args.backbone, n, "--backbone"), _per_folder(args.scope, n, "--scope"), _per_folder(args.names, n, "--names"))
+def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN folders (mapping.txt, groundTruth/, splits/, features/, optional card.json)
+                  *, out:str, # a folder (results/scope.json and store/scope below it) or a .json results file (store/ beside it)
+                  backbone:str|None=None, # feature extractor name, once or one per folder (comma-separated); default: card.json, else 'unknown'
+                  scope:Annotated[str|None, {"help": f"scope label ({', '.join(SCOPES)}), once or one per folder; default: card.json, else 'unspecified'"}]=None, # scope label (one of SCOPES), once or one per folder; default: card.json, else 'unspecified'
+                  names:str|None=None, # setting names, one per folder (comma-separated); default: card.json, else the folder's name
+                  max_splits:int|None=None, # use each dataset's first k splits (default: all)
+                  workers:int=1, # processes sharing each audit's units (results do not depend on it)
+                  store:str|None=None, # result-store folder (default: store/scope in the --out folder)
+                  **training, # the options of `audit.training_options` (its `splits` are the same split numbers of every folder)
+                 ) -> int: # the exit status
+    "the cross-setting scope table (Tables 4 and 13): the four-condition audit of several MS-TCN folders"
+    n = len(data_dirs)
+    opts = zip(_per_folder(backbone, n, "--backbone"), _per_folder(scope, n, "--scope"), _per_folder(names, n, "--names"))
     cards = {}
-    for d, (backbone, scope, name) in zip(args.data_dirs, opts):
-        card = read_card(d, backbone=backbone, scope=scope, name=name)
+    for d, (b, s, nm) in zip(data_dirs, opts):
+        card = read_card(d, backbone=b, scope=s, name=nm)
         key = card.name or Path(d).resolve().name
         if key in cards: raise HoiAuditError(f"two folders are named {key!r}; give --names or card names")
         cards[key] = (d, card)
-    seeds = [int(s) for s in args.seeds.replace(",", " ").split()] if args.seeds else list(PROTOCOL_SEEDS)
-    train = TrainConfig(**{k: v for k, v in {"epochs": args.epochs, "d_model": args.d_model}.items() if v is not None})
-    config = AuditConfig(n_tokens=args.tokens, train=train)
-    paths = CommandOutput.parse(args.out, "scope")
-    store = ResultStore(Path(args.store)) if args.store else paths.store
-    result = scope_table({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, args.max_splits, seeds, config,
-                         store, progress=args.progress, workers=args.workers)
+    t = training_options(**training)
+    seeds, config = t["seeds"], t["config"]
+    paths = CommandOutput.parse(out, "scope")
+    store = ResultStore(Path(store)) if store else paths.store
+    result = scope_table({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, seeds, config,
+                         store, progress=t["progress"], workers=workers, splits=t["splits"])
     shown = format_scope_table(result.table)
     with pd.option_context("display.width", 250, "display.max_columns", 20): print(shown.to_string())
-    cfg = {**config.as_dict(), "seeds": seeds, "max_splits": args.max_splits,
+    cfg = {**config.as_dict(), "seeds": seeds, "max_splits": max_splits, **({"splits": t["splits"]} if t["splits"] else {}),
            "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)"}
-    paths.wrote(write_results(paths.results, "scope", scope_results_records(result), scale=args.scale, config=cfg,
+    paths.wrote(write_results(paths.results, "scope", scope_results_records(result), scale=t["scale"], config=cfg,
                               pins={"config": sha256_json(cfg)}))
     paths.report()
     print(f"wrote {store.root}/")
@@ -224,20 +233,4 @@ def run_scope_command(args) -> int:
 # %% ../nbs/23_scope.ipynb #5958553b
 def add_subcommand(subparsers):
     "Register `hoi-audit scope`."
-    p = subparsers.add_parser("scope", help="the cross-setting scope table (Tables 4 and 13): the four-condition audit of several MS-TCN folders")
-    p.add_argument("data_dirs", nargs="+", metavar="DIR", help="MS-TCN folders (mapping.txt, groundTruth/, splits/, features/, optional card.json)")
-    p.add_argument("--out", required=True, help="a folder (results/scope.json and store/scope below it) or a .json results file (store/ beside it)")
-    p.add_argument("--backbone", help="feature extractor name, once or one per folder (comma-separated); default: card.json, else 'unknown'")
-    p.add_argument("--scope", help=f"scope label ({', '.join(SCOPES)}), once or one per folder; default: card.json, else 'unspecified'")
-    p.add_argument("--names", help="setting names, one per folder (comma-separated); default: card.json, else the folder's name")
-    p.add_argument("--max-splits", type=int, help="use each dataset's first k splits (default: all)")
-    p.add_argument("--seeds", help="comma-separated seeds (default: 42,43,44)")
-    p.add_argument("--epochs", type=int, help="maximum training epochs (default: TrainConfig's)")
-    p.add_argument("--d-model", type=int, help="transformer width (default: TrainConfig's)")
-    p.add_argument("--tokens", type=int, default=4, help="pooled video tokens per window")
-    p.add_argument("--workers", type=int, default=1, help="processes sharing each audit's units (results do not depend on it)")
-    p.add_argument("--store", help="result-store folder (default: store/scope in the --out folder)")
-    p.add_argument("--scale", default="full", choices=["small", "full"], help="scale recorded in the results JSON")
-    p.add_argument("--progress", action="store_true", help="show progress bars")
-    p.set_defaults(func=run_scope_command)
-    return p
+    return add_command(subparsers, scope_command, shared=(training_options,))
