@@ -38,7 +38,9 @@ python_display_short_literal_types = True
 toc_object_entries_show_parents = "hide"
 nitpicky = True                      # every cross-reference must resolve (the nbdev backtick links become py:obj roles)
 # annotations name types from numpy, pandas, torch and typing: Sphinx has no inventory of them offline; not our links
-nitpick_ignore_regex = [("py:class", r"(?!hoi_audit\.).*")]
+nitpick_ignore_regex = [("py:class", r"(?!hoi_audit\.).*"),
+                        # a CLI handler's `Annotated[T, {argparse settings}]` (05_cli) is rendered as one reference to typing
+                        ("py:obj", r"typing\.Annotated\[.*")]
 suppress_warnings = []
 
 html_theme = "sphinx_book_theme"
