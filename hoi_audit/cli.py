@@ -4,10 +4,10 @@
 
 # %% ../nbs/05_cli.ipynb #4d733add
 from __future__ import annotations
-import argparse, inspect, types, typing
+import argparse, ast, inspect, io, textwrap, tokenize, types, typing
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Sequence, get_args, get_origin
-from fastcore.docments import docments
+from types import SimpleNamespace
 from .core import HoiAuditError
 
 # %% auto #0
@@ -15,11 +15,20 @@ __all__ = ['parameter_docs', 'argument_spec', 'run_command', 'add_command']
 
 # %% ../nbs/05_cli.ipynb #5a1d0c3e
 def parameter_docs(func:Callable) -> dict:
-    "`docments(func, full=True)` without the return value, with each annotation resolved by `typing.get_type_hints`."
+    "name -> (`anno`, `default`, `kind`, `docment`) of each parameter: annotations resolved by `typing.get_type_hints`, docments read as fastcore reads them."
     hints = typing.get_type_hints(func, include_extras=True)   # string annotations (PEP 563) evaluated in the function's module
-    docs = docments(func, full=True, returns=False)
-    for k, v in docs.items(): v.anno = hints.get(k, inspect.Parameter.empty)
-    return docs
+    src = textwrap.dedent(inspect.getsource(func))
+    node = next(n for n in ast.parse(src).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    a = node.args
+    first_line = {x.arg: x.lineno for x in [*a.posonlyargs, *a.args, *filter(None, [a.vararg]), *a.kwonlyargs, *filter(None, [a.kwarg])]}
+    comments = {t.start[0]: t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT}
+    def docment(line):   # the comment on the parameter's first line, else the comment lines right above it
+        if line in comments: return comments[line]
+        above = []
+        while line - 1 in comments and line - 1 not in first_line.values(): line -= 1; above.insert(0, comments[line])
+        return "\n".join(above) or None
+    return {k: SimpleNamespace(anno=hints.get(k, inspect.Parameter.empty), default=p.default, kind=p.kind, docment=docment(first_line[k]))
+            for k, p in inspect.signature(func).parameters.items()}
 
 # %% ../nbs/05_cli.ipynb #aaf2e9be
 def _unwrap(anno) -> tuple:
@@ -36,7 +45,7 @@ def _unwrap(anno) -> tuple:
 
 # %% ../nbs/05_cli.ipynb #6d296cea
 def argument_spec(name:str, # the parameter's name
-                  param, # its `docments(func, full=True)` entry: `anno`, `default`, `docment`, `kind`
+                  param, # its `parameter_docs(func)` entry: `anno`, `default`, `docment`, `kind`
                  ) -> tuple[tuple, dict]:
     "The option strings and `add_argument` keywords of one parameter (see the table above)."
     anno, extra = _unwrap(param.anno)

@@ -140,3 +140,15 @@ def test_every_subcommand_is_covered():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert set(sub.choices) == COVERED | set(ELSEWHERE), set(sub.choices) ^ (COVERED | set(ELSEWHERE))
+
+def test_every_handler_reads_its_docments_as_fastcore_does():
+    "cli.parameter_docs (the library's reader: fastcore is dev-only) agrees with fastcore's docments on every subcommand's handler."
+    from fastcore.docments import docments
+    from hoi_audit.cli import parameter_docs
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, p in sub.choices.items():
+        handler = p.get_default("_handler")
+        ours = {k: v.docment for k, v in parameter_docs(handler).items()}
+        assert ours == {k: v.docment for k, v in docments(handler, full=True, returns=False, args_kwargs=True).items()}, name
+        assert all(ours[k] for k, v in parameter_docs(handler).items() if v.kind not in (v.kind.VAR_KEYWORD, v.kind.VAR_POSITIONAL)), name
