@@ -247,6 +247,10 @@ class ExperimentPaths:
     def store(self) -> ResultStore: return ResultStore(Path(self.out_dir) / "store" / self.experiment)
     @property
     def raw(self) -> Path: return Path(self.out_dir) / "raw" / self.experiment
+    @property
+    def data(self) -> Path:
+        "Generated inputs shared by every experiment below this output folder (`synthetic.shared_synthetic`): written once, read by all."
+        return Path(self.out_dir) / "raw" / "shared"
     def figure(self, name:str) -> Path:
         "The PNG path of figure `name`."
         return self.figures / f"{name}.png"

@@ -17,9 +17,9 @@ from .grammar import Grammar, Task, any_order, bayes_table, choice, expected_que
 # %% auto #0
 __all__ = ['SIZES', 'PRESETS', 'CALIBRATION_SEED', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'SizeSpec', 'Preset', 'preset',
            'HeldOutPreset', 'FeatureSpec', 'synthesize_features', 'VideoSpec', 'SyntheticDataset', 'synthetic_dataset',
-           'write_synthetic', 'participant_camera', 'synthesize_features_for_labels', 'CalibrationResult',
-           'calibrate_knob', 'calibration_split', 'real_label_calibration_videos', 'calibrate_feature_spec',
-           'real_label_feature_spec']
+           'write_synthetic', 'participant_camera', 'synthesize_features_for_labels', 'shared_synthetic',
+           'shared_label_features', 'CalibrationResult', 'calibrate_knob', 'calibration_split',
+           'real_label_calibration_videos', 'calibrate_feature_spec', 'real_label_feature_spec']
 
 # %% ../nbs/12_synthetic.ipynb #740c11ce
 _BREAKFAST_CLASSES = ("SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar stir_coffee pour_sugar "
@@ -482,6 +482,13 @@ def _claim_folder(root:Path, config:dict, overwrite:bool):
             else: path.unlink(missing_ok=True)
     write_json(marker, config)
 
+# %% ../nbs/12_synthetic.ipynb #00b21d50
+def _synthetic_config(ds, dtype:str) -> dict:
+    "What a written preset's files depend on (its `generator.json`): preset, size, seed, dtype and feature knobs."
+    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
+    return {"preset": ds.name, "size": ds.size, "seed": ds.seed, "dtype": np.dtype(dtype).name,
+            "features": {k: getattr(ds.feature_spec, k) for k in ds.feature_spec.__dataclass_fields__}}
+
 # %% ../nbs/12_synthetic.ipynb #26b2d6af
 def write_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
                     root, # the output folder (MS-TCN layout)
@@ -492,9 +499,7 @@ def write_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
                    ) -> Path:
     "Write the dataset to `root` in the MS-TCN layout, one video at a time, plus `generator.json` and `truth.json`."
     root, ds = Path(root), dataset
-    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
-    config = {"preset": ds.name, "size": ds.size, "seed": ds.seed, "dtype": np.dtype(dtype).name,
-              "features": {k: getattr(ds.feature_spec, k) for k in ds.feature_spec.__dataclass_fields__}}
+    config = _synthetic_config(ds, dtype)
     _claim_folder(root, config, overwrite)
     _write_layout_common(root, ds.classes, ds.splits)
     todo = ds.videos if videos is None else [ds.video(v) for v in videos]
@@ -524,6 +529,15 @@ def participant_camera(video:str) -> tuple:
         if m: return m.group("participant"), m.group("camera")
     return None, None
 
+# %% ../nbs/12_synthetic.ipynb #2442f5c2
+def _label_config(src:Path, spec:FeatureSpec, dtype:str, videos:Sequence|None) -> tuple:
+    "Real-label mode's videos, and what its files depend on (its `generator.json`): the label folder, the videos, dtype and knobs."
+    names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt")) if videos is None else list(videos)
+    if not names: raise DataError(f"{src / 'groundTruth'}: no label files")
+    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
+    return names, {"labels": str(src.resolve()), "videos": sha256_json(names), "dtype": np.dtype(dtype).name,
+                   "features": {k: getattr(spec, k) for k in spec.__dataclass_fields__}}
+
 # %% ../nbs/12_synthetic.ipynb #79fbe76c
 def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, mapping.txt, splits/
                                    out_root, # where to write the MS-TCN layout with features
@@ -538,9 +552,7 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
     src, root, spec = Path(labels_root), Path(out_root), spec or FeatureSpec()
     classes = read_mapping(src / "mapping.txt")
     cid = {c: i for i, c in enumerate(classes)}
-    names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt")) if videos is None else list(videos)
-    if not names: raise DataError(f"{src / 'groundTruth'}: no label files")
-    config = {"labels": str(src.resolve()), "dtype": np.dtype(dtype).name, "features": {k: getattr(spec, k) for k in spec.__dataclass_fields__}}
+    names, config = _label_config(src, spec, dtype, videos)
     _claim_folder(root, config, overwrite)
     write_text(root / "mapping.txt", (src / "mapping.txt").read_text())
     chosen = set(names)
@@ -564,6 +576,28 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
         else: write_text(target, gt.read_text())
     write_json(root / "truth.json", {**config, "grammar": None, "bayes": None, "background": [classes[b] for b in bg], "label_sha256": pins})
     return root
+
+# %% ../nbs/12_synthetic.ipynb #50aa4b99
+def shared_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
+                     data_dir, # the shared data folder (e.g. `ExperimentPaths.data`)
+                     dtype:str="float32", # feature storage: float32, or float16 to halve the disk
+                    ) -> Path: # the written folder, `synthetic_<preset>_<size>_<config hash>` below data_dir
+    "`write_synthetic` into the folder of `data_dir` that this exact configuration names: written once, read by every later caller."
+    name = f"synthetic_{dataset.name}_{dataset.size}_{sha256_json(_synthetic_config(dataset, dtype))[:12]}"
+    return write_synthetic(dataset, Path(data_dir) / name, dtype=dtype)
+
+# %% ../nbs/12_synthetic.ipynb #0ebc51ff
+def shared_label_features(labels_root, # a real MS-TCN label folder (groundTruth/, mapping.txt, splits/)
+                          data_dir, # the shared data folder (e.g. `ExperimentPaths.data`)
+                          spec:FeatureSpec, # the knobs (e.g. `real_label_feature_spec(name, size)`)
+                          videos:Sequence|None=None, # only these videos (default: every groundTruth file)
+                          dtype:str="float32", # float32 or float16
+                         ) -> Path: # the written folder, `<label folder>_labels_<config hash>` below data_dir
+    "`synthesize_features_for_labels` (labels linked) into the folder of `data_dir` that this exact configuration names."
+    src = Path(labels_root)
+    _, config = _label_config(src, spec, dtype, videos)
+    return synthesize_features_for_labels(src, Path(data_dir) / f"{src.name}_labels_{sha256_json(config)[:12]}", spec=spec, dtype=dtype,
+                                          videos=videos, link=True)
 
 # %% ../nbs/12_synthetic.ipynb #ec3c8c02
 CALIBRATION_SEED = 1000 # dataset / feature seed of the calibration split (experiments use 0: the values are not fitted on them)
