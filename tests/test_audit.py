@@ -232,3 +232,27 @@ def test_finished_audit_reopens_without_reading_features(tiny, tmp_path, monkeyp
     f = tiny.video(tiny.splits[1]["test"][0]).feature_path
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
     with pytest.raises(AssertionError, match="pooled window tokens"): four_condition_audit(tiny, **kw)
+
+def test_committed_full_scale_results_against_the_planted_ceiling_and_a_reference_interval():
+    """results/full/four_condition.json (the Breakfast-sized preset): its rows sit where the generator puts them, its gap is the
+    paired Student-t interval of its own per-split records (scipy as the reference), and its video-only row on the calibration target."""
+    from pathlib import Path
+    from scipy import stats as st
+    from hoi_audit.synthetic import PAPER_TARGETS
+    path = Path(__file__).resolve().parents[1] / "results" / "full" / "four_condition.json"
+    r = read_results(path)
+    assert r["scale"] == "full"
+    recs = r["records"].query("dataset == 'synthetic_breakfast'")
+    per_split = recs.query("metric == 'act1' and seed == seed").groupby(["condition", "split"])["value"].mean().unstack("split")
+    row = per_split.mean(axis=1)
+    bayes = 100 * bayes_accuracy(synthetic_dataset("breakfast", "full", seed=0), "full_history", include_first=True)
+    # no model of the history and a causal state beats the exact Bayes accuracy in expectation; a fitted one comes within 2.5 points
+    assert bayes - 2.5 <= row["context_only"] <= bayes + 1.0 and bayes - 2.5 <= row["gt_history"] <= bayes + 1.0
+    assert abs(row["gt_history"] - row["context_only"]) <= 1.5             # the planted window adds nothing the history does not say
+    assert row["context_only_elapsed_fraction"] - row["context_only"] >= 2.0  # the oracle length is worth points: the old leak
+    target, tol = PAPER_TARGETS[("breakfast", "video_only_act1")]
+    assert abs(row["video_only"] - target) <= tol
+    diff = (per_split.loc["gt_history"] - per_split.loc["recognizer_ba"]).values
+    lo, hi = st.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=st.sem(diff))
+    gap = recs.query("metric == 'gap_act1' and condition == 'gt_history-recognizer_ba'").iloc[0]
+    assert (gap["value"], gap["ci_low"], gap["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-6)
