@@ -100,7 +100,8 @@ def run_experiment(notebook, # the experiment notebook
     final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
     partial = runs / f".{notebook.stem}.partial.ipynb"
     def figures_now(): return {p: p.stat().st_mtime_ns for p in (out / "figures").glob("*.png")}
-    before = figures_now()
+    def shared_now(): return {p: p.stat().st_mtime_ns for p in (out / "raw" / "shared").glob("*/*")}   # generated inputs (ExperimentPaths.data)
+    before, shared_before = figures_now(), shared_now()
     try:
         pm.execute_notebook(str(notebook), str(partial), parameters={**params, "scale": scale, "out_dir": str(out)},
                             cwd=str(notebook.parent), progress_bar=progress, log_output=False)
@@ -113,7 +114,8 @@ def run_experiment(notebook, # the experiment notebook
     results = out / "results" / f"{notebook.stem}.json"
     if not results.exists(): raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
     figures = sorted(p for p, mtime in figures_now().items() if before.get(p) != mtime)   # written by this run
-    folders = [f for f in (out / "store" / notebook.stem, out / "raw" / notebook.stem) if f.is_dir()]
+    shared = sorted({p.parent for p, mtime in shared_now().items() if shared_before.get(p) != mtime})   # shared inputs it wrote
+    folders = [f for f in (out / "store" / notebook.stem, out / "raw" / notebook.stem) if f.is_dir()] + shared
     return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures, "folders": folders,
             "skipped": skipped_of(results)}
 
