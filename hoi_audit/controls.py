@@ -23,9 +23,10 @@ from .cli import add_command
 __all__ = ['PROBE_INPUTS', 'INTEGER_COLUMNS', 'CONTROLS', 'RECOVERY_CONDITIONS', 'last_actions', 'LastActionsGT',
            'ControlHistories', 'history_length_source', 'dose_condition', 'noise_condition', 'horizon_queries',
            'horizon_schedule', 'probe_condition', 'pair_records', 'gap_summary', 'tidy_records', 'video_subset',
-           'Control', 'register_control', 'ControlResult', 'run_controls', 'boundary_information', 'history_dose',
-           'noise_sweep', 'horizon_audit', 'context_probes', 'sweep_table', 'controls_command', 'sensitivity_command',
-           'horizons_command', 'context_probes_command', 'add_subcommand']
+           'preset_audit_dataset', 'label_audit_dataset', 'Control', 'register_control', 'ControlResult',
+           'run_controls', 'boundary_information', 'history_dose', 'noise_sweep', 'horizon_audit', 'context_probes',
+           'sweep_table', 'controls_command', 'sensitivity_command', 'horizons_command', 'context_probes_command',
+           'add_subcommand']
 
 # %% ../nbs/18_controls.ipynb #dec10cff
 def last_actions(histories, # one history (tuple of class ids) per query
@@ -247,6 +248,34 @@ def video_subset(dataset, # a `ProceduralDataset` with features
                     {v: np.asarray(dataset.video(v).features()) for v in keep})
         os.replace(partial, root)
     return read_mstcn(root, name=name or dataset.name, background=sorted(dataset.background))
+
+# %% ../nbs/18_controls.ipynb #99a6940e
+def preset_audit_dataset(name:str, # a preset of `synthetic.PRESETS`, e.g. "breakfast"
+                         size:str, # its size: "tiny", "small" or "full" (float16 features at full)
+                         data_dir, # the shared data folder (`ExperimentPaths.data`)
+                         every:int=1, # keep every `every`-th video (`video_subset`)
+                        ) -> object: # a `ProceduralDataset` named `synthetic_<name>`
+    "The synthetic preset `name` at `size` (seed 0), written once below `data_dir` and read by every experiment that asks for it."
+    from hoi_audit.procedural import read_mstcn
+    from hoi_audit.synthetic import shared_synthetic, synthetic_dataset
+    root = shared_synthetic(synthetic_dataset(name, size, seed=0), data_dir, dtype="float16" if size == "full" else "float32")
+    ds = read_mstcn(root, name=f"synthetic_{name}")
+    return ds if every == 1 else video_subset(ds, every, Path(data_dir) / f"{root.name}_every{every}")
+
+# %% ../nbs/18_controls.ipynb #985f19d7
+def label_audit_dataset(name:str, # a real label set: "breakfast", "50salads" or "gtea"
+                        size:str, # the calibrated features' size: "small" (64-d) or "full" (2048-d, float16)
+                        data_dir, # the shared data folder (`ExperimentPaths.data`)
+                        every:int=1, # keep every `every`-th video, sorted by name
+                        labels_dir=None, # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
+                       ) -> object: # a `ProceduralDataset` named `<name>_labels`
+    "Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated synthetic features of `size`, written once below `data_dir`."
+    from hoi_audit.procedural import read_mstcn, real_labels_root
+    from hoi_audit.synthetic import real_label_feature_spec, shared_label_features
+    src = real_labels_root(name, labels_dir)
+    names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))[::every]
+    root = shared_label_features(src, data_dir, real_label_feature_spec(name, size), videos=names, dtype="float16" if size == "full" else "float32")
+    return read_mstcn(root, name=f"{name}_labels")
 
 # %% ../nbs/18_controls.ipynb #87b679af
 @dataclass(frozen=True)
