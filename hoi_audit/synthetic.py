@@ -482,12 +482,22 @@ def _claim_folder(root:Path, config:dict, overwrite:bool):
             else: path.unlink(missing_ok=True)
     write_json(marker, config)
 
+# %% ../nbs/12_synthetic.ipynb #44baed5c
+def _feature_dtype(dtype) -> str:
+    "The name of a feature storage type (float32 or float16, nothing else)."
+    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
+    return np.dtype(dtype).name
+
+# %% ../nbs/12_synthetic.ipynb #5d9d1210
+def _knobs(spec) -> dict:
+    "A `FeatureSpec`'s knobs, as `generator.json` records them."
+    return {k: getattr(spec, k) for k in spec.__dataclass_fields__}
+
 # %% ../nbs/12_synthetic.ipynb #00b21d50
 def _synthetic_config(ds, dtype:str) -> dict:
     "What a written preset's files depend on (its `generator.json`): preset, size, seed, dtype and feature knobs."
-    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
-    return {"preset": ds.name, "size": ds.size, "seed": ds.seed, "dtype": np.dtype(dtype).name,
-            "features": {k: getattr(ds.feature_spec, k) for k in ds.feature_spec.__dataclass_fields__}}
+    return {"preset": ds.name, "size": ds.size, "seed": ds.seed, "dtype": _feature_dtype(dtype),
+            "features": _knobs(ds.feature_spec)}
 
 # %% ../nbs/12_synthetic.ipynb #26b2d6af
 def write_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
@@ -534,9 +544,8 @@ def _label_config(src:Path, spec:FeatureSpec, dtype:str, videos:Sequence|None) -
     "Real-label mode's videos, and what its files depend on (its `generator.json`): the label folder, the videos, dtype and knobs."
     names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt")) if videos is None else list(videos)
     if not names: raise DataError(f"{src / 'groundTruth'}: no label files")
-    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
-    return names, {"labels": str(src.resolve()), "videos": sha256_json(names), "dtype": np.dtype(dtype).name,
-                   "features": {k: getattr(spec, k) for k in spec.__dataclass_fields__}}
+    return names, {"labels": str(src.resolve()), "videos": sha256_json(names), "dtype": _feature_dtype(dtype),
+                   "features": _knobs(spec)}
 
 # %% ../nbs/12_synthetic.ipynb #79fbe76c
 def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, mapping.txt, splits/
