@@ -681,13 +681,14 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
                      d_model:int|None=None, # transformer width (default: TrainConfig's)
                      architecture:Annotated[str, {"names": ("--architecture", "--model")}]="transformer", # a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module
                      in_sample:bool=False, # recover training histories in-sample (default: cross-fitted by participant)
+                     workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                      progress:bool=False, # show progress bars
-                    ) -> dict: # `splits` (None: all) and `seeds` as lists, the `AuditConfig`, `scale` and `progress`
+                    ) -> dict: # `splits` (None: all) and `seeds` as lists, the `AuditConfig`, `scale`, `workers` and `progress`
     "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget, as the handlers run with them."
     train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None})
     return dict(splits=_parse_list(splits, int) if splits else None, seeds=_parse_list(seeds, int) if seeds else list(PROTOCOL_SEEDS),
                 config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
-                scale=scale, progress=progress)
+                scale=scale, workers=workers, progress=progress)
 
 # %% ../nbs/17_audit.ipynb #e3d20739
 def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
@@ -695,7 +696,6 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
                   schedule:Annotated[str, {"choices": sorted(QUERY_SCHEDULES)}]="boundary", # when queries are asked (default: at action boundaries)
                   out:str, # a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)
                   store:str|None=None, # result-store folder (default: store/four_condition in the --out folder)
-                  workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                   window_accuracy:bool=False, # also Table 3: the recognizer's window accuracy on each split's test videos
                   **training, # the options of `training_options`
                  ) -> int: # the exit status
@@ -706,7 +706,7 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
     t = training_options(**training)
-    splits, seeds, progress = t["splits"], t["seeds"], t["progress"]
+    splits, seeds, progress, workers = t["splits"], t["seeds"], t["progress"], t["workers"]
     config = replace(t["config"], schedule=schedule)
     paths = CommandOutput.parse(out, "four_condition")
     store = ResultStore(Path(store)) if store else paths.store

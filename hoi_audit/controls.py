@@ -336,6 +336,7 @@ def run_controls(dataset, # a `ProceduralDataset` with features
                  history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
                  metric:str="act1", # the compared metric
                  progress:bool=False, # progress bars
+                 workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                 ) -> ControlResult:
     "Table 2 (and Tables 9, 10, 18): train each control's conditions under its schedule, compare its two tests, paired by split."
     unknown = [c for c in controls if c not in CONTROLS]
@@ -348,7 +349,7 @@ def run_controls(dataset, # a `ProceduralDataset` with features
         cross = tuple(sorted({k for c in CONTROLS.values() if c.schedule == schedule for k in c.cross_test}))
         conditions = list(dict.fromkeys(n for c in group for n in c.conditions))
         recs = audit_records(dataset, splits, seeds, conditions, _store(store, f"schedule={schedule}"),
-                             replace(config, schedule=schedule, cross_test=cross), history_fn, progress)
+                             replace(config, schedule=schedule, cross_test=cross), history_fn, progress, workers)
         for c in group:
             frames.append(recs[recs["condition"].isin(c.conditions)].assign(control=c.name))
             pairs += pair_records(recs, c.oracle, c.non_oracle, metric, control=c.name)
@@ -366,13 +367,14 @@ def boundary_information(dataset, # a `ProceduralDataset` with features
                          config:AuditConfig=AuditConfig(), # settings (boundary schedule)
                          history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
                          progress:bool=False, # progress bars
+                         workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                         ) -> tuple: # (records, table): tidy records, and Table 11's row
     "Table 11: the recognizer's window accuracy, Act@1 with BFR, BA and GT histories, and the BFR - BA drop with its interval."
     history_fn = history_fn or ControlHistories()
     cross = tuple(sorted({k for c in CONTROLS.values() if c.schedule == "boundary" for k in c.cross_test}))
     config = replace(config, schedule="boundary", cross_test=cross)
     sub = _store(store, "schedule=boundary")
-    recs = audit_records(dataset, splits, seeds, tuple(RECOVERY_CONDITIONS.values()), sub, config, history_fn, progress)
+    recs = audit_records(dataset, splits, seeds, tuple(RECOVERY_CONDITIONS.values()), sub, config, history_fn, progress, workers)
     window = window_accuracy_records(dataset, splits, sub, config, history_fn, progress)
     out = [{**r, "control": "boundary_information", "recovery": "window", "seed": config.recognizer_seed} for r in window.drop(columns="n_videos").to_dict("records")]
     for kind, cond in RECOVERY_CONDITIONS.items():
@@ -406,6 +408,7 @@ def history_dose(dataset, # a `ProceduralDataset` with features
                  config:AuditConfig=AuditConfig(), # settings (boundary schedule)
                  history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
                  progress:bool=False, # progress bars
+                 workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                 ) -> pd.DataFrame: # dataset, split, seed, condition, history, history_length, metric ('act1'), value
     "Table 12 / Figure 3 (left): Act@1 with the H most recent actions of each history source (H = 0 is video only, shared by every source)."
     history_fn = history_fn or ControlHistories()
@@ -413,7 +416,7 @@ def history_dose(dataset, # a `ProceduralDataset` with features
     for h in histories:
         conds = {dose_condition(h, n).name: int(n) for n in lengths}
         recs = audit_records(dataset, splits, seeds, list(conds), _store(store, "sweep=boundary"), replace(config, schedule="boundary", cross_test=()),
-                             history_fn, progress)
+                             history_fn, progress, workers)
         frames.append(_sweep_records(recs, "history_length", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
@@ -428,13 +431,14 @@ def noise_sweep(dataset, # a `ProceduralDataset` with features
                 config:AuditConfig=AuditConfig(), # settings (boundary schedule)
                 history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
                 progress:bool=False, # progress bars
+                workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                ) -> pd.DataFrame: # Act@1 records (noise_rate; the reference's is NaN) and the measured test edit rate of every history
     "Figure 3 (right): Act@1 as controlled GT-history noise falls, and the real recognizer's Act@1 at its own measured edit rate."
     history_fn = history_fn or ControlHistories()
     conds = {noise_condition(r, noise_seed).name: float(r) for r in rates}
     config, sub = replace(config, schedule="boundary", cross_test=()), _store(store, "sweep=boundary")
     names = list(conds) + [reference]
-    recs = audit_records(dataset, splits, seeds, names, sub, config, history_fn, progress)
+    recs = audit_records(dataset, splits, seeds, names, sub, config, history_fn, progress, workers)
     act = _sweep_records(recs, "noise_rate", {**conds, reference: np.nan})
     q = history_quality(dataset, splits, names, sub, config, history_fn)
     q = q[(q["part"] == "test") & (q["metric"] == "history_edit_rate")]
@@ -453,13 +457,14 @@ def horizon_audit(dataset, # a `ProceduralDataset` with features
                   config:AuditConfig=AuditConfig(), # settings (the schedule is set per horizon)
                   history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
                   progress:bool=False, # progress bars
+                  workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                  ) -> pd.DataFrame: # per horizon: every condition's (split, seed) Act@1, and the gap with its interval
     "Table 15: each condition retrained for targets h actions ahead; per horizon the gap oracle - non_oracle, paired by split."
     history_fn, out = history_fn or ControlHistories(), []
     for h in horizons:
         schedule = horizon_schedule(h).name
         recs = audit_records(dataset, splits, seeds, conditions, _store(store, f"schedule={schedule}"), replace(config, schedule=schedule, cross_test=()),
-                             history_fn, progress)
+                             history_fn, progress, workers)
         out.append(_sweep_records(recs, "horizon", {c: int(h) for c in conditions}))
         out.append(pd.DataFrame([pair_records(recs, oracle, non_oracle, horizon=int(h))[-1]]))
     return pd.concat(out, ignore_index=True)
@@ -474,13 +479,14 @@ def context_probes(dataset, # a `ProceduralDataset` with features
                    config:AuditConfig=AuditConfig(), # settings (boundary schedule)
                    history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
                    progress:bool=False, # progress bars
+                   workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                   ) -> pd.DataFrame: # dataset, split, seed, condition, history, probe_input, metric ('act1'), value
     "Table 17: where the context-only signal lives: history tokens only, causal state only, or both (no window video)."
     history_fn, frames = history_fn or ControlHistories(), []
     for h in histories:
         conds = {probe_condition(p, h).name: p for p in probe_inputs}
         recs = audit_records(dataset, splits, seeds, list(conds), _store(store, "sweep=boundary"), replace(config, schedule="boundary", cross_test=()),
-                             history_fn, progress)
+                             history_fn, progress, workers)
         frames.append(_sweep_records(recs, "probe_input", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
@@ -503,13 +509,13 @@ def _parse_list(text:str, cast=str) -> list:
 
 # %% ../nbs/18_controls.ipynb #16ce40dc
 def _setup(experiment:str, data_dir:str, out:str, store:str|None, training:dict) -> tuple:
-    "The dataset, the run's keywords (splits, seeds, store, config, progress), the output paths and the scale of a subcommand."
+    "The dataset, the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale of a subcommand."
     from hoi_audit.procedural import read_mstcn
     dataset = read_mstcn(data_dir)
     t = training_options(**training)
     paths = CommandOutput.parse(out, experiment)
     store = ResultStore(Path(store)) if store else paths.store
-    return dataset, dict(splits=t["splits"], seeds=t["seeds"], store=store, config=t["config"], progress=t["progress"]), paths, t["scale"]
+    return dataset, dict(splits=t["splits"], seeds=t["seeds"], store=store, config=t["config"], progress=t["progress"], workers=t["workers"]), paths, t["scale"]
 
 # %% ../nbs/18_controls.ipynb #525f51d8
 def _finish(paths, experiment:str, records, scale:str, kw:dict, **settings) -> int:

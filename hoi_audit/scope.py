@@ -201,7 +201,6 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
                   scope:Annotated[str|None, {"help": f"scope label ({', '.join(SCOPES)}), once or one per folder; default: card.json, else 'unspecified'"}]=None, # scope label (one of SCOPES), once or one per folder; default: card.json, else 'unspecified'
                   names:str|None=None, # setting names, one per folder (comma-separated); default: card.json, else the folder's name
                   max_splits:int|None=None, # use each dataset's first k splits (default: all)
-                  workers:int=1, # processes sharing each audit's units (results do not depend on it)
                   store:str|None=None, # result-store folder (default: store/scope in the --out folder)
                   **training, # the options of `audit.training_options` (its `splits` are the same split numbers of every folder)
                  ) -> int: # the exit status
@@ -219,7 +218,7 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
     paths = CommandOutput.parse(out, "scope")
     store = ResultStore(Path(store)) if store else paths.store
     result = scope_table({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, seeds, config,
-                         store, progress=t["progress"], workers=workers, splits=t["splits"])
+                         store, progress=t["progress"], workers=t["workers"], splits=t["splits"])
     shown = format_scope_table(result.table)
     with pd.option_context("display.width", 250, "display.max_columns", 20): print(shown.to_string())
     cfg = {**config.as_dict(), "seeds": seeds, "max_splits": max_splits, **({"splits": t["splits"]} if t["splits"] else {}),

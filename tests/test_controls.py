@@ -130,8 +130,8 @@ def test_cli_results_are_deterministic_and_stay_below_out(tiny, tmp_path, capsys
     parser = argparse.ArgumentParser(); add_subcommand(parser.add_subparsers())
     argv = ["sensitivity", str(tiny.root), "--splits", "1,2", "--seeds", "42", "--tokens", "2", "--epochs", "2", "--d-model", "16",
             "--lengths", "0,1", "--histories", "gt", "--noise-rates", "0.5"]
-    for out in ("a", "b"):
-        args = parser.parse_args(argv + ["--out", str(tmp_path / out / "sens.json")])
+    for out, workers in (("a", "1"), ("b", "2")):       # two processes share b's units: the same bytes (the results do not depend on k)
+        args = parser.parse_args(argv + ["--out", str(tmp_path / out / "sens.json"), "--workers", workers])
         assert args.func(args) == 0
     a, b = (tmp_path / x / "sens.json" for x in ("a", "b"))
     assert a.read_bytes() == b.read_bytes()
