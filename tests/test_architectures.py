@@ -68,3 +68,31 @@ def test_tcn_is_causal_and_sees_the_whole_sequence():
     assert torch.equal(out0[:, :, :5], out1[:, :, :5]) and not torch.equal(out0[:, :, 5:], out1[:, :, 5:])
     x2 = {**x, "state": torch.ones(1, 3)}                     # the first token (the state) reaches the read-out
     assert not torch.equal(tcn(**x), tcn(**x2))
+
+def test_committed_full_scale_table19_against_the_planted_ceiling_a_reference_interval_and_four_condition():
+    """results/full/architectures.json (Breakfast-sized preset, 4 splits x 3 seeds): every family's GT row sits under the generator's
+    exact Bayes accuracy, every gap is the paired Student-t interval of its own per-split records (scipy as the reference), and the
+    transformer's rows are four_condition's (the same units, trained again in another store: the same numbers)."""
+    from scipy import stats as st
+    from hoi_audit.core import read_results
+    from hoi_audit.grammar import bayes_accuracy
+    from hoi_audit.synthetic import synthetic_dataset
+    r = read_results(REPO / "results" / "full" / "architectures.json")
+    assert r["scale"] == "full" and r["config"]["architectures"] == list(ARCHITECTURE_ORDER)
+    recs = r["records"]
+    act = recs.query("metric == 'act1' and seed == seed").groupby(["architecture", "condition", "split"])["value"].mean()
+    bayes = 100 * bayes_accuracy(synthetic_dataset("breakfast", "full", seed=0), "full_history", include_first=True)
+    for name in ARCHITECTURE_ORDER:
+        per_split = act.loc[name].unstack("split")
+        assert per_split.shape == (3, 4)
+        # the oracle history is worth the same to every family: each GT row within 3 points under the ceiling, none above it by more than 1
+        assert bayes - 3.0 <= per_split.loc["gt_history"].mean() <= bayes + 1.0, name
+        diff = (per_split.loc["gt_history"] - per_split.loc["recognizer_ba"]).values
+        lo, hi = st.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=st.sem(diff))
+        gap = recs.query("metric == 'gap_act1' and architecture == @name").iloc[0]
+        assert (gap["value"], gap["ci_low"], gap["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-6), name
+    four = read_results(REPO / "results" / "full" / "four_condition.json")["records"]
+    four = four.query("dataset == 'synthetic_breakfast' and metric == 'act1' and seed == seed")
+    theirs = four.groupby(["condition", "split"])["value"].mean()
+    ours = act.loc["transformer"]
+    assert ours.to_dict() == pytest.approx(theirs.loc[ours.index].to_dict(), abs=1e-9)
