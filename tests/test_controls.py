@@ -15,6 +15,7 @@ from hoi_audit.queries import action_segments, check_causality, next_action_quer
 from hoi_audit.recovery import history_edit_rate
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
 from hoi_audit.grammar import bayes_accuracy
+from conftest import REPO
 
 CFG = AuditConfig(n_tokens=2, train=TrainConfig(d_model=16, n_heads=2, n_layers=1, batch_size=32, lr=3e-3, epochs=4, patience=2))
 
@@ -144,9 +145,7 @@ def test_committed_full_scale_context_probes_against_the_planted_bayes_accuracie
     """results/full/context_probes.json (Table 17 at the paper's sizes): on the preset, history only sits under the exact Bayes accuracy
     of the full history and state only reaches that of the completed-action set (the state holds that set); history + state is the
     context-only row of four_condition, the same units trained again in another store, on both datasets."""
-    from pathlib import Path
-    from hoi_audit.synthetic import synthetic_dataset
-    root = Path(__file__).resolve().parents[1] / "results" / "full"
+    root = REPO / "results" / "full"
     r = read_results(root / "context_probes.json")
     assert r["scale"] == "full" and r["config"]["splits"] == "all" and r["config"]["seeds"] == [42, 43, 44]
     per = r["records"].query("metric == 'act1'").groupby(["dataset", "probe_input", "split"])["value"].mean()
