@@ -316,7 +316,7 @@ for _c in [Control("matched", "Matched information regimes", "Primary estimator-
 def _store(store:ResultStore|None, part:str) -> ResultStore:
     "A part of the store (one query schedule or sweep per folder: the same condition under two schedules is two units)."
     root = Path(store.root) if store is not None else Path(tempfile.mkdtemp(prefix="hoi_audit_store_"))
-    return ResultStore(root / part)
+    return ResultStore(root / part, peers=getattr(store, "peers", None))   # an experiment's parts look where the experiment looks
 
 # %% ../nbs/18_controls.ipynb #e9e78adb
 @dataclass

@@ -64,7 +64,10 @@ class _UnitStates:
 
     def _inspect(self, unit:Unit) -> tuple[str, str]:
         "(state, reason) of one unit, ignoring locks."
-        d = self.unit_dir(unit)
+        return self._inspect_folder(self.unit_dir(unit), unit)
+
+    def _inspect_folder(self, d:Path, unit:Unit) -> tuple[str, str]:
+        "(state, reason) of the unit folder `d` (this store's, a peer's, or a scratch copy) judged against `unit`."
         if not d.exists(): return "pending", "not computed"
         mpath = d / self.MANIFEST
         if not mpath.exists(): return "corrupt", f"{mpath} is missing"
@@ -79,7 +82,7 @@ class _UnitStates:
         want = unit.manifest
         changed = [k for k in ("key", "config", "inputs") if stored[k] != want[k]]
         if changed: return "stale", f"{' and '.join(changed)} changed since it was computed"
-        return "done", "outputs match the manifest"
+        return "done", "outputs match the manifest" + (f" (copied from {stored['copied_from']})" if stored.get("copied_from") else "")
 
     def state(self, unit:Unit) -> str:
         "One of `UNIT_STATES` for `unit` (`running` when another process holds its lock, `failed` when its last attempt raised)."
@@ -123,28 +126,37 @@ class _UnitFiles:
         self.load(unit)
         return self.unit_dir(unit)
 
-    def _commit(self, unit:Unit, compute:Callable):
+    def _scratch(self, unit:Unit) -> Path:
+        "A fresh scratch folder for `unit` in `.tmp/` (a killed writer's leftovers removed: the caller holds the unit's lock)."
         tmp_root = _ensure_folder(self.root / ".tmp")
         prefix = sha256_bytes(unit.path.encode())[:24]
-        for old in tmp_root.glob(f"{prefix}-*"): shutil.rmtree(old, ignore_errors=True)  # a killed writer's leftovers; we hold the lock
+        for old in tmp_root.glob(f"{prefix}-*"): shutil.rmtree(old, ignore_errors=True)
         work = tmp_root / f"{prefix}-{uuid.uuid4().hex}"
         work.mkdir()
+        return work
+
+    def _install(self, unit:Unit, work:Path):
+        "Rename the complete scratch folder `work` into the unit's place (a replaced unit goes through `.trash/`); clear its failure record."
+        final = self.unit_dir(unit)
+        _ensure_folder(final.parent)
+        trash = None
+        if final.exists():
+            trash = _ensure_folder(self.root / ".trash") / f"{work.name}"
+            os.rename(final, trash)
+        os.rename(work, final)
+        _fsync_path(final.parent, directory=True)
+        if trash is not None: shutil.rmtree(trash, ignore_errors=True)
+        self._failure_file(unit).unlink(missing_ok=True)
+
+    def _commit(self, unit:Unit, compute:Callable):
+        work = self._scratch(unit)
         try:
             result = compute(unit, work)
             write_json(work / self.RESULT, result)
             outputs = {p.relative_to(work).as_posix(): sha256_file(p)
                        for p in sorted(work.rglob("*")) if p.is_file() and p.name != self.MANIFEST}
             write_json(work / self.MANIFEST, {**unit.manifest, "outputs": outputs})
-            final = self.unit_dir(unit)
-            _ensure_folder(final.parent)
-            trash = None
-            if final.exists():
-                trash = _ensure_folder(self.root / ".trash") / f"{prefix}-{uuid.uuid4().hex}"
-                os.rename(final, trash)
-            os.rename(work, final)
-            _fsync_path(final.parent, directory=True)
-            if trash is not None: shutil.rmtree(trash, ignore_errors=True)
-            self._failure_file(unit).unlink(missing_ok=True)
+            self._install(unit, work)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
@@ -157,6 +169,40 @@ class _UnitFiles:
             if state == "corrupt": raise ManifestError(f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it")
             if state != "done": self._commit(unit, compute)
             return True
+
+# %% ../nbs/01_store.ipynb #f9f6eb6e
+class _UnitPeers:
+    "Units that another store below `peers` holds done under the identical manifest: copied, checked against their hashes, not computed again."
+    def peer_stores(self) -> list:
+        "The other stores below `peers` (folders with a `units/` folder; this store and hidden folders excluded), sorted."
+        if self.peers is None or not Path(self.peers).is_dir(): return []
+        found, me = [], self.root.resolve()
+        for here, dirs, files in os.walk(self.peers):
+            if "units" in dirs and Path(here).resolve() != me: found.append(Path(here))
+            dirs[:] = sorted(d for d in dirs if d != "units" and not d.startswith("."))
+        return sorted(found)
+
+    def adopt(self, units:Sequence[Unit], # units this store does not hold done
+             ) -> dict: # unit path -> the peer unit folder it was copied from
+        "Copy in every unit of `units` that a peer store holds done with the same key, config and inputs."
+        peers, copied = [ResultStore(r) for r in self.peer_stores()], {}
+        for u in units:
+            source = next((p.unit_dir(u) for p in peers if p._inspect(u)[0] == "done"), None)
+            if source is None: continue
+            with self._lock(u, blocking=False) as got:
+                if not got or self._inspect(u)[0] == "done": continue   # another process is computing or copying it
+                work = self._scratch(u)
+                try:
+                    shutil.copytree(source, work, dirs_exist_ok=True)
+                    state, reason = self._inspect_folder(work, u)   # the copy, not the peer: a peer replaced meanwhile is caught here
+                    if state != "done": raise ManifestError(f"copying unit {u.path} from {source}: {reason}")
+                    write_json(work / self.MANIFEST, {**read_json(work / self.MANIFEST), "copied_from": str(source)})
+                    self._install(u, work)
+                except BaseException:
+                    shutil.rmtree(work, ignore_errors=True)
+                    raise
+            copied[u.path] = source
+        return copied
 
 # %% ../nbs/01_store.ipynb #364603cf
 class _StoreGrid:
@@ -194,12 +240,13 @@ class _StoreGrid:
         return pd.DataFrame(rows, columns=None if rows else ["unit", "state", "planned", "reason"])
 
 # %% ../nbs/01_store.ipynb #e166060d
-class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _StoreGrid):
+class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid):
     "A folder of units of work, each written atomically and skipped on restart when its manifest matches."
 
     def __init__(self, root, # the store's folder (created on first write)
+                 peers=None, # a folder of other stores whose done units with the identical manifest are copied, not recomputed (None: none)
                 ):
-        self.root = Path(root)
+        self.root, self.peers = Path(root), (Path(peers) if peers is not None else None)
 
     def __repr__(self): return f"ResultStore({str(self.root)!r})"
     def unit_dir(self, unit:Unit) -> Path: return self.root / "units" / unit.path
@@ -218,6 +265,12 @@ class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _StoreGrid):
             state, reason = self._inspect(u)
             if state == "corrupt": raise ManifestError(f"unit {u.path} in {self.root}: {reason}; delete {self.unit_dir(u)} to recompute it")
             if state != "done": pending.append(u)
+        if pending and self.peers is not None:
+            copied = self.adopt(pending)
+            if copied:
+                print(f"{self.root}: {len(copied)} unit(s) copied from other stores below {self.peers} (the same key, config and inputs), "
+                      "not computed again", file=sys.stderr)
+                pending = [u for u in pending if u.path not in copied]
         if pending:
             if backend is None:   # the backends build on the store, so their module is imported when first needed
                 backend = importlib.import_module("hoi_audit.cluster").current_backend()
@@ -244,7 +297,9 @@ class ExperimentPaths:
     @property
     def results(self) -> Path: return Path(self.out_dir) / "results" / f"{self.experiment}.json"
     @property
-    def store(self) -> ResultStore: return ResultStore(Path(self.out_dir) / "store" / self.experiment)
+    def store(self) -> ResultStore:
+        "The experiment's result store; its peers are the other stores of the output folder (a unit one of them holds is not trained again)."
+        return ResultStore(Path(self.out_dir) / "store" / self.experiment, peers=Path(self.out_dir) / "store")
     @property
     def raw(self) -> Path: return Path(self.out_dir) / "raw" / self.experiment
     @property
