@@ -61,7 +61,10 @@ class ControlHistories:
         self.inner, self._cache, self._fitted = inner or RecognizerHistories(), {}, set()
 
     @property
-    def name(self) -> str: return f"ControlHistories({getattr(self.inner, 'name', type(self.inner).__name__)})"
+    def name(self) -> str:
+        """The inner backend's name: a base kind's histories are the inner's, a '<kind>_last<H>' a pure function of them, so a recovery unit
+        of this backend is the unit an audit on the inner backend computes, and the store shares it (`ResultStore.adopt`)."""
+        return getattr(self.inner, 'name', type(self.inner).__name__)
 
     def recognizer(self, dataset, split:int, config:AuditConfig):
         "The inner backend's recognizer (Table 3/11's window accuracy); the all-train one is the cross-fitted recognizer's own, fitted once."

@@ -54,6 +54,26 @@ def test_killed_run_resumes_without_training(tiny, tmp_path, monkeypatch):
     again = run_controls(tiny, ["matched", "boundary_independent"], **kw)
     pd.testing.assert_frame_equal(first.table, again.table)
 
+def test_the_controls_take_the_audits_units_from_a_peer_store(tiny, tmp_path, monkeypatch):
+    """The matched control's units are the four-condition audit's (same key, config and inputs, the recovered histories included): with the
+    audit's store as a peer, as experiments of one output folder have, the controls train nothing and recover nothing, and their records
+    are the audit's."""
+    kw, root = dict(splits=[1, 2], seeds=(42,), config=CFG), tmp_path / "store"
+    first = audit.four_condition_audit(tiny, conditions=["recognizer_ba", "gt_history"], store=ResultStore(root / "four_condition", peers=root), **kw)
+    def refuse(*args, **kwargs): raise AssertionError("a unit that a peer store holds was computed again")
+    monkeypatch.setattr(audit, "architecture", lambda name: refuse)
+    monkeypatch.setattr(audit.RecognizerHistories, "__call__", refuse)
+    res = run_controls(tiny, ["matched"], store=ResultStore(root / "controls", peers=root), **kw)
+    copied = [m for m in (root / "controls").rglob("manifest.json") if "copied_from" in json.loads(m.read_text())]
+    assert len(copied) == 2 * (1 + 2), copied            # per split: the recovered BA history and the two trainings
+    cols = ["split", "condition", "seed", "metric", "value"]
+    mine = res.records.query("metric == 'act1' and test_history == test_history")
+    mine = mine[mine["test_history"] == mine["condition"].map({"recognizer_ba": "ba", "gt_history": "gt"})][cols]
+    theirs = first.records.query("metric == 'act1'")[cols]
+    pd.testing.assert_frame_equal(mine.sort_values(cols[:3]).reset_index(drop=True), theirs.sort_values(cols[:3]).reset_index(drop=True))
+    with pytest.raises(AssertionError, match="computed again"):   # without peers the same call would train: the check above can fail
+        run_controls(tiny, ["matched"], store=ResultStore(tmp_path / "alone"), **kw)
+
 def test_dose_at_full_length_and_zero_noise_are_the_gt_model(tiny, tmp_path):
     "H >= the longest history and noise rate 0 give the GT history itself: the very numbers of the plain GT-history model."
     store = ResultStore(tmp_path / "s")
