@@ -13,7 +13,7 @@ from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, Slu
                                cluster_jobs, read_cluster_config)
 from .cli import add_command
 from .core import SCALES, HoiAuditError, OutputError, _ensure_folder, read_json
-from .store import ResultStore, Unit
+from .store import ResultStore, Unit, stores_below
 from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
@@ -142,21 +142,12 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
             written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
     return written
 
-# %% ../nbs/90_runner.ipynb #77021d07
-def _stores_below(folder) -> list:
-    "Every result store (a folder with `plan.json`) at or below `folder`, sorted; unit folders and hidden folders are not searched."
-    found = []
-    for here, dirs, files in os.walk(folder):
-        if "plan.json" in files: found.append(Path(here))
-        dirs[:] = [d for d in dirs if d != "units" and not d.startswith(".")]
-    return sorted(found)
-
 # %% ../nbs/90_runner.ipynb #cb75ccd5
 def store_roots(path) -> list:
     "The result stores at `path`: the store itself, or every store below `store/` of an output root (`store/<experiment>/...`)."
     path = Path(path)
     if (path / "plan.json").exists(): return [path]
-    return _stores_below(path / "store") if (path / "store").is_dir() else []
+    return stores_below(path / "store") if (path / "store").is_dir() else []
 
 # %% ../nbs/90_runner.ipynb #8ea0a2af
 def _store_label(root:Path, path) -> str:
@@ -194,7 +185,7 @@ def plan_experiment(name:str, # an experiment notebook's name
             if e.ename != "PlanStop": raise HoiAuditError(f"experiment {name} failed while planning ({e.ename}: {e.evalue})") from None
             complete = False
     store = out / "store" / name
-    stores = _stores_below(store)
+    stores = stores_below(store)
     if not stores: raise HoiAuditError(f"experiment {name} declared no units in {store}")
     tables = [ResultStore(s).status() for s in stores]   # a store below the experiment's folder: its units' paths start with its place
     for s, t in zip(stores, tables):

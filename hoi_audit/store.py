@@ -13,7 +13,7 @@ from .core import (ManifestError, OutputError, _ensure_folder, _fsync_path, read
                             write_json)
 
 # %% auto #0
-__all__ = ['UNIT_STATES', 'Unit', 'ResultStore', 'ExperimentPaths', 'CommandOutput']
+__all__ = ['UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'ExperimentPaths', 'CommandOutput']
 
 # %% ../nbs/01_store.ipynb #7ebab6ea
 _SAFE = re.compile(r"^[A-Za-z0-9_.+-]+$")
@@ -141,7 +141,7 @@ class _UnitFiles:
         _ensure_folder(final.parent)
         trash = None
         if final.exists():
-            trash = _ensure_folder(self.root / ".trash") / f"{work.name}"
+            trash = _ensure_folder(self.root / ".trash") / work.name
             os.rename(final, trash)
         os.rename(work, final)
         _fsync_path(final.parent, directory=True)
@@ -170,17 +170,23 @@ class _UnitFiles:
             if state != "done": self._commit(unit, compute)
             return True
 
+# %% ../nbs/01_store.ipynb #07f23601
+def stores_below(folder, # a folder (missing: no stores)
+                ) -> list: # the stores' folders, sorted
+    "Every result store (a folder with `plan.json`) at or below `folder`; unit folders and hidden folders are not searched."
+    found = []
+    for here, dirs, files in os.walk(folder):
+        if "plan.json" in files: found.append(Path(here))
+        dirs[:] = [d for d in dirs if d != "units" and not d.startswith(".")]
+    return sorted(found)
+
 # %% ../nbs/01_store.ipynb #f9f6eb6e
 class _UnitPeers:
     "Units that another store below `peers` holds done under the identical manifest: copied, checked against their hashes, not computed again."
     def peer_stores(self) -> list:
-        "The other stores below `peers` (folders with a `units/` folder; this store and hidden folders excluded), sorted."
-        if self.peers is None or not Path(self.peers).is_dir(): return []
-        found, me = [], self.root.resolve()
-        for here, dirs, files in os.walk(self.peers):
-            if "units" in dirs and Path(here).resolve() != me: found.append(Path(here))
-            dirs[:] = sorted(d for d in dirs if d != "units" and not d.startswith("."))
-        return sorted(found)
+        "The other stores below `peers` (`stores_below`, this store excluded), sorted."
+        if self.peers is None: return []
+        return [r for r in stores_below(self.peers) if r.resolve() != self.root.resolve()]
 
     def adopt(self, units:Sequence[Unit], # units this store does not hold done
              ) -> dict: # unit path -> the peer unit folder it was copied from

@@ -68,7 +68,7 @@ def test_the_controls_take_the_audits_units_from_a_peer_store(tiny, tmp_path, mo
     assert len(copied) == 2 * (1 + 2), copied            # per split: the recovered BA history and the two trainings
     cols = ["split", "condition", "seed", "metric", "value"]
     mine = res.records.query("metric == 'act1' and test_history == test_history")
-    mine = mine[mine["test_history"] == mine["condition"].map({"recognizer_ba": "ba", "gt_history": "gt"})][cols]
+    mine = mine[mine["test_history"] == mine["condition"].map(lambda c: CONDITIONS[c].history)][cols]   # each model on its own history
     theirs = first.records.query("metric == 'act1'")[cols]
     pd.testing.assert_frame_equal(mine.sort_values(cols[:3]).reset_index(drop=True), theirs.sort_values(cols[:3]).reset_index(drop=True))
     with pytest.raises(AssertionError, match="computed again"):   # without peers the same call would train: the check above can fail
