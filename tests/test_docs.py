@@ -147,3 +147,26 @@ def test_an_experiment_run_is_current_only_with_the_same_code(tmp_path):
     (tmp_path / "run.ipynb").write_text(json.dumps(run))
     assert not docs_sources.is_current(tmp_path / "run.ipynb", src), "an edited notebook's old run was taken as current"
     assert not docs_sources.is_current(tmp_path / "missing.ipynb", src)
+
+def test_an_experiment_page_takes_the_current_prose_and_the_runs_outputs(tmp_path):
+    """A run made before the notebook's text was edited: the page shows the new text, the run's outputs and its parameters cell."""
+    src = REPO / "nbs" / "experiments" / f"{EXPERIMENTS[0]}.ipynb"
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    codes = [k for k, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
+    injected = {"cell_type": "code", "id": "p", "metadata": {"tags": ["injected-parameters"]}, "source": "scale = 'small'", "outputs": [],
+                "execution_count": 1}
+    ran = [dict(c, outputs=[{"output_type": "stream", "name": "stdout", "text": f"cell {k}"}]) if c["cell_type"] == "code" else c
+           for k, c in enumerate(nb["cells"])]
+    run = dict(nb, cells=ran[:codes[0] + 1] + [injected] + ran[codes[0] + 1:])
+    (tmp_path / "run.ipynb").write_text(json.dumps(run))
+    edited = json.loads(json.dumps(nb))
+    md = next(c for c in edited["cells"] if c["cell_type"] == "markdown")
+    md["source"] = "The text as edited after the run."
+    edited["cells"].append({"cell_type": "markdown", "id": "new", "metadata": {}, "source": "A paragraph added after the run."})
+    (tmp_path / "src.ipynb").write_text(json.dumps(edited))
+    out = docs_sources.with_current_prose(tmp_path / "run.ipynb", tmp_path / "src.ipynb", tmp_path / "prose" / "page.ipynb")
+    cells = json.loads(out.read_text())["cells"]
+    assert [c["source"] for c in cells if c["cell_type"] == "markdown"] == [c["source"] for c in edited["cells"] if c["cell_type"] == "markdown"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert code[1]["id"] == "p" and [c["outputs"][0]["text"] for c in code if c["id"] != "p"] == [f"cell {k}" for k in codes]
+    assert len(cells) == len(edited["cells"]) + 1 and not list(tmp_path.glob("prose/*.tmp"))

@@ -9,7 +9,8 @@ Where Quarto exists, `nbdev_docs` builds the site from the same notebooks; elsew
   and nbdev's links to `<doc_host><doc_baseurl>/<page>.html#<anchor>` into cross-references that Sphinx resolves and checks;
 - takes the experiment pages from *executed* notebooks: `RUNS/<name>.ipynb` (what `make reproduce` writes) where its code is
   the current notebook's, otherwise it executes the experiment at the small scale (`hoi_audit.runner.reproduce`) into
-  `EXECUTED/`, whose result store makes the next build skip every finished unit;
+  `EXECUTED/`, whose result store makes the next build skip every finished unit; the page's prose is always the current
+  notebook's (`EXECUTED/prose/`), so editing text needs no rerun;
 - adds the committed full-scale figures (`figures/full/*.png`) to the experiment page whose notebook names them.
 
 Usage: python tools/docs_sources.py SRC_OUT [--runs runs] [--executed _build/reproduce]
@@ -203,6 +204,24 @@ def is_current(executed: Path, source: Path) -> bool:
     if any(o.get("output_type") == "error" for c in run["cells"] for o in c.get("outputs", [])): return False
     return _code(run) == _code(json.loads(source.read_text(encoding="utf-8")))
 
+def with_current_prose(executed: Path, source: Path, dest: Path) -> Path:
+    """A copy of the current run `executed` (see `is_current`: the same code as `source`) at `dest`, with the prose of `source` as it
+    is now: its markdown cells, and the run's code cells with their outputs in their places. Editing a notebook's text must not need
+    hours of rerunning to reach its page."""
+    run, src = (json.loads(p.read_text(encoding="utf-8")) for p in (executed, source))
+    ran, cells, i = run["cells"], [], 0
+    for c in src["cells"]:
+        if c["cell_type"] != "code": cells.append(c); continue
+        while "injected-parameters" in ran[i].get("metadata", {}).get("tags", []): cells.append(ran[i]); i += 1
+        while ran[i]["cell_type"] != "code": i += 1
+        cells.append(ran[i]); i += 1
+        while i < len(ran) and "injected-parameters" in ran[i].get("metadata", {}).get("tags", []): cells.append(ran[i]); i += 1
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text(json.dumps(dict(run, cells=cells), indent=1), encoding="utf-8")
+    tmp.replace(dest)
+    return dest
+
 def executed_experiments(notebooks: dict, runs: Path, build: Path) -> dict:
     "Experiment name -> its executed notebook: from `runs` where current, else executed now at the small scale into `build`."
     chosen, stale = {}, []
@@ -264,6 +283,7 @@ def write(out: Path, runs: Path, build: Path):
 
     experiments = []
     for name, executed in executed_experiments(notebooks, runs, build).items():
+        executed = with_current_prose(executed, notebooks[name], build / "prose" / f"{name}.ipynb")
         doc = page(notebooks[name], symbols, executed=executed, prefix="../")
         doc["cells"] += full_scale_cells(name, executed, out / "experiments" / "full")
         (out / "experiments" / f"{name}.ipynb").write_text(json.dumps(doc, indent=1), encoding="utf-8")
