@@ -161,3 +161,38 @@ def test_diagnostic_presets_write_deterministically_and_within_their_grammar(nam
         assert data.video(spec.name).participant == spec.participant
         acts = tuple(data.classes[c] for c in data.video(spec.name).transcript if c not in data.background)
         assert (spec.task, acts) in support, (spec.name, acts)
+
+
+def test_committed_full_scale_scope_against_a_reference_interval_the_planted_bayes_and_controls():
+    """results/full/scope.json (Tables 4 and 13 at the paper's sizes, every split, 3 seeds): every gap is the paired Student-t (scipy)
+    of its split means, and the EPIC-100-like setting's one split has none; where recovery is exact (boundary-aware history on both
+    GTEA settings: edit rate 0) the gap is exactly 0; the Breakfast-like preset's GT row sits under the full history's exact Bayes
+    accuracy; the BA, BFR and GT units of the six settings are the controls' Table 11 units (copied, not trained again)."""
+    from conftest import REPO
+    from hoi_audit.core import read_results
+    root = REPO / "results" / "full"
+    r = read_results(root / "scope.json")
+    assert r["scale"] == "full" and set(r["config"]["sizes"].values()) == {"full"} and r["config"]["seeds"] == [42, 43, 44]
+    d = r["records"]
+    acc = d.query("metric == 'act1' and seed == seed")
+    per = acc.groupby(["setting", "condition", "split"])["value"].mean()
+    assert len(set(acc["setting"])) == 8
+    for kind in ("ba", "bfr"):
+        for _, g in d[d["metric"] == f"gap_act1_{kind}"].iterrows():
+            diff = (per.loc[(g["setting"], "gt_history")] - per.loc[(g["setting"], f"recognizer_{kind}")]).to_numpy()
+            assert len(diff) == g["n"] == (1 if g["setting"] == "synthetic_epic100" else 5 if "50salads" in g["setting"] else 4)
+            assert g["value"] == pytest.approx(diff.mean(), abs=1e-9)
+            if len(diff) == 1: assert math.isnan(g["ci_low"]) and math.isnan(g["ci_high"]); continue
+            lo, hi = sps.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=sps.sem(diff)) if diff.std() > 0 else (diff.mean(),) * 2
+            assert (g["ci_low"], g["ci_high"]) == pytest.approx((lo, hi), abs=1e-9)
+    edits = d.query("metric == 'history_edit_rate' and condition == 'recognizer_ba'").groupby("setting")["value"].max()
+    gaps = d.query("metric == 'gap_act1_ba'").set_index("setting")["value"]
+    assert {"synthetic_gtea", "gtea_labels"} <= set(edits[edits == 0].index)
+    assert all(gaps[s] == 0 for s in edits[edits == 0].index)
+    bayes = r["config"]["bayes_full_history_include_first"]["synthetic_breakfast"]
+    assert bayes == pytest.approx(100 * bayes_accuracy(synthetic_dataset("breakfast", "full", seed=0), "full_history", include_first=True), abs=1e-5)
+    assert bayes - 2.5 <= per.loc[("synthetic_breakfast", "gt_history")].mean() <= bayes + 1.0
+    controls = read_results(root / "controls.json")["records"].query("control == 'boundary_information' and metric == 'act1'")
+    ours = acc.query("condition != 'video_only' and setting in @controls.dataset.unique()").set_index(["setting", "condition", "split", "seed"])["value"]
+    theirs = controls.set_index(["dataset", "condition", "split", "seed"])["value"]
+    assert len(ours) == len(theirs) == 6 * 3 * 3 * 4 + 2 * 3 * 3 and ours.sort_index().to_dict() == theirs.sort_index().to_dict()
