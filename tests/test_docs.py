@@ -169,4 +169,4 @@ def test_an_experiment_page_takes_the_current_prose_and_the_runs_outputs(tmp_pat
     assert [c["source"] for c in cells if c["cell_type"] == "markdown"] == [c["source"] for c in edited["cells"] if c["cell_type"] == "markdown"]
     code = [c for c in cells if c["cell_type"] == "code"]
     assert code[1]["id"] == "p" and [c["outputs"][0]["text"] for c in code if c["id"] != "p"] == [f"cell {k}" for k in codes]
-    assert len(cells) == len(edited["cells"]) + 1 and not list(tmp_path.glob("prose/*.tmp"))
+    assert len(cells) == len(edited["cells"]) + 1 and [f.name for f in (tmp_path / "prose").iterdir()] == ["page.ipynb"]   # no temporary left

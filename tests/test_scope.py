@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from hoi_audit.audit import AuditConfig, four_condition_audit
-from hoi_audit.core import DataError, HoiAuditError
+from hoi_audit.core import DataError, HoiAuditError, read_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn
@@ -18,6 +18,7 @@ from hoi_audit.scope import (CARD_FILE, PAPER_SCOPE, DatasetCard, add_subcommand
                              scope_table, write_card)
 from hoi_audit.synthetic import preset, synthetic_dataset, write_synthetic
 from hoi_audit.grammar import AnyOrder, Choice, Seq, bayes_accuracy
+from conftest import REPO
 
 QUICK = AuditConfig(n_tokens=2, recognizer_folds=2, train=TrainConfig(d_model=16, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=3, patience=2))
 
@@ -168,8 +169,6 @@ def test_committed_full_scale_scope_against_a_reference_interval_the_planted_bay
     of its split means, and the EPIC-100-like setting's one split has none; where recovery is exact (boundary-aware history on both
     GTEA settings: edit rate 0) the gap is exactly 0; the Breakfast-like preset's GT row sits under the full history's exact Bayes
     accuracy; the BA, BFR and GT units of the six settings are the controls' Table 11 units (copied, not trained again)."""
-    from conftest import REPO
-    from hoi_audit.core import read_results
     root = REPO / "results" / "full"
     r = read_results(root / "scope.json")
     assert r["scale"] == "full" and set(r["config"]["sizes"].values()) == {"full"} and r["config"]["seeds"] == [42, 43, 44]

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse, configparser, importlib, json, re, shutil, sys
 from pathlib import Path
 
+from hoi_audit.core import write_text
+
 REPO = Path(__file__).resolve().parent.parent
 SECTIONS = [  # sidebar sections: (caption, entries); the library and experiment entries are filled in below
     ("Start", ["start"]),
@@ -209,18 +211,13 @@ def with_current_prose(executed: Path, source: Path, dest: Path) -> Path:
     is now: its markdown cells, and the run's code cells with their outputs in their places. Editing a notebook's text must not need
     hours of rerunning to reach its page."""
     run, src = (json.loads(p.read_text(encoding="utf-8")) for p in (executed, source))
-    ran, cells, i = run["cells"], [], 0
-    for c in src["cells"]:
-        if c["cell_type"] != "code": cells.append(c); continue
-        while "injected-parameters" in ran[i].get("metadata", {}).get("tags", []): cells.append(ran[i]); i += 1
-        while ran[i]["cell_type"] != "code": i += 1
-        cells.append(ran[i]); i += 1
-        while i < len(ran) and "injected-parameters" in ran[i].get("metadata", {}).get("tags", []): cells.append(ran[i]); i += 1
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_text(json.dumps(dict(run, cells=cells), indent=1), encoding="utf-8")
-    tmp.replace(dest)
-    return dest
+    lead, groups = [], []   # each code cell of the run with papermill's parameters cell, if it follows it; one before any code
+    for c in (c for c in run["cells"] if c["cell_type"] == "code"):
+        if "injected-parameters" in c.get("metadata", {}).get("tags", []): (groups[-1] if groups else lead).append(c)
+        else: groups.append([c])
+    groups, cells = iter(groups), lead
+    for c in src["cells"]: cells += next(groups) if c["cell_type"] == "code" else [c]
+    return write_text(dest, json.dumps(dict(run, cells=cells), indent=1))
 
 def executed_experiments(notebooks: dict, runs: Path, build: Path) -> dict:
     "Experiment name -> its executed notebook: from `runs` where current, else executed now at the small scale into `build`."
