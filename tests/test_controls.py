@@ -219,3 +219,34 @@ def test_committed_full_scale_controls_against_a_reference_interval_the_planted_
         assert len(ours) == 12 and ours.to_dict() == pytest.approx(theirs.loc[ours.index].to_dict(), abs=1e-12)
     fixed = acc.query("control == 'fixed_checkpoint' and side == 'non_oracle'").set_index(["dataset", "split", "seed"])["value"].sort_index()
     assert len(fixed) == 24 and fixed.to_dict() == matched["non_oracle"].to_dict()
+
+def test_committed_full_scale_horizons_against_a_reference_interval_the_planted_bayes_and_controls():
+    """results/full/horizons.json (Table 15 at the paper's sizes, 4 splits x 3 seeds): every per-horizon gap is the paired Student-t
+    (scipy) of its split means; h = 1 asks the next-action audit's queries with the same recognizer and seeds, so its recognizer and GT
+    rows are the controls' matched units trained again and equal to them (training is deterministic); on the Breakfast-like preset the
+    h = 1 GT row sits under the full history's exact Bayes accuracy and the oracle's advantage shrinks with the horizon."""
+    root = REPO / "results" / "full"
+    r = read_results(root / "horizons.json")
+    assert r["scale"] == "full" and r["config"]["splits"] == "all" and r["config"]["seeds"] == [42, 43, 44]
+    d = r["records"]
+    acc = d.query("metric == 'act1'")
+    assert len(acc) == 2 * 5 * 3 * 4 * 3
+    per = acc.groupby(["dataset", "horizon", "condition", "split"])["value"].mean()
+    gaps = d.query("metric == 'gap_act1'").set_index(["dataset", "horizon"]).sort_index()
+    assert len(gaps) == 10 and set(gaps["n"]) == {4}
+    for (ds, h), g in gaps.iterrows():
+        diff = (per.loc[(ds, h, "gt_history")] - per.loc[(ds, h, "recognizer_ba")]).to_numpy()
+        lo, hi = stats.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=stats.sem(diff))
+        assert (g["value"], g["ci_low"], g["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-9)
+    ctl = read_results(root / "controls.json")["records"].query("control == 'matched' and metric == 'act1'")
+    ctl = ctl.set_index(["dataset", "side", "split", "seed"])["value"].sort_index()
+    h1 = acc[acc["horizon"] == 1].assign(split=lambda x: x["split"].astype(int)).set_index(["dataset", "condition", "split", "seed"])["value"].sort_index()
+    for ds in ("synthetic_breakfast", "breakfast_labels"):
+        for condition, side in (("recognizer_ba", "non_oracle"), ("gt_history", "oracle")):
+            ours, theirs = h1.loc[(ds, condition)], ctl.loc[(ds, side)]
+            theirs.index = theirs.index.set_levels(theirs.index.levels[0].astype(int), level=0)
+            assert len(ours) == 12 and ours.to_dict() == pytest.approx(theirs.to_dict(), abs=1e-9)
+    bayes = 100 * bayes_accuracy(synthetic_dataset("breakfast", "full", seed=0), "full_history", include_first=True)
+    assert bayes - 2.5 <= per.loc[("synthetic_breakfast", 1, "gt_history")].mean() <= bayes + 1.0
+    syn = gaps.loc["synthetic_breakfast", "value"]
+    assert syn.loc[1] > syn.loc[3] + 5 and (gaps["ci_low"] > 0).all()
