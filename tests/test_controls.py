@@ -239,12 +239,12 @@ def test_committed_full_scale_horizons_against_a_reference_interval_the_planted_
         lo, hi = stats.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=stats.sem(diff))
         assert (g["value"], g["ci_low"], g["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-9)
     ctl = read_results(root / "controls.json")["records"].query("control == 'matched' and metric == 'act1'")
-    ctl = ctl.set_index(["dataset", "side", "split", "seed"])["value"].sort_index()
-    h1 = acc[acc["horizon"] == 1].assign(split=lambda x: x["split"].astype(int)).set_index(["dataset", "condition", "split", "seed"])["value"].sort_index()
+    by_split = lambda x: x.assign(split=x["split"].astype(int))   # split labels are read back as text beside the gaps' 'all'
+    ctl = ctl.pipe(by_split).set_index(["dataset", "side", "split", "seed"])["value"].sort_index()
+    h1 = acc[acc["horizon"] == 1].pipe(by_split).set_index(["dataset", "condition", "split", "seed"])["value"].sort_index()
     for ds in ("synthetic_breakfast", "breakfast_labels"):
         for condition, side in (("recognizer_ba", "non_oracle"), ("gt_history", "oracle")):
             ours, theirs = h1.loc[(ds, condition)], ctl.loc[(ds, side)]
-            theirs.index = theirs.index.set_levels(theirs.index.levels[0].astype(int), level=0)
             assert len(ours) == 12 and ours.to_dict() == pytest.approx(theirs.to_dict(), abs=1e-9)
     bayes = 100 * bayes_accuracy(synthetic_dataset("breakfast", "full", seed=0), "full_history", include_first=True)
     assert bayes - 2.5 <= per.loc[("synthetic_breakfast", 1, "gt_history")].mean() <= bayes + 1.0
