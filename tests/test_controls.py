@@ -220,6 +220,10 @@ def test_committed_full_scale_controls_against_a_reference_interval_the_planted_
     fixed = acc.query("control == 'fixed_checkpoint' and side == 'non_oracle'").set_index(["dataset", "split", "seed"])["value"].sort_index()
     assert len(fixed) == 24 and fixed.to_dict() == matched["non_oracle"].to_dict()
 
+def by_split(records:pd.DataFrame) -> pd.DataFrame:
+    "Split labels as integers: a results file reads them back as text beside the gaps' 'all'."
+    return records.assign(split=records["split"].astype(int))
+
 def test_committed_full_scale_horizons_against_a_reference_interval_the_planted_bayes_and_controls():
     """results/full/horizons.json (Table 15 at the paper's sizes, 4 splits x 3 seeds): every per-horizon gap is the paired Student-t
     (scipy) of its split means; h = 1 asks the next-action audit's queries with the same recognizer and seeds, so its recognizer and GT
@@ -239,7 +243,6 @@ def test_committed_full_scale_horizons_against_a_reference_interval_the_planted_
         lo, hi = stats.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=stats.sem(diff))
         assert (g["value"], g["ci_low"], g["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-9)
     ctl = read_results(root / "controls.json")["records"].query("control == 'matched' and metric == 'act1'")
-    by_split = lambda x: x.assign(split=x["split"].astype(int))   # split labels are read back as text beside the gaps' 'all'
     ctl = ctl.pipe(by_split).set_index(["dataset", "side", "split", "seed"])["value"].sort_index()
     h1 = acc[acc["horizon"] == 1].pipe(by_split).set_index(["dataset", "condition", "split", "seed"])["value"].sort_index()
     for ds in ("synthetic_breakfast", "breakfast_labels"):
@@ -260,7 +263,6 @@ def test_committed_full_scale_sensitivity_against_the_planted_bayes_the_planted_
     root = REPO / "results" / "full"
     r = read_results(root / "sensitivity.json")
     assert r["scale"] == "full" and r["config"]["splits"] == "all" and r["config"]["seeds"] == [42, 43, 44]
-    by_split = lambda x: x.assign(split=x["split"].astype(int))
     d = r["records"].pipe(by_split)
     acc = d.query("metric == 'act1'")
     dose = acc[acc["history_length"].notna()]
