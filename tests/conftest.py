@@ -71,3 +71,11 @@ def hoi_audit(*args, **kw) -> subprocess.CompletedProcess:
     "Run the installed `hoi-audit` console script (the one a user calls)."
     exe = Path(sys.executable).parent / "hoi-audit"
     return subprocess.run([str(exe), *args], capture_output=True, text=True, **kw)
+
+def structure(payload:dict) -> dict:
+    """A results JSON without its numbers: what must agree across numeric environments. Pins that hash trained weights or float features
+    (a config entry named `*_pins`, e.g. epic_anticipation's `forecaster_pins`) differ with the arithmetic, so only their keys count."""
+    numbers = {"value", "ci_low", "ci_high"}
+    config = {k: sorted(v) if k.endswith("_pins") else v for k, v in payload["config"].items()}
+    return {"experiment": payload["experiment"], "scale": payload["scale"], "config": config,
+            "records": [{k: v for k, v in r.items() if k not in numbers} for r in payload["records"]]}

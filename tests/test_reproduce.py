@@ -3,7 +3,7 @@ import json, os, shutil, subprocess, sys, time
 from pathlib import Path
 import nbformat
 import pytest
-from conftest import REPO, hoi_audit, sigkill_tree
+from conftest import REPO, hoi_audit, sigkill_tree, structure
 from hoi_audit.runner import store_roots
 
 DEMO = ["--only", "demo_provenance", "--quiet"]
@@ -152,14 +152,6 @@ def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_pa
         pytest.skip(f"{', '.join(elsewhere)} committed from another numeric environment (core.numeric_environment): the regenerated records "
                     "have the committed structure and the SLURM recomputation this machine's bytes, but the bytes were not compared with "
                     "the committed file; regenerate them here with `make reproduce`")
-
-def structure(payload:dict) -> dict:
-    """A results JSON without its numbers: what must agree across numeric environments. Pins that hash trained weights or float features
-    (a config entry named `*_pins`, e.g. epic_anticipation's `forecaster_pins`) differ with the arithmetic, so only their keys count."""
-    numbers = {"value", "ci_low", "ci_high"}
-    config = {k: sorted(v) if k.endswith("_pins") else v for k, v in payload["config"].items()}
-    return {"experiment": payload["experiment"], "scale": payload["scale"], "config": config,
-            "records": [{k: v for k, v in r.items() if k not in numbers} for r in payload["records"]]}
 
 # The SLURM backend on every experiment, at the cost of two units: the in-place run above left the experiment's stores; the last two
 # units it planned (its last batch) are deleted, and `reproduce --backend slurm --cluster local` (submitit's local executor) computes
