@@ -1,4 +1,4 @@
-import os, signal, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 from pathlib import Path
 import pytest
 
@@ -79,3 +79,14 @@ def structure(payload:dict) -> dict:
     config = {k: sorted(v) if k.endswith("_pins") else v for k, v in payload["config"].items()}
     return {"experiment": payload["experiment"], "scale": payload["scale"], "config": config,
             "records": [{k: v for k, v in r.items() if k not in numbers} for r in payload["records"]]}
+
+def matches_committed(got:bytes, committed:bytes, name:str) -> bool:
+    """Assert a regenerated results file `name` is the committed one: byte for byte where both were made in the same numeric environment,
+    in their `structure` elsewhere (the file carries its environment, so another machine cannot write the committed bytes). True when
+    the bytes were compared."""
+    mine, theirs = json.loads(got), json.loads(committed)
+    if mine.get("environment") == theirs.get("environment"):
+        assert got == committed, f"{name} regenerated here differs from the committed file"
+        return True
+    assert structure(mine) == structure(theirs), f"{name}: regenerated in another numeric environment, its records differ in more than their numbers"
+    return False

@@ -1,13 +1,13 @@
 """The cluster backends end to end: a process pool, submitit's local executor, and (when it can start here) a real SLURM
 scheduler. Each run's results must be byte-identical to the in-place run, with every unit finished exactly once, through a task
 killed mid-unit (SIGKILL), a task that outlives its time limit (requeued), and a unit that raises (reported with key and log)."""
-import json, os, shutil, signal, subprocess, sys, time
+import os, shutil, signal, subprocess, sys, time
 from pathlib import Path
 import cloudpickle, numpy as np, pytest
 from hoi_audit.core import HoiAuditError, read_json, sha256_json, write_npy
 from hoi_audit.store import ResultStore, Unit
 from hoi_audit.cluster import ClusterConfig, LocalBackend, SlurmBackend, cluster_jobs
-from conftest import REPO, hoi_audit, structure
+from conftest import REPO, hoi_audit, matches_committed
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])   # the computes below travel by value: a node cannot import this test file
 LOCAL_SLURM = Path(__file__).resolve().parents[2] / "shared" / "tools" / "local-slurm.sh"
@@ -104,9 +104,8 @@ def test_slurm_array_requeue_kill_and_failure(slurm, tmp_path, reference):
 # `hoi-audit reproduce` with a backend must write the same results JSON, byte for byte, as without one. demo_provenance (48 units,
 # its data planted in the notebook) goes through the SLURM backend for its whole grid, on submitit's local executor and on the real
 # local SLURM, and is compared with its in-place run on this machine (24 s), which must itself be the committed
-# results/demo_provenance.json: byte for byte where that was made in this numeric environment, in its structure elsewhere (the
-# environment is part of the file, so another machine cannot write the committed bytes even when every number agrees). Every other experiment goes through the SLURM backend
-# in tests/test_reproduce.py's fresh-clone test: after its in-place run, a few of its units are deleted and recomputed by array tasks
+# results/demo_provenance.json (conftest.matches_committed: byte for byte in the same numeric environment, in structure elsewhere).
+# Every other experiment goes through the SLURM backend in tests/test_reproduce.py's fresh-clone test: after its in-place run, a few of its units are deleted and recomputed by array tasks
 # (submitit's local executor, 2 tasks), and the committed bytes must come out again. (A real experiment through the process pool,
 # four_condition with --backend local --workers 2, was checked here until then: 7 minutes for what those array tasks now cover,
 # separate worker processes computing an experiment's units; the pool's own faults are tested above on the toy grid.)
@@ -122,12 +121,8 @@ def reproduce(name, out, *backend):
 def demo_provenance_in_place(tmp_path_factory) -> dict:
     "demo_provenance reproduced without a backend on this machine (results file -> bytes), checked against the committed file."
     got = reproduce("demo_provenance", tmp_path_factory.mktemp("in_place") / "out")
-    committed = (REPO / "results" / "demo_provenance.json").read_bytes()
-    mine, theirs = json.loads(got["demo_provenance.json"]), json.loads(committed)
-    if mine["environment"] == theirs["environment"]:
-        assert got == {"demo_provenance.json": committed}, "demo_provenance reproduced in place differs from the committed results/demo_provenance.json"
-    else:
-        assert structure(mine) == structure(theirs), "demo_provenance reproduced in another numeric environment: its records differ in more than their numbers"
+    assert list(got) == ["demo_provenance.json"], list(got)
+    matches_committed(got["demo_provenance.json"], (REPO / "results" / "demo_provenance.json").read_bytes(), "demo_provenance.json")
     return got
 
 @pytest.mark.parametrize("cluster", ["local", "slurm"])
