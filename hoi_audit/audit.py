@@ -4,17 +4,18 @@
 
 # %% ../nbs/17_audit.ipynb #38623c65
 from __future__ import annotations
-import math, os, sys, tempfile, time
+import math, os, pickle, sys, tempfile, time
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from .cluster import LocalBackend
-from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_json, write_results
+from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_array, sha256_json, write_results
 from .store import _SAFE, CommandOutput, ResultStore, Unit
 from .provenance import Condition
 from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, video_window_tokens
+from . import recovery
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
 from .cli import add_command
@@ -23,11 +24,11 @@ from .cli import add_command
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'METRICS',
            'TRAIN_LABEL', 'TEST_LABEL', 'HistorySource', 'register_history_source', 'gt_histories', 'NoisyGT',
            'AuditCondition', 'register_condition', 'matched_pairs', 'AuditConfig', 'QuerySchedule', 'register_schedule',
-           'RecognizerHistories', 'split_audit_queries', 'audit_records', 'history_quality', 'condition_table',
-           'matched_gap', 'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
-           'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
-           'window_accuracy_records', 'window_results_records', 'recovery_table', 'training_options', 'audit_command',
-           'add_subcommand']
+           'recognizer_fit_unit', 'RecognizerHistories', 'history_backend', 'split_audit_queries', 'audit_records',
+           'history_quality', 'condition_table', 'matched_gap', 'AuditResult', 'gap_rows', 'four_condition_audit',
+           'InterventionResult', 'intervention_table', 'intervention_2x2', 'audit_results_records',
+           'intervention_results_records', 'format_table', 'window_accuracy_records', 'window_results_records',
+           'recovery_table', 'training_options', 'audit_command', 'add_subcommand']
 
 # %% ../nbs/17_audit.ipynb #5d8d9214
 @dataclass(frozen=True)
@@ -187,37 +188,6 @@ def register_schedule(schedule:QuerySchedule) -> QuerySchedule:
 register_schedule(QuerySchedule("boundary", next_action_queries))
 register_schedule(QuerySchedule("boundary_independent", scheduled_queries, (("start", 64), ("every", 60))))
 
-# %% ../nbs/17_audit.ipynb #f6e120aa
-class RecognizerHistories:
-    "The audit's recognizer backend: per split a window recognizer (cross-fitted for the train videos) recovers BA or BFR histories."
-    name = "RecognizerHistories"
-    def __init__(self): self._recognizers = {}
-
-    def recognizer(self, dataset, split:int, config:AuditConfig):
-        "The split's recognizer: a `CrossFittedRecognizer` (config.cross_fit) or one `WindowRecognizer` fitted on every train video."
-        from hoi_audit import recovery
-        key = (str(dataset.root), split, config.recognizer_window, config.recognizer_stride, config.recognizer_seed, config.cross_fit,
-               config.recognizer_folds)
-        if key not in self._recognizers:
-            options = dict(window=config.recognizer_window, stride=config.recognizer_stride, seed=config.recognizer_seed)
-            if config.cross_fit:
-                groups = {dataset.video(v).participant or v for v in dataset.splits[split]["train"]}
-                if len(groups) < 2: raise DataError(f"{dataset.root}: split {split} has {len(groups)} train participant(s); cross-fitting needs 2 "
-                                                    "(AuditConfig(cross_fit=False) recovers training histories in-sample)")
-                rec = recovery.CrossFittedRecognizer(folds=min(config.recognizer_folds, len(groups))).fit(dataset, split, **options)
-            else: rec = recovery.WindowRecognizer().fit(dataset, dataset.splits[split]["train"], split=split, **options)
-            self._recognizers[key] = rec
-        return self._recognizers[key]
-
-    def __call__(self, dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, kind:str, config:AuditConfig) -> tuple:
-        from hoi_audit import recovery
-        rec = self.recognizer(dataset, split, config)
-        if kind == "ba": recover = lambda q: recovery.recover_history_boundary_aware(dataset, q, rec)
-        elif kind == "bfr": recover = lambda q: recovery.recover_history_boundary_free(dataset, q, rec, window=config.recognizer_window,
-                                                                                     stride=config.recognizer_stride)
-        else: raise ValueError(f"RecognizerHistories recovers 'ba' or 'bfr' histories, not {kind!r}")
-        return [tuple(int(a) for a in h) for h in recover(train_q)], [tuple(int(a) for a in h) for h in recover(test_q)]
-
 # %% ../nbs/17_audit.ipynb #8f895622
 def _features_fingerprint(dataset, videos) -> str:
     "Cheap identity of the feature files a recognizer reads: name, size and modification time of each."
@@ -227,6 +197,99 @@ def _features_fingerprint(dataset, videos) -> str:
         st = p.stat() if p is not None and p.exists() else None
         rows.append([v, st.st_size if st else None, st.st_mtime_ns if st else None])
     return sha256_json(rows)
+
+# %% ../nbs/17_audit.ipynb #bd4f7e48
+def _labels_fingerprint(dataset, videos) -> str:
+    "Identity of what a recognizer learns from besides the features: each video's frame labels and participant (the folds group by it)."
+    return sha256_json([[v, dataset.video(v).participant, sha256_array(np.asarray(dataset.video(v).labels, dtype=np.int64))] for v in videos])
+
+# %% ../nbs/17_audit.ipynb #33cd2e0d
+def recognizer_fit_unit(dataset, # a `ProceduralDataset` with features
+                        split:int, # the split whose train videos the recognizer is fitted on
+                        config:AuditConfig, # the recognizer's window, stride and seed
+                        folds:int, # participant folds of the cross-fit (0: the one all-train recognizer)
+                       ) -> Unit:
+    "A split's recognizer fit as a store unit: identified by the train videos' content, the split, the folds and the recognizer's settings only."
+    train = list(dataset.splits[split]["train"])
+    settings = {"window": int(config.recognizer_window), "stride": int(config.recognizer_stride), "seed": int(config.recognizer_seed),
+                "folds": int(folds), **{k: getattr(recovery.WindowRecognizer(), k) for k in ("pooling", "C", "max_windows", "max_iter")}}
+    inputs = {"train_videos": sha256_json(train), "features": _features_fingerprint(dataset, train), "labels": _labels_fingerprint(dataset, train)}
+    kind = f"crossfit{int(folds)}" if folds else "alltrain"   # the digest keeps fits of other settings or contents side by side
+    return Unit({"dataset": dataset.name, "split": split, "recognizer": f"{kind}-{sha256_json([settings, inputs])[:12]}"}, settings, inputs)
+
+# %% ../nbs/17_audit.ipynb #f6e120aa
+class RecognizerHistories:
+    "The audit's recognizer backend: per split a window recognizer (cross-fitted for the train videos) recovers BA or BFR histories."
+    name = "RecognizerHistories"
+    def __init__(self, store:ResultStore|None=None, # where the fits are kept as units (None: in this process only, until `use_store`)
+                ):
+        self._recognizers, self.store, self.fitted = {}, store, 0
+
+    def use_store(self, store:ResultStore) -> RecognizerHistories:
+        "Keep the fits in `store` unless a store was given already (a fit is identified by its content: any store holding it will do)."
+        if self.store is None: self.store = store
+        return self
+
+    def _folds(self, dataset, split:int, config:AuditConfig) -> int:
+        "The cross-fit's folds (0: in-sample, one all-train recognizer); a split with one train participant cannot be cross-fitted."
+        if not config.cross_fit: return 0
+        groups = {dataset.video(v).participant or v for v in dataset.splits[split]["train"]}
+        if len(groups) < 2: raise DataError(f"{dataset.root}: split {split} has {len(groups)} train participant(s); cross-fitting needs 2 "
+                                            "(AuditConfig(cross_fit=False) recovers training histories in-sample)")
+        return min(config.recognizer_folds, len(groups))
+
+    def _fit(self, dataset, split:int, config:AuditConfig, folds:int):
+        options = dict(window=config.recognizer_window, stride=config.recognizer_stride, seed=config.recognizer_seed)
+        self.fitted += 1
+        if folds: return recovery.CrossFittedRecognizer(folds=folds).fit(dataset, split, **options)
+        return recovery.WindowRecognizer().fit(dataset, dataset.splits[split]["train"], split=split, **options)
+
+    def _stored(self, dataset, split:int, config:AuditConfig, folds:int):
+        "The fit from the store: computed once into its unit (or copied from a peer store), then read by every caller."
+        unit = recognizer_fit_unit(dataset, split, config, folds)
+        def compute(u, workdir):
+            rec = self._fit(dataset, split, config, folds)
+            (workdir / "recognizer.pkl").write_bytes(pickle.dumps(rec, protocol=5))
+            return {"folds": folds, "train_videos": len(rec.train_videos)}
+        self.store.run([unit], compute, progress=False)
+        return pickle.loads((self.store.files(unit) / "recognizer.pkl").read_bytes())
+
+    def _all_train_member(self, dataset, split:int, config:AuditConfig, key:tuple):
+        "The cross-fitted recognizer's `full` member when a cross-fit is at hand (in memory, or done in the store): the all-train fit itself."
+        at_hand = [r for k, r in self._recognizers.items() if k[:5] == key[:5] and k[5]]
+        if at_hand: return at_hand[0].full
+        if self.store is None: return None
+        try: folds = self._folds(dataset, split, replace(config, cross_fit=True))
+        except DataError: return None
+        if self.store.state(recognizer_fit_unit(dataset, split, config, folds)) != "done": return None
+        return self._stored(dataset, split, config, folds).full
+
+    def recognizer(self, dataset, split:int, config:AuditConfig):
+        "The split's recognizer: a `CrossFittedRecognizer` (config.cross_fit) or one `WindowRecognizer` fitted on every train video."
+        folds = self._folds(dataset, split, config)
+        key = (str(dataset.root), split, config.recognizer_window, config.recognizer_stride, config.recognizer_seed, folds)
+        if key not in self._recognizers:
+            rec = None if folds else self._all_train_member(dataset, split, config, key)
+            if rec is None: rec = self._stored(dataset, split, config, folds) if self.store is not None else self._fit(dataset, split, config, folds)
+            self._recognizers[key] = rec
+        return self._recognizers[key]
+
+    def __call__(self, dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, kind:str, config:AuditConfig) -> tuple:
+        rec = self.recognizer(dataset, split, config)
+        if kind == "ba": recover = lambda q: recovery.recover_history_boundary_aware(dataset, q, rec)
+        elif kind == "bfr": recover = lambda q: recovery.recover_history_boundary_free(dataset, q, rec, window=config.recognizer_window,
+                                                                                     stride=config.recognizer_stride)
+        else: raise ValueError(f"RecognizerHistories recovers 'ba' or 'bfr' histories, not {kind!r}")
+        return [tuple(int(a) for a in h) for h in recover(train_q)], [tuple(int(a) for a in h) for h in recover(test_q)]
+
+# %% ../nbs/17_audit.ipynb #66245f72
+def history_backend(history_fn:Callable|None, # the audit's recognizer backend (None: `RecognizerHistories()`)
+                    store:ResultStore, # the audit's store
+                   ) -> Callable:
+    "The backend, keeping its recognizer fits in `store` when it can (`use_store`): one fit per split and settings for every unit that reads it."
+    history_fn = history_fn or RecognizerHistories()
+    if callable(getattr(history_fn, "use_store", None)): history_fn.use_store(store)
+    return history_fn
 
 # %% ../nbs/17_audit.ipynb #a6306af1
 def _check_splits(dataset, splits) -> list:
@@ -314,7 +377,7 @@ def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, 
     if not seeds: raise DataError("no seeds")
     fit = architecture(config.architecture)
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
-    history_fn = history_fn or RecognizerHistories()
+    history_fn = history_backend(history_fn, store)
     if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
     backend = LocalBackend(workers) if workers > 1 else None   # k processes share each split's pending units (hoi_audit.cluster)
     return conds, splits, fit, store, history_fn, backend
@@ -433,7 +496,7 @@ def history_quality(dataset, # the audited dataset
     "Edit rate and item accuracy of every recovered history against GT, train and test parts apart, per condition using it."
     conds = [c for c in _resolve_conditions(conditions) if c.history and HISTORY_SOURCES[c.history].recover is not gt_histories]
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
-    history_fn, rows = history_fn or RecognizerHistories(), []
+    history_fn, rows = history_backend(history_fn, store), []
     for split in _check_splits(dataset, splits):
         if not conds: break
         train_q, test_q = split_audit_queries(dataset, split, config)
@@ -624,10 +687,10 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
     "Table 3's first column: per split, the window accuracy of the audit's recognizer on the split's test videos."
     splits = _check_splits(dataset, splits)
     if not dataset.has_features: raise DataError(f"{dataset.root}: window accuracy needs features (an MS-TCN folder with features/)")
-    history_fn = history_fn or RecognizerHistories()
+    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
+    history_fn = history_backend(history_fn, store)
     if not callable(getattr(history_fn, "recognizer", None)):
         raise DataError(f"window accuracy needs the recognizer behind the histories; {type(history_fn).__name__} has no .recognizer(dataset, split, config)")
-    store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     units = []
     for split in splits:
         videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]

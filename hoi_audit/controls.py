@@ -66,6 +66,11 @@ class ControlHistories:
         of this backend is the unit an audit on the inner backend computes, and the store shares it (`ResultStore.adopt`)."""
         return getattr(self.inner, 'name', type(self.inner).__name__)
 
+    def use_store(self, store) -> ControlHistories:
+        "The inner backend keeps its recognizer fits in `store` (`audit.history_backend`)."
+        if callable(getattr(self.inner, "use_store", None)): self.inner.use_store(store)
+        return self
+
     def recognizer(self, dataset, split:int, config:AuditConfig):
         "The inner backend's recognizer (Table 3/11's window accuracy); the all-train one is the cross-fitted recognizer's own, fitted once."
         if not callable(getattr(self.inner, "recognizer", None)): raise DataError(f"{type(self.inner).__name__} exposes no recognizer")
