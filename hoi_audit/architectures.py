@@ -45,7 +45,7 @@ class InputSequence(nn.Module):
         tokens, pads = [], []
         def add(x, kind, pad=None):
             tokens.append(x + self.type_embedding.weight[kind])
-            pads.append(torch.zeros(n, x.shape[1], dtype=torch.bool) if pad is None else pad)
+            pads.append(torch.zeros(n, x.shape[1], dtype=torch.bool, device=x.device) if pad is None else pad)
         if self.bos is not None: add(self.bos.expand(n, -1, -1), 0)
         for k in self.vectors: add(self.vector_proj[k](inputs[k])[:, None], INPUTS.index(k) + 1)
         if "video" in self.inputs: add(self.video_proj(inputs["video"]), 1)
@@ -224,7 +224,7 @@ class DiffusionAnticipator(nn.Module):
         "Denoising loss at a random step (x0-prediction, as in CARD) plus the cross-entropy of the decoded prediction."
         c = self.context(inputs)
         e = self.label_embeddings()[targets]
-        t = torch.randint(1, self.steps + 1, (len(targets),))
+        t = torch.randint(1, self.steps + 1, (len(targets),), device=targets.device)
         a = self.alpha_bar[t][:, None]
         x_t = a.sqrt() * e + (1 - a).sqrt() * torch.randn_like(e)
         x0 = self.denoise(x_t, t, c)
@@ -233,8 +233,8 @@ class DiffusionAnticipator(nn.Module):
     def forward(self, **inputs):
         "Deterministic DDIM (eta = 0) from the prior mean: the same inputs always give the same logits, whatever the batch."
         c = self.context(inputs)
-        x = torch.zeros(c.shape[0], c.shape[1])
-        ts = torch.linspace(self.steps, 0, self.sample_steps + 1).round().long()
+        x = torch.zeros(c.shape[0], c.shape[1], device=c.device)
+        ts = torch.linspace(self.steps, 0, self.sample_steps + 1, device=c.device).round().long()
         for t, s in zip(ts[:-1], ts[1:]):
             a_t, a_s = self.alpha_bar[t], self.alpha_bar[s]
             x0 = self.denoise(x, t.expand(len(x)), c)

@@ -14,7 +14,7 @@ from .cluster import LocalBackend
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_array, sha256_json, write_results
 from .store import _SAFE, CommandOutput, ResultStore, Unit
 from .provenance import Condition
-from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, video_window_tokens
+from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, resolve_device, video_window_tokens
 from . import recovery
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
@@ -162,7 +162,7 @@ class AuditConfig:
     cross_test:tuple = ("ba", "gt") # checkpoints with one of these histories are also tested with the others (the 2x2)
 
     def as_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(self).items() if k != "train"}, "train": asdict(self.train), "cross_test": list(self.cross_test)}
+        return {**{k: v for k, v in asdict(self).items() if k != "train"}, "train": self.train.as_dict(), "cross_test": list(self.cross_test)}
 
 # %% ../nbs/17_audit.ipynb #6fae687f
 @dataclass(frozen=True)
@@ -745,10 +745,11 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
                      architecture:Annotated[str, {"names": ("--architecture", "--model")}]="transformer", # a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module
                      in_sample:bool=False, # recover training histories in-sample (default: cross-fitted by participant)
                      workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
+                     device:Literal["auto", "cpu", "cuda"]|None=None, # where the networks train: auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
                      progress:bool=False, # show progress bars
                     ) -> dict: # `splits` (None: all) and `seeds` as lists, the `AuditConfig`, `scale`, `workers` and `progress`
     "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget, as the handlers run with them."
-    train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None})
+    train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=resolve_device(device))
     return dict(splits=_parse_list(splits, int) if splits else None, seeds=_parse_list(seeds, int) if seeds else list(PROTOCOL_SEEDS),
                 config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
                 scale=scale, workers=workers, progress=progress)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_models.ipynb #3c7965ae
 from __future__ import annotations
-import copy, math
+import copy, math, os
 from dataclasses import dataclass, asdict, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -18,11 +18,11 @@ from .queries import query_block, state_matrix
 from .stats import topk_accuracy
 
 # %% auto #0
-__all__ = ['INPUTS', 'VECTOR_INPUTS', 'ARCHITECTURES', 'CHECK_CONFIG', 'video_window_tokens', 'history_token_matrix',
-           'input_blocks', 'TrainConfig', 'AnticipationModel', 'fit_token_pca', 'reduce_tokens',
-           'AnticipatorContractError', 'Anticipator', 'fit_anticipation', 'fit_network', 'register_architecture',
-           'network_architecture', 'load_factory', 'user_architecture', 'architecture', 'check_anticipator',
-           'verb_scores', 'anticipation_metrics']
+__all__ = ['INPUTS', 'VECTOR_INPUTS', 'DEVICE_ENV', 'DEVICES', 'ARCHITECTURES', 'CHECK_CONFIG', 'video_window_tokens',
+           'history_token_matrix', 'input_blocks', 'resolve_device', 'TrainConfig', 'AnticipationModel',
+           'fit_token_pca', 'reduce_tokens', 'AnticipatorContractError', 'Anticipator', 'training_device',
+           'fit_anticipation', 'fit_network', 'register_architecture', 'network_architecture', 'load_factory',
+           'user_architecture', 'architecture', 'check_anticipator', 'verb_scores', 'anticipation_metrics']
 
 # %% ../nbs/15_models.ipynb #8bb1ded4
 def video_window_tokens(dataset, # a `ProceduralDataset` with features
@@ -94,6 +94,16 @@ def input_blocks(dataset, # the `ProceduralDataset` the queries come from
     return blocks
 
 # %% ../nbs/15_models.ipynb #dbc8aec2
+DEVICE_ENV = "HOI_AUDIT_DEVICE"  # the device of every TrainConfig not given one (`hoi-audit reproduce --device` sets it): auto, cpu or cuda
+DEVICES = ("auto", "cpu", "cuda")
+
+def resolve_device(device:str|None=None, # 'auto', 'cpu' or 'cuda'; None: $HOI_AUDIT_DEVICE, else 'cpu'
+                  ) -> str: # 'cpu' or 'cuda'
+    "The device class to train on: 'auto' is CUDA when torch sees a CUDA device, else the CPU; 'cuda' is checked where training runs."
+    given = device if device is not None else os.environ.get(DEVICE_ENV) or "cpu"
+    if given not in DEVICES: raise DataError(f"device must be one of {DEVICES}, got {given!r}" + ("" if device is not None else f" (${DEVICE_ENV})"))
+    return ("cuda" if torch.cuda.is_available() else "cpu") if given == "auto" else given
+
 @dataclass(frozen=True)
 class TrainConfig:
     "Architecture and optimisation settings shared by every condition of an audit (the matched training budget)."
@@ -109,12 +119,18 @@ class TrainConfig:
     val_fraction:float = 0.15 # share of train *groups* (sessions or participants) held out for early stopping (0: none)
     video_dim:int = 16 # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
     threads:int = 1 # torch intra-op threads while training (small models gain nothing from more; run units in parallel instead)
+    device:str = field(default_factory=resolve_device) # 'cpu' or 'cuda' (deterministic algorithms); the default: $HOI_AUDIT_DEVICE, else the CPU
 
     def __post_init__(self):
         if self.d_model % self.n_heads: raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0 <= self.val_fraction < 1: raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
         if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError("epochs, batch_size and n_layers must be >= 1")
         if self.video_dim < 0: raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
+        if self.device not in ("cpu", "cuda"): raise ValueError(f"device must be 'cpu' or 'cuda' (resolve 'auto' with resolve_device), got {self.device!r}")
+
+    def as_dict(self) -> dict:
+        "The settings as a unit's or a results file's config. The device class is named only when it is not the CPU, so a CPU run keeps the identity and the bytes it always had."
+        return {k: v for k, v in asdict(self).items() if not (k == "device" and v == "cpu")}
 
 # %% ../nbs/15_models.ipynb #84b2124e
 class AnticipationModel(nn.Module):
@@ -146,15 +162,16 @@ class AnticipationModel(nn.Module):
 
     def forward(self, video=None, history=None, **vectors):
         n = next(x for x in (video, history, *vectors.values()) if x is not None).shape[0]
-        tokens, masks = [self.summary.expand(n, -1, -1)], [torch.zeros(n, 1, dtype=torch.bool)]
+        device = self.summary.device
+        tokens, masks = [self.summary.expand(n, -1, -1)], [torch.zeros(n, 1, dtype=torch.bool, device=device)]
         def typed(x, i): return x + self.type_embedding.weight[i]
         if "video" in self.inputs:
-            tokens.append(typed(self.video_proj(video) + self.video_pos, 1)); masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool))
+            tokens.append(typed(self.video_proj(video) + self.video_pos, 1)); masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool, device=device))
         if "history" in self.inputs:
             tokens.append(typed(self.history_embedding(history) + self.history_pos, 2)); masks.append(history == 0)
         for k in VECTOR_INPUTS:
             if k in self.inputs:
-                tokens.append(typed(self.vector_proj[k](vectors[k])[:, None], INPUTS.index(k) + 1)); masks.append(torch.zeros(n, 1, dtype=torch.bool))
+                tokens.append(typed(self.vector_proj[k](vectors[k])[:, None], INPUTS.index(k) + 1)); masks.append(torch.zeros(n, 1, dtype=torch.bool, device=device))
         x = self.encoder(torch.cat(tokens, 1), src_key_padding_mask=torch.cat(masks, 1))
         return self.head(self.norm(x[:, 0]))
 
@@ -245,9 +262,10 @@ class Anticipator:
         "Action logits for the blocks, after checking them against the (training or named test) condition."
         inputs = self.torch_inputs(blocks, condition)
         n = len(next(iter(inputs.values())))
+        device = next(self.model.parameters(), torch.empty(0)).device
         self.model.eval()
         with torch.no_grad():
-            out = [self.model(**{k: v[i:i + batch_size] for k, v in inputs.items()}) for i in range(0, n, batch_size)]
+            out = [self.model(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()}).cpu() for i in range(0, n, batch_size)]
         return torch.cat(out).float().numpy() if out else np.zeros((0, self.n_classes), np.float32)
 
 # %% ../nbs/15_models.ipynb #4664f997
@@ -321,6 +339,17 @@ def _train_epochs(model:nn.Module, result:Anticipator, X:dict, Y:torch.Tensor, t
     model.load_state_dict(best_state)
     model.eval()
 
+# %% ../nbs/15_models.ipynb #a33b5aa3
+def training_device(config:TrainConfig) -> torch.device:
+    "Where `config` trains: the CPU, or CUDA with torch's deterministic algorithms (the same seed gives the same weights); an error names a missing GPU."
+    if config.device == "cpu": return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise DataError(f"TrainConfig(device={config.device!r}): torch sees no CUDA device here (torch {torch.__version__}, "
+                        f"CUDA build {torch.version.cuda or 'none'}); use device 'cpu', or 'auto' to take CUDA only where there is one")
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # cuBLAS reproducibility; read when cuBLAS first starts in this process
+    torch.use_deterministic_algorithms(True)
+    return torch.device(config.device)
+
 # %% ../nbs/15_models.ipynb #21bdc826
 def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name="transformer") -> Anticipator:
     seed_everything(seed)
@@ -332,15 +361,18 @@ def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name
     model = AnticipationModel(n_classes, shapes, config) if build is None else build(shapes, n_classes, config, seed)
     if not isinstance(model, nn.Module): raise AnticipatorContractError(f"{name}: the factory returned {type(model).__name__}, not a torch.nn.Module")
     if not any(p.requires_grad for p in model.parameters()): raise AnticipatorContractError(f"{name}: the network has no trainable parameters")
+    device = training_device(config)
+    model.to(device)
     result = Anticipator(model, condition, normalisation, n_classes=n_classes, name=name)
-    X = result._torch_inputs(arrays)     # already reduced: the projection is attached after
+    X = {k: v.to(device) for k, v in result._torch_inputs(arrays).items()}     # already reduced: the projection is attached after
     result.projection, result.input_shapes = projection, input_shapes
-    Y = torch.as_tensor(y)
+    Y = torch.as_tensor(y).to(device)
     train_idx, val_idx = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
     if build is not None:              # a shape check before training (eval mode draws no random numbers)
         model.eval()
         with torch.no_grad(): _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
     _train_epochs(model, result, X, Y, train_idx, val_idx, config, seed, name)
+    model.to("cpu")   # trained where the config says, handed back on the CPU: testing, ablations and attributions read it as any other model
     return result
 
 # %% ../nbs/15_models.ipynb #63b98730

@@ -14,12 +14,14 @@ from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, Slu
 from .cli import add_command
 from .core import SCALES, HoiAuditError, OutputError, _ensure_folder, read_json
 from .store import ResultStore, Unit, stores_below
+from .models import DEVICE_ENV, resolve_device
 from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
 __all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
-           'backend_in_env', 'run_experiment', 'reproduce', 'store_roots', 'store_status', 'plan_experiment',
-           'labels_in_use', 'backend_of', 'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'main']
+           'backend_in_env', 'device_in_env', 'run_experiment', 'reproduce', 'store_roots', 'store_status',
+           'plan_experiment', 'labels_in_use', 'backend_of', 'reproduce_command', 'status_command', 'plan_command',
+           'build_parser', 'main']
 
 # %% ../nbs/90_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -79,6 +81,18 @@ def backend_in_env(backend):
         if before is None: os.environ.pop(BACKEND_ENV, None)
         else: os.environ[BACKEND_ENV] = before
 
+# %% ../nbs/90_runner.ipynb #6fc32241
+@contextlib.contextmanager
+def device_in_env(device:str|None, # 'auto', 'cpu' or 'cuda'; None changes nothing
+                 ):
+    "Make `device` (resolved here: 'auto' is CUDA where torch sees it) the default `TrainConfig.device` in the notebooks' kernels, through `$HOI_AUDIT_DEVICE`."
+    before = os.environ.get(DEVICE_ENV)
+    if device is not None: os.environ[DEVICE_ENV] = resolve_device(device)
+    try: yield
+    finally:
+        if before is None: os.environ.pop(DEVICE_ENV, None)
+        else: os.environ[DEVICE_ENV] = before
+
 # %% ../nbs/90_runner.ipynb #23236ddd
 def run_experiment(notebook, # the experiment notebook
                    out, # the output root
@@ -127,6 +141,7 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
               notebooks=None, # the folder of experiment notebooks
               progress:bool=True, # progress bars
               backend=None, # who computes the units (`cluster.LocalBackend`, `cluster.SlurmBackend`); None: each notebook in place
+              device:str|None=None, # where the audit engine's networks train: auto, cpu or cuda (None: $HOI_AUDIT_DEVICE, else cpu)
              ) -> list:
     "Run the experiment notebooks; a killed run resumes, skipping every finished unit."
     if Path(out).suffix.lower() == ".json":
@@ -137,7 +152,7 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
     if missing: raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
     from tqdm import tqdm
     written = []
-    with backend_in_env(backend):
+    with backend_in_env(backend), device_in_env(device):
         for name in tqdm(names, desc="experiments", disable=not progress, file=sys.stderr):
             written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
     return written
@@ -224,12 +239,13 @@ def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small
                       workers:int=1, # processes of the local backend (results do not depend on it)
                       cluster_config:Annotated[str|None, {"metavar": "FILE"}]=None, # TOML file of the SLURM backend's settings (partition, time limit, ...)
                       cluster:Literal["slurm", "local", "debug"]|None=None, # override the config's cluster (local: submitit's local executor)
+                      device:Literal["auto", "cpu", "cuda"]|None=None, # where the audit engine's networks train; auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
                      ) -> int:
     "run the experiment notebooks (every figure and results JSON)"
     params = dict(parse_param(p) for p in param or [])
     print(labels_in_use(), file=sys.stderr)
     written = reproduce(out=out, scale=scale, only=only, params=params, notebooks=notebooks, progress=not quiet,
-                        backend=backend_of(backend, workers, cluster_config, cluster))
+                        backend=backend_of(backend, workers, cluster_config, cluster), device=device)
     for w in written:
         print(f"{w['experiment']}:\n  results  {w['results']}\n  notebook {w['notebook']}")
         for f in w["figures"]: print(f"  figure   {f}")
