@@ -44,12 +44,17 @@ nbtest: venv
 	@out=$$($(BIN)/nbdev_test --skip_folder_re '^(experiments|[_.].*)$$' --do_print 2>&1); status=$$?; echo "$$out"; \
 	if echo "$$out" | grep -q "No files were eligible"; then echo "nbdev_test tested nothing"; exit 1; fi; exit $$status
 
+# TEST_WORKERS pytest-xdist processes (the CI machine has 2 cores): pytest hands out whole test files (--dist loadfile: a file's module
+# fixtures are built once), the fresh-clone regeneration its two streams of experiments (--dist loadgroup, tests/test_reproduce.py)
+TEST_WORKERS ?= 2
+
 pytest: venv
-	$(BIN)/python -m pytest tests -q -ra --durations=10 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests -q -ra --durations=10 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # every experiment at the small scale in a copy of the tree with nothing beside it, byte-identical to the committed results JSON
 fresh-clone: venv
-	HOI_AUDIT_EXECUTED=$(CURDIR)/_build/reproduce/runs $(BIN)/python -m pytest tests/test_reproduce.py -q -ra --durations=5 -k test_fresh_clone_regenerates_the_committed_results
+	HOI_AUDIT_EXECUTED=$(CURDIR)/_build/reproduce/runs $(BIN)/python -m pytest tests/test_reproduce.py -q -ra --durations=20 \
+	  -n $(TEST_WORKERS) --dist loadgroup -k test_fresh_clone_regenerates_the_committed_results
 
 ## make docs: the documentation site into _docs/ (Sphinx + myst-nb + autodoc, offline; nbdev_docs where Quarto exists)
 # sources: nbdev's processing of nbs/ and the executed experiments (runs/ of make reproduce when current, else run small here)

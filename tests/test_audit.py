@@ -256,3 +256,22 @@ def test_committed_full_scale_results_against_the_planted_ceiling_and_a_referenc
     lo, hi = st.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=st.sem(diff))
     gap = recs.query("metric == 'gap_act1' and condition == 'gt_history-recognizer_ba'").iloc[0]
     assert (gap["value"], gap["ci_low"], gap["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-6)
+
+def test_device_cpu_is_the_default_and_a_missing_gpu_is_named_before_any_unit(tiny, tmp_path):
+    "--device cpu writes the bytes no flag writes (a CPU config keeps its identity); --device cuda without a GPU is a clear error, nothing written."
+    import subprocess, sys, torch
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "hoi-audit"
+    argv = [str(tiny.root), "--conditions", "video_only,gt_history", "--splits", "1", "--seeds", "42", "--tokens", "2", "--epochs", "2",
+            "--d-model", "16"]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "HOI_AUDIT_DEVICE"}
+    runs = {flag: subprocess.run([str(exe), "audit", *argv, *flag, "--out", str(tmp_path / (flag[-1] if flag else "none"))],
+                                 capture_output=True, text=True, env=env) for flag in ((), ("--device", "cpu"))}
+    for r in runs.values(): assert r.returncode == 0, r.stderr[-2000:]
+    name = "results/four_condition.json"
+    assert (tmp_path / "none" / name).read_bytes() == (tmp_path / "cpu" / name).read_bytes()
+    assert "device" not in read_results(tmp_path / "cpu" / name)["config"]["train"]
+    if torch.cuda.is_available(): return
+    r = subprocess.run([str(exe), "audit", *argv, "--device", "cuda", "--out", str(tmp_path / "cuda")], capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "hoi-audit: error:" in r.stderr and "no CUDA device" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "cuda").exists()
