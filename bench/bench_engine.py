@@ -1,0 +1,221 @@
+"""Unit costs of the audit engine, recognizer-fit sharing in a reproduction, and a projection of a full one (prints; not a test).
+
+Four parts, each runnable alone (`--part`, default all):
+
+training    One split (split 1) of the synthetic "breakfast" preset at `--size` (full: Breakfast-sized, 1712 videos of 2048-d
+            features, 14 GB in float16; small, the default: 520 videos of 64-d, about 6 min on 2 shared cores; tiny: 40 videos, about
+            a minute; full is not a 10-minute run: writing the preset takes about a quarter hour), audited with the
+            four_condition experiment's full-scale `AuditConfig(n_tokens=4, train=TrainConfig())` (without its 2x2 cross-test, so
+            that no recognizer is fitted: a unit's training is the same): for `gt_history` and `video_only`, each on a fresh store,
+            `audit_records` with 1 seed, with 3 seeds one after another, and with 3 seeds over 2 worker processes. Prints the wall
+            seconds, the seconds per seed (from the units' commit times; the first includes the split's queries and pooling), the
+            training throughput (train queries x epochs run / s) and the ratio 3-seed / 1-seed wall time.
+recovery    The same split: the cross-fitted recognizer fit (`RecognizerHistories().recognizer`: the all-train fit and one per
+            participant fold), then BA and BFR recovery of the split's train and test queries given that fit.
+fits        `--reproduce-out DIR` (the --out of `hoi-audit reproduce`): every result store below DIR/store, per experiment: the
+            recognizer-fit units computed there and those copied from a peer store, the recovered-history units that read a fit,
+            and the fits the engine made before fits were units (one per store, dataset and split with such history units).
+projection  The full reproduction's audit-engine grids on the Breakfast-sized data (hard-coded below, with their sources) times
+            the per-unit costs, over 2 processes: before (every recovered-history unit fits its recognizer) and after (one fit per
+            feature set and split for the whole output folder), beside the wall times measured in docs/on_a_cluster.md.
+            Training costs are this run's (part training), scaled to the full split's train queries; the fit and recovery
+            costs are this run's at `--size full` (part recovery); any cost not measured here is docs/on_a_cluster.md's.
+
+Everything is written below `--workdir` (default: a new temporary folder), which is printed with its size at the end. The
+machine's load average is printed too: on shared cores a wall time is only as good as it.
+
+    .venv/bin/python bench/bench_engine.py --size tiny                       # the quick check
+    .venv/bin/python bench/bench_engine.py                                   # small: parts training, recovery, projection
+    .venv/bin/python bench/bench_engine.py --part fits --reproduce-out OUT
+    .venv/bin/python bench/bench_engine.py --part projection
+"""
+import argparse, json, os, tempfile, time
+from dataclasses import replace
+from pathlib import Path
+from hoi_audit.audit import AuditConfig, RecognizerHistories, audit_records, split_audit_queries
+from hoi_audit.core import PROTOCOL_SEEDS
+from hoi_audit.grammar import expected_queries
+from hoi_audit.models import TrainConfig
+from hoi_audit.procedural import read_mstcn
+from hoi_audit.store import ResultStore, stores_below
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+
+SPLIT = 1
+CONDITIONS = ("gt_history", "video_only")
+FULL_TRAIN_VIDEOS = 1284            # the full preset's split 1: 3 of its 4 participant groups (synthetic_dataset("breakfast", "full"))
+
+# Full-size unit costs from docs/on_a_cluster.md, used by the projection where this run did not measure them (at --size full).
+DOC_TRAIN_S = 48                    # sensitivity: "45 to 50 s a training" (measured, workers=2, nothing else running)
+DOC_FIT_S = 30 + 5 * 15             # "reading and pooling for the fits ... 0.5 min a split", "the logistic-regression solves (10 to 20 s a fit)", 5 fits
+DOC_RECOVER_S = 150                 # sensitivity: "1.5 to 3.5 min a split's recognizer recovery" (measured, nothing else running)
+
+# The full-scale grids of the audit-engine experiments on Breakfast-sized data, from docs/on_a_cluster.md ("full: units") and the
+# notebooks' parameters (nbs/experiments/*.ipynb, scale == "full": 4 splits, PROTOCOL_SEEDS). `features`: the feature sets audited,
+# one recognizer fit per set and split once fits are shared: the preset (float16, shared by every experiment), four_condition's
+# real-label mode (float32) and the other experiments' real-label mode (float16), each in its own OUT/raw/shared folder.
+# `history`: recovered-history units that read the recognizer (source "recognizer"); `measured`: docs/on_a_cluster.md's wall time.
+GRID = [
+    # architectures: 6 architectures x 4 splits x 3 conditions x 3 seeds; 1 BA history a split, shared by the architectures
+    dict(experiment="architectures", features=("preset",), trainings=216, history=4,
+         measured="about 3 h (workers=2, shared cores, two sessions)"),
+    # context_probes: 2 datasets x 4 splits x 3 probes x 3 seeds; GT histories only
+    dict(experiment="context_probes", features=("preset", "labels16"), trainings=72, history=0, measured="47 min (one process, shared cores)"),
+    # controls, Table 2 only: 148 trained units (36 more copied from four_condition), 1 BA history per dataset and split; Table 11's
+    # six other datasets (256 units, 46 min measured) are not Breakfast-sized and are left out
+    dict(experiment="controls (Table 2)", features=("preset", "labels16"), trainings=148, history=8,
+         measured="about 4 h with Table 11 (workers=2, three sessions)"),
+    # four_condition: 2 datasets x 4 splits x (6 conditions x 3 seeds + BA and BFR histories); 8 window units (all-train fit) left out
+    dict(experiment="four_condition", features=("preset", "labels32"), trainings=144, history=16,
+         measured="about 2.5 to 3 h (workers=2, loaded machine, three sessions)"),
+    # horizons: 5 horizons x 2 datasets x 4 splits x (3 conditions x 3 seeds + 1 BA history); the fit does not depend on the horizon
+    dict(experiment="horizons", features=("preset", "labels16"), trainings=360, history=40, measured="2 h 01 min (workers=2, idle)"),
+    # sensitivity: 384 trainings; per dataset and split 15 histories, 5 from the recognizer (ba, ba_last1/2/4/8), 10 GT-derived
+    dict(experiment="sensitivity", features=("preset", "labels16"), trainings=384, history=40, measured="5 h 20 min (workers=2, idle, two sessions)"),
+]
+
+def full_scale_config() -> AuditConfig:
+    "four_condition's full-scale config (nbs/experiments/four_condition.ipynb), without the 2x2 cross-test that needs BA histories."
+    return replace(AuditConfig(n_tokens=4, train=TrainConfig()), cross_test=())
+
+def write_dataset(size:str, workdir:Path):
+    "The preset at `size`, written as the experiment writes it (float16 at full size), and read back."
+    t = time.perf_counter()
+    root = write_synthetic(synthetic_dataset("breakfast", size, seed=0), workdir / f"synthetic_breakfast_{size}",
+                           dtype="float16" if size == "full" else "float32")
+    ds = read_mstcn(root, name="synthetic_breakfast")
+    print(f"preset breakfast/{size}: {len(ds.videos)} videos written in {time.perf_counter() - t:.1f} s to {root}")
+    return ds
+
+def timed_audit(ds, condition:str, seeds, workers:int, store_dir:Path) -> dict:
+    "Wall time of `audit_records` on a fresh store, the seconds between unit commits, and the units' train queries x epochs run."
+    config, start = full_scale_config(), time.time()
+    audit_records(ds, splits=[SPLIT], seeds=seeds, conditions=[condition], store=ResultStore(store_dir), config=config, workers=workers)
+    wall = time.time() - start
+    units = sorted(store_dir.rglob("condition=*/seed=*/manifest.json"), key=lambda p: p.stat().st_mtime)
+    ends = [start] + [p.stat().st_mtime for p in units]
+    results = [json.loads((p.parent / "result.json").read_text()) for p in units]
+    return {"wall": wall, "per_seed": [b - a for a, b in zip(ends, ends[1:])], "epochs": [r["epochs_run"] for r in results],
+            "query_epochs": sum(r["n_train"] * r["epochs_run"] for r in results), "n_train": results[0]["n_train"]}
+
+def measure_training(ds, workdir:Path) -> dict:
+    "Per condition: 1 seed, 3 seeds one after another, 3 seeds over 2 workers, each on a fresh store; prints the table."
+    runs = {}
+    print(f"\n(a) training, split {SPLIT}, full-scale TrainConfig (d=64, 2 layers, 40 epochs max, patience 5), 1 torch thread a process")
+    print(f"{'condition':<11} {'run':<19} {'wall s':>8} {'per seed s':>22} {'epochs':>10} {'queries*ep/s':>13} {'x 1 seed':>9}")
+    for cond in CONDITIONS:
+        for label, seeds, workers in (("1 seed", PROTOCOL_SEEDS[:1], 1), ("3 seeds sequential", PROTOCOL_SEEDS, 1),
+                                      ("3 seeds, 2 workers", PROTOCOL_SEEDS, 2)):
+            r = runs[cond, label] = timed_audit(ds, cond, seeds, workers, workdir / "stores" / f"{cond}_{len(seeds)}x{workers}")
+            per_seed = " ".join(f"{s:.1f}" for s in r["per_seed"])
+            print(f"{cond:<11} {label:<19} {r['wall']:8.1f} {per_seed:>22} {','.join(map(str, r['epochs'])):>10} "
+                  f"{r['query_epochs'] / r['wall']:13.0f} {r['wall'] / runs[cond, '1 seed']['wall']:9.2f}")
+    n_train = runs[CONDITIONS[0], "1 seed"]["n_train"]
+    unit_s = sum(runs[c, "3 seeds sequential"]["wall"] for c in CONDITIONS) / (len(CONDITIONS) * len(PROTOCOL_SEEDS))
+    print(f"train queries of the split: {n_train}; a unit costs {unit_s:.1f} s (3-seed sequential wall / 3, both conditions); "
+          "per seed = time between unit commits (workers: whichever finished)")
+    return {"unit_s": unit_s, "n_train": n_train}
+
+def measure_recovery(ds) -> dict:
+    "Seconds of the split's cross-fitted recognizer fit, then of BA and BFR recovery given it (train and test queries)."
+    config, rh = full_scale_config(), RecognizerHistories()
+    train_q, test_q = split_audit_queries(ds, SPLIT, config)
+    t = time.perf_counter(); rec = rh.recognizer(ds, SPLIT, config); fit_s = time.perf_counter() - t
+    t = time.perf_counter(); rh(ds, SPLIT, train_q, test_q, "ba", config); ba_s = time.perf_counter() - t
+    t = time.perf_counter(); rh(ds, SPLIT, train_q, test_q, "bfr", config); bfr_s = time.perf_counter() - t
+    n_videos = len(ds.splits[SPLIT]["train"]) + len(ds.splits[SPLIT]["test"])
+    print(f"\n(a) recovery, split {SPLIT} ({len(rec.train_videos)} train videos, {n_videos} videos, {len(train_q)}+{len(test_q)} queries)")
+    print(f"{'step':<48} {'s':>8}")
+    print(f"{f'recognizer fit (all-train + {rec.folds} folds: {rec.folds + 1} LR fits)':<48} {fit_s:8.1f}")
+    print(f"{'BA recovery given the fit':<48} {ba_s:8.1f}")
+    print(f"{'BFR recovery given the fit':<48} {bfr_s:8.1f}")
+    return {"fit_s": fit_s, "recover_s": (ba_s + bfr_s) / 2}
+
+def fit_sharing(out:Path):
+    "Per experiment below OUT/store: recognizer fits computed or copied, recovered-history units reading them, fits made before."
+    rows, total = {}, {"stores": 0, "computed": 0, "copied": 0, "history": 0, "before": set()}
+    for store in stores_below(out / "store"):
+        exp = store.relative_to(out / "store").parts[0]
+        row = rows.setdefault(exp, {"stores": 0, "computed": 0, "copied": 0, "history": 0, "before": set()})
+        row["stores"] += 1
+        for m in (store / "units").rglob("manifest.json"):
+            manifest = json.loads(m.read_text())
+            key = manifest["key"]
+            if "recognizer" in key: row["copied" if "copied_from" in manifest else "computed"] += 1
+            elif "history" in key and manifest["config"].get("source") == "recognizer":
+                row["history"] += 1
+                if "copied_from" not in manifest: row["before"].add((str(store), key["dataset"], key["split"]))
+    print(f"\n(b) recognizer fits below {out / 'store'}")
+    print(f"{'experiment':<30} {'stores':>6} {'fits computed':>14} {'fits copied':>12} {'history units':>14} {'fits before':>12}")
+    for exp, row in sorted(rows.items()) + [("total", total)]:
+        if exp != "total":
+            for k in ("stores", "computed", "copied", "history"): total[k] += row[k]
+            total["before"] |= row["before"]
+        print(f"{exp:<30} {row['stores']:6d} {row['computed']:14d} {row['copied']:12d} {row['history']:14d} {len(row['before']):12d}")
+    print("history units: recovered histories whose source is the recognizer (key history=...), computed or copied; fits before: "
+          "one per store, dataset and split where such a unit was computed (each refitted in its own process)")
+
+def full_train_queries() -> float:
+    "Expected train queries of the full preset's split 1."
+    return expected_queries(synthetic_dataset("breakfast", "full", seed=0), True) * FULL_TRAIN_VIDEOS
+
+def projection(costs:dict):
+    "Full audit-engine wall time on 2 processes, before and after fit sharing, per experiment in `reproduce`'s (alphabetical) order."
+    train_s, fit_s, rec_s = costs["train_s"], costs["fit_s"], costs["recover_s"]
+    print(f"\n(c) projection, full scale, 2 processes (ideal: CPU seconds / 2)")
+    print(f"per-unit costs: training {train_s:.0f} s ({costs['train_source']}); recognizer fit {fit_s:.0f} s a split, "
+          f"recovery {rec_s:.0f} s a history unit ({costs['recovery_source']})")
+    print(f"{'experiment':<20} {'trainings':>9} {'histories':>9} {'fits before':>11} {'fits after':>10} {'before h':>9} {'after h':>8}  measured")
+    done, sums = set(), [0.0, 0.0]
+    for g in GRID:
+        fits_before = g["history"]
+        new = {(f, s) for f in g["features"] for s in range(1, 5)} - done if g["history"] else set()
+        done |= new
+        before = (g["trainings"] * train_s + g["history"] * (fit_s + rec_s)) / 2
+        after = (g["trainings"] * train_s + g["history"] * rec_s + len(new) * fit_s) / 2
+        sums[0] += before; sums[1] += after
+        print(f"{g['experiment']:<20} {g['trainings']:9d} {g['history']:9d} {fits_before:11d} {len(new):10d} {before / 3600:9.2f} {after / 3600:8.2f}  {g['measured']}")
+    print(f"{'total':<20} {sum(g['trainings'] for g in GRID):9d} {sum(g['history'] for g in GRID):9d} "
+          f"{sum(g['history'] for g in GRID):11d} {len(done):10d} {sums[0] / 3600:9.2f} {sums[1] / 3600:8.2f}")
+    print("left out: units copied between stores, Table 11 and scope's other datasets, window units, notebook-only experiments")
+
+def projection_costs(training:dict|None, recovery:dict|None, size:str) -> dict:
+    "Full-size per-unit costs: training scaled from this run by train queries, fit and recovery from this run at full size; else the docs'."
+    costs = {"train_s": DOC_TRAIN_S, "train_source": "docs/on_a_cluster.md's full-size figure"}
+    if training is not None:
+        queries = full_train_queries()
+        costs = {"train_s": training["unit_s"] * queries / training["n_train"],
+                 "train_source": f"measured at size {size}, x{queries / training['n_train']:.1f} for the full split's ~{queries:.0f} train queries"}
+    if recovery is not None and size == "full":
+        return costs | recovery | {"recovery_source": "measured at size full"}
+    return costs | {"fit_s": DOC_FIT_S, "recover_s": DOC_RECOVER_S, "recovery_source": "docs/on_a_cluster.md's full-size figures"}
+
+def report_written(workdir:Path):
+    size = sum(p.stat().st_size for p in workdir.rglob("*") if p.is_file())
+    print(f"\nwrote {size / 2**20:.1f} MiB below {workdir}: {', '.join(sorted(p.name for p in workdir.iterdir())) or 'nothing'}")
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=("all", "training", "recovery", "fits", "projection"), default="all")
+    ap.add_argument("--size", choices=("tiny", "small", "full"), default="small", help="preset size of parts training and recovery")
+    ap.add_argument("--reproduce-out", type=Path, help="a `hoi-audit reproduce --out` folder (part fits)")
+    ap.add_argument("--workdir", type=Path, help="where data and stores are written (default: a new temporary folder)")
+    a = ap.parse_args()
+    parts = {"training", "recovery", "fits", "projection"} if a.part == "all" else {a.part}
+    workdir = a.workdir or Path(tempfile.mkdtemp(prefix="bench_engine_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; workdir {workdir}")
+    training = recovery = None
+    if parts & {"training", "recovery"}:
+        ds = write_dataset(a.size, workdir)
+        if "training" in parts: training = measure_training(ds, workdir)
+        if "recovery" in parts: recovery = measure_recovery(ds)
+    if "fits" in parts:
+        if a.reproduce_out: fit_sharing(a.reproduce_out)
+        elif a.part == "fits": raise SystemExit("--part fits needs --reproduce-out DIR")
+        else: print("\n(b) skipped: no --reproduce-out")
+    if "projection" in parts: projection(projection_costs(training, recovery, a.size))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    report_written(workdir)
+
+if __name__ == "__main__":
+    main()
