@@ -45,7 +45,8 @@ nbtest: venv
 	if echo "$$out" | grep -q "No files were eligible"; then echo "nbdev_test tested nothing"; exit 1; fi; exit $$status
 
 # TEST_WORKERS pytest-xdist processes (the CI machine has 2 cores): pytest hands out whole test files (--dist loadfile: a file's module
-# fixtures are built once), the fresh-clone regeneration its two streams of experiments (--dist loadgroup, tests/test_reproduce.py)
+# fixtures are built once), the fresh-clone regeneration its experiments, a clone per worker (--dist loadgroup: the experiments that
+# share stores stay in one, tests/test_reproduce.py)
 TEST_WORKERS ?= 2
 
 pytest: venv

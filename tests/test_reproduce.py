@@ -99,11 +99,12 @@ def test_failed_experiment_keeps_its_notebook_and_names_it(tmp_path, repo):
 EXPERIMENTS = sorted(p.stem for p in (REPO / "nbs" / "experiments").glob("*.ipynb"))
 NOT_YET = {}  # experiment -> why its committed results cannot be regenerated yet (strict xfail: once fixed, the entry must go)
 # `make fresh-clone` runs these tests on two pytest-xdist workers (`-n 2 --dist loadgroup`), each with a clone of its own, so the two
-# cores run two experiments at once. The audit experiments below share recognizer fits and trained units through their output folder's
-# peer stores, so they run in one clone, one after another; every other experiment runs in the other clone. (Measured sequentially on
-# the 2-core CI machine: four_condition 338 s, scope 138 s, controls 100 s; decomposition 139 s, architectures 115 s, the others 20-60 s.)
-SHARED_FITS = {"four_condition", "controls", "scope", "sensitivity", "horizons"}
-def stream(name:str) -> str: return "shared_fits" if name in SHARED_FITS else "others"
+# cores run two experiments at once. Experiments that take recognizer fits or trained units from one another's stores (the output
+# folder's peers: horizons' fits are controls', scope copies controls' units) run in one clone, one after another (an xdist group);
+# every other experiment goes to whichever worker is free. Measured on the 2-core CI machine with both workers busy: four_condition
+# 410 s, controls 179 s, decomposition 157 s, lta 133 s, scope 106 s, the others 16-90 s; 14.4 min in all against 17-18 sequentially.
+SHARED_FITS = {"controls", "horizons", "scope", "sensitivity"}
+def stream_marks(name:str) -> list: return [pytest.mark.xdist_group("shared_fits")] if name in SHARED_FITS else []
 
 @pytest.fixture(scope="module")
 def fresh_clone(tmp_path_factory) -> Path:
@@ -117,7 +118,7 @@ def fresh_clone(tmp_path_factory) -> Path:
     assert not (root.parent / "shared").exists() and not (root.parent.parent / "shared").exists()
     return root
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xdist_group(stream(n))]
+@pytest.mark.parametrize("name", [pytest.param(n, marks=stream_marks(n)
                                                  + ([pytest.mark.xfail(strict=True, reason=NOT_YET[n])] if n in NOT_YET else []))
                                   for n in EXPERIMENTS])
 def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_path):
