@@ -58,7 +58,7 @@ class ControlHistories:
     "The controls' recognizer backend: 'ba'/'bfr' from an inner backend (the audit's by default), '<kind>_last<H>' as their H most recent actions."
     def __init__(self, inner:Callable|None=None, # the backend that recovers the base kinds (default: `audit.RecognizerHistories()`)
                 ):
-        self.inner, self._cache, self._fitted = inner or RecognizerHistories(), {}, set()
+        self.inner, self._cache = inner or RecognizerHistories(), {}
 
     @property
     def name(self) -> str:
@@ -72,11 +72,8 @@ class ControlHistories:
         return self
 
     def recognizer(self, dataset, split:int, config:AuditConfig):
-        "The inner backend's recognizer (Table 3/11's window accuracy); the all-train one is the cross-fitted recognizer's own, fitted once."
+        "The inner backend's recognizer (Table 3/11's window accuracy; `RecognizerHistories` gives the cross-fit's all-train member, fitted once)."
         if not callable(getattr(self.inner, "recognizer", None)): raise DataError(f"{type(self.inner).__name__} exposes no recognizer")
-        if not config.cross_fit and (str(dataset.root), split, _recognizer_key(replace(config, cross_fit=True))[2:]) in self._fitted:
-            full = getattr(self.inner.recognizer(dataset, split, replace(config, cross_fit=True)), "full", None)
-            if full is not None: return full   # the same fit as a fresh all-train recognizer: every train video, same options and seed
         return self.inner.recognizer(dataset, split, config)
 
     def __call__(self, dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, kind:str, config:AuditConfig) -> tuple:
@@ -86,7 +83,6 @@ class ControlHistories:
                sha256_json([train_q[["video", "t"]].values.tolist(), test_q[["video", "t"]].values.tolist()]))
         if key not in self._cache:   # every H of a dose shares one recovery
             self._cache[key] = tuple(map(list, self.inner(dataset, split, train_q, test_q, base, config)))
-            if config.cross_fit: self._fitted.add((str(dataset.root), split, _recognizer_key(config)[2:]))
         train, test = self._cache[key]
         return (train, test) if n is None else (last_actions(train, n), last_actions(test, n))
 

@@ -72,26 +72,24 @@ def skipped_of(results, # a results JSON
 
 # %% ../nbs/90_runner.ipynb #de2a708d
 @contextlib.contextmanager
-def backend_in_env(backend):
-    "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
-    before = os.environ.get(BACKEND_ENV)
-    if backend is not None: os.environ[BACKEND_ENV] = backend_spec(backend)
+def _environment_variable(name:str, value:str|None):
+    "Set `$name` to `value` inside the block (None changes nothing), then restore what was there: how the command reaches the notebooks' kernels."
+    before = os.environ.get(name)
+    if value is not None: os.environ[name] = value
     try: yield
     finally:
-        if before is None: os.environ.pop(BACKEND_ENV, None)
-        else: os.environ[BACKEND_ENV] = before
+        if before is None: os.environ.pop(name, None)
+        else: os.environ[name] = before
+
+def backend_in_env(backend):
+    "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
+    return _environment_variable(BACKEND_ENV, None if backend is None else backend_spec(backend))
 
 # %% ../nbs/90_runner.ipynb #6fc32241
-@contextlib.contextmanager
 def device_in_env(device:str|None, # 'auto', 'cpu' or 'cuda'; None changes nothing
                  ):
     "Make `device` (resolved here: 'auto' is CUDA where torch sees it) the default `TrainConfig.device` in the notebooks' kernels, through `$HOI_AUDIT_DEVICE`."
-    before = os.environ.get(DEVICE_ENV)
-    if device is not None: os.environ[DEVICE_ENV] = resolve_device(device)
-    try: yield
-    finally:
-        if before is None: os.environ.pop(DEVICE_ENV, None)
-        else: os.environ[DEVICE_ENV] = before
+    return _environment_variable(DEVICE_ENV, None if device is None else resolve_device(device))
 
 # %% ../nbs/90_runner.ipynb #23236ddd
 def run_experiment(notebook, # the experiment notebook
