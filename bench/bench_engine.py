@@ -1,6 +1,6 @@
 """Unit costs of the audit engine, recognizer-fit sharing in a reproduction, and a projection of a full one (prints; not a test).
 
-Four parts, each runnable alone (`--part`, default all):
+Five parts, each runnable alone (`--part`, default all):
 
 training    One split (split 1) of the synthetic "breakfast" preset at `--size` (full: Breakfast-sized, 1712 videos of 2048-d
             features, 14 GB in float16; small, the default: 520 videos of 64-d, about 6 min on 2 shared cores; tiny: 40 videos, about
@@ -10,6 +10,11 @@ training    One split (split 1) of the synthetic "breakfast" preset at `--size` 
             `audit_records` with 1 seed, with 3 seeds one after another, and with 3 seeds over 2 worker processes. Prints the wall
             seconds, the seconds per seed (from the units' commit times; the first includes the split's queries and pooling), the
             training throughput (train queries x epochs run / s) and the ratio 3-seed / 1-seed wall time.
+batching    The same split's `gt_history` network on its real inputs: milliseconds an optimizer step (AdamW, batch 64, dropout on),
+            for one network as the trainer steps it, and for 1 and 3 networks stacked with torch.func (`stack_module_state` +
+            `vmap(grad_and_value)`, randomness "different"): what training the seeds of a unit together would cost per step, on
+            `--device` (cpu, or cuda where torch sees one). A cost measurement, not a trainer: vmap draws every seed's dropout from
+            one generator, where a trainer would need a stream per seed.
 recovery    The same split: the cross-fitted recognizer fit (`RecognizerHistories().recognizer`: the all-train fit and one per
             participant fold), then BA and BFR recovery of the split's train and test queries given that fit.
 fits        `--reproduce-out DIR` (the --out of `hoi-audit reproduce`): every result store below DIR/store, per experiment: the
@@ -115,6 +120,62 @@ def measure_training(ds, workdir:Path) -> dict:
           "per seed = time between unit commits (workers: whichever finished)")
     return {"unit_s": unit_s, "n_train": n_train}
 
+def measure_batching(ds, device:str, steps:int=60) -> dict:
+    "ms per optimizer step of the split's gt_history network: one network, and 1 and 3 networks stacked and vmapped (torch.func)."
+    import copy, numpy as np, torch, torch.nn.functional as F
+    from torch.func import functional_call, grad_and_value, stack_module_state, vmap
+    from hoi_audit.audit import CONDITIONS
+    from hoi_audit.models import AnticipationModel, _standardise, input_blocks, video_window_tokens
+    config = full_scale_config()
+    train_q, _ = split_audit_queries(ds, SPLIT, config)
+    cond = CONDITIONS["gt_history"]
+    blocks = input_blocks(ds, train_q, cond.inputs, video_tokens=video_window_tokens(ds, train_q, config.n_tokens), max_history=config.max_history)
+    arrays, norm, _ = _standardise({b.name: np.asarray(b.data) for b in blocks}, np.ones(len(train_q), bool), config.train, 42)
+    dev = torch.device(device)
+    X = {k: (torch.as_tensor(v, dtype=torch.long) if k == "history" else torch.as_tensor((v - norm[k][0]) / norm[k][1])).to(dev)
+         for k, v in arrays.items()}
+    Y, n_classes = torch.as_tensor(train_q["target"].to_numpy()).to(dev), len(ds.classes)
+    shapes, B = {k: tuple(v.shape[1:]) for k, v in X.items()}, config.train.batch_size
+    torch.set_num_threads(config.train.threads)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    def batches(seed):
+        g = torch.Generator().manual_seed(seed)
+        while True:
+            for i in torch.randperm(len(Y), generator=g).split(B):
+                if len(i) == B: yield i.to(dev)
+    def timed(step):
+        for _ in range(5): step()
+        sync(); t = time.perf_counter()
+        for _ in range(steps): step()
+        sync(); return (time.perf_counter() - t) / steps * 1e3
+    torch.manual_seed(0)
+    one, order = AnticipationModel(n_classes, shapes, config.train).to(dev).train(), batches(0)
+    opt = torch.optim.AdamW(one.parameters(), lr=config.train.lr, weight_decay=config.train.weight_decay)
+    def step_one():
+        idx = next(order); loss = F.cross_entropy(one(**{k: v[idx] for k, v in X.items()}), Y[idx])
+        opt.zero_grad(); loss.backward(); opt.step()
+    rows = {"one network": timed(step_one)}
+    for S in (1, 3):
+        nets = [AnticipationModel(n_classes, shapes, config.train).to(dev).train() for _ in range(S)]
+        params, buffers = stack_module_state(nets)
+        base = copy.deepcopy(nets[0]).to("meta").train()
+        vopt = torch.optim.AdamW(params.values(), lr=config.train.lr, weight_decay=config.train.weight_decay)
+        grad = vmap(grad_and_value(lambda p, b, x, y: F.cross_entropy(functional_call(base, (p, b), (), x), y)), randomness="different")
+        orders = [batches(s) for s in range(S)]
+        def step_stacked():
+            idx = [next(o) for o in orders]
+            grads, _ = grad(params, buffers, {k: torch.stack([v[i] for i in idx]) for k, v in X.items()}, torch.stack([Y[i] for i in idx]))
+            for k, p in params.items(): p.grad = grads[k]
+            vopt.step()
+        rows[f"{S} stacked (vmap)"] = timed(step_stacked)
+    print(f"\n(a) seeds batched, split {SPLIT}, gt_history network ({', '.join(f'{k} {v}' for k, v in shapes.items())}), batch {B}, "
+          f"{device}, {steps} steps, {config.train.threads} torch thread(s)")
+    print(f"{'run':<20} {'ms/step':>8} {'ms/seed-step':>13} {'x one network':>14}")
+    for name, ms in rows.items():
+        S = int(name.split()[0]) if name[0].isdigit() else 1
+        print(f"{name:<20} {ms:8.1f} {ms / S:13.1f} {ms / rows['one network']:14.2f}")
+    return rows
+
 def measure_recovery(ds) -> dict:
     "Seconds of the split's cross-fitted recognizer fit, then of BA and BFR recovery given it (train and test queries)."
     config, rh = full_scale_config(), RecognizerHistories()
@@ -195,19 +256,21 @@ def report_written(workdir:Path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("all", "training", "recovery", "fits", "projection"), default="all")
+    ap.add_argument("--part", choices=("all", "training", "batching", "recovery", "fits", "projection"), default="all")
     ap.add_argument("--size", choices=("tiny", "small", "full"), default="small", help="preset size of parts training and recovery")
     ap.add_argument("--reproduce-out", type=Path, help="a `hoi-audit reproduce --out` folder (part fits)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where part batching steps the networks")
     ap.add_argument("--workdir", type=Path, help="where data and stores are written (default: a new temporary folder)")
     a = ap.parse_args()
-    parts = {"training", "recovery", "fits", "projection"} if a.part == "all" else {a.part}
+    parts = {"training", "batching", "recovery", "fits", "projection"} if a.part == "all" else {a.part}
     workdir = a.workdir or Path(tempfile.mkdtemp(prefix="bench_engine_"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; workdir {workdir}")
     training = recovery = None
-    if parts & {"training", "recovery"}:
+    if parts & {"training", "batching", "recovery"}:
         ds = write_dataset(a.size, workdir)
         if "training" in parts: training = measure_training(ds, workdir)
+        if "batching" in parts: measure_batching(ds, a.device)
         if "recovery" in parts: recovery = measure_recovery(ds)
     if "fits" in parts:
         if a.reproduce_out: fit_sharing(a.reproduce_out)
