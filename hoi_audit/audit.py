@@ -19,6 +19,7 @@ from . import recovery
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
 from .cli import add_command
+from .contracts import identity
 
 # %% auto #0
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'METRICS',
@@ -409,14 +410,20 @@ def _architecture_key(spec:str) -> str:
     "A unit-key value for an architecture: its registered name, or `user-<hash>` of a `module:factory` spec."
     return spec if _SAFE.match(spec) else "user-" + sha256_json(spec)[:12]
 
+# %% ../nbs/17_audit.ipynb #3b45fd23
+def _model_identity(spec:str) -> str|None:
+    "A user network's identity in its units' inputs: the SHA-256 of its code and checkpoints (`contracts.identity`); None for a registered architecture, which the library's version names."
+    return None if ":" not in spec else sha256_json(identity(spec))
+
 # %% ../nbs/17_audit.ipynb #dcd23a10
 def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
                  config:AuditConfig, video_identity:dict|None) -> tuple:
     "A split's units, one per (condition, seed), and the condition of each unit path."
-    units, unit_cond = [], {}
+    units, unit_cond, model = [], {}, _model_identity(config.architecture)
     for c in conds:
         inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
                   "train_videos": sha256_json(train_q["video"].tolist()), "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()])}
+        if model: inputs["model"] = model      # a user's network: retrained weights or edited code recompute its units
         if "video" in c.inputs: inputs |= video_identity
         for k in tests[c.name]:
             if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history]["train"]), f"test_history_{k}": sha256_json(hist[k]["test"])}

@@ -14,8 +14,9 @@ from .worldmodel import WorldModel
 from .encoder import FrameEncoder
 
 # %% auto #0
-__all__ = ['ROLES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build', 'identity', 'check_world_model',
-           'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster']
+__all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build', 'code_files',
+           'checkpoint_files', 'identity', 'check_world_model', 'check_encoder', 'check_forecaster',
+           'NullPlanForecaster', 'as_context_forecaster']
 
 # %% ../nbs/42_contracts.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
@@ -40,7 +41,7 @@ def load_object(spec:str, # "package.module:name" or "path/to/file.py:name"
     if module_part.endswith(".py") or "/" in module_part:
         path = Path(module_part)
         if not path.is_file(): raise ContractError(f"{spec!r}: file {path} not found")
-        name = f"_hoi_audit_user_{sha256_file(path)[:12]}"
+        name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"   # per file and content: a copy elsewhere reads its own folder
         if name not in sys.modules:
             loader = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(loader)
@@ -82,14 +83,61 @@ def build(obj, # an object, a factory (class or callable) or a "module:name" spe
         raise ContractError(f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}")
     return made
 
+# %% ../nbs/42_contracts.ipynb #e3a2e199
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".pkl", ".pickle", ".joblib", ".h5", ".hdf5",
+                       ".onnx", ".msgpack")  # weight files a model that declares no `checkpoints` is taken to read when they lie beside its file
+
+# %% ../nbs/42_contracts.ipynb #895d4a16
+def code_files(path, # the file that defines a user's model
+              ) -> list[Path]: # the files its code is: the file, or every .py file of the user package it belongs to
+    "The user code a model's behaviour depends on: its own file, or, inside a package (not this library), the whole package's .py files."
+    path = Path(path).resolve()
+    root = path.parent
+    if not (root / "__init__.py").exists() or root == Path(inspect.getsourcefile(HoiAuditError)).resolve().parent: return [path]   # this library: its file
+    while (root.parent / "__init__.py").exists(): root = root.parent
+    return sorted(root.rglob("*.py"))
+
+# %% ../nbs/42_contracts.ipynb #1bc9d525
+def checkpoint_files(target, # the user's object, class or factory
+                     path, # the file that defines it (None: defined interactively)
+                     name:str="model", # what errors call it
+                    ) -> list[Path]: # the checkpoint files its outputs depend on
+    "The checkpoints a model reads: those it declares (`checkpoints` on it, its class or factory, or `CHECKPOINTS` in its module), else the weight files beside its file."
+    declared = getattr(target, "checkpoints", None)
+    if declared is None:
+        module = sys.modules.get(getattr(target if isinstance(target, type) or inspect.isfunction(target) else type(target), "__module__", "") or "")
+        declared = getattr(module, "CHECKPOINTS", None)
+    folder = Path(path).resolve().parent if path else Path.cwd()
+    if declared is not None:
+        try: files = [folder / Path(p) for p in (declared() if callable(declared) else declared)]
+        except Exception as e: raise ContractError(f"{name}: its declared checkpoints could not be listed ({type(e).__name__}: {e})") from e
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing: raise ContractError(f"{name}: declared checkpoint file(s) not found: {', '.join(missing)}")
+        return files
+    if path is None: return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CHECKPOINT_SUFFIXES)
+
 # %% ../nbs/42_contracts.ipynb #88a22938
-def identity(obj) -> dict:
-    "What names a user's model in a store unit's config: its spec or name, and the SHA-256 of the file that defines it."
+def identity(obj, # the user's object, class, factory or "module:name" spec
+            ) -> dict: # model (spec or name), source_sha256, and code_sha256 / checkpoints where there are any
+    "What names a user's model in a store unit: its spec or name, the SHA-256 of its code and of every checkpoint it reads."
     target = load_object(obj) if isinstance(obj, str) else obj
+    name = obj if isinstance(obj, str) else _name(obj)
     try: path = inspect.getsourcefile(target if isinstance(target, type) or inspect.isfunction(target) else type(target))
     except (TypeError, OSError): path = None      # a builtin, or a class defined interactively
-    source = sha256_file(path) if path and Path(path).is_file() else None   # None: defined interactively
-    return {"model": obj if isinstance(obj, str) else _name(obj), "source_sha256": source}
+    path = path if path and Path(path).is_file() else None
+    out = {"model": name, "source_sha256": sha256_file(path) if path else None}   # None: defined interactively
+    if path:
+        files = code_files(path)
+        if len(files) > 1:
+            root = files[0].parent
+            while not all(f.is_relative_to(root) for f in files): root = root.parent
+            out["code_sha256"] = sha256_json({f.relative_to(root).as_posix(): sha256_file(f) for f in files})
+    checkpoints = checkpoint_files(target, path, name)
+    if checkpoints:
+        folder = Path(path).resolve().parent if path else Path.cwd()
+        out["checkpoints"] = {(p.relative_to(folder).as_posix() if p.resolve().is_relative_to(folder) else str(p)): sha256_file(p) for p in checkpoints}
+    return out
 
 # %% ../nbs/42_contracts.ipynb #4853df85
 def _same(a, b) -> bool: return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -275,3 +275,36 @@ def test_device_cpu_is_the_default_and_a_missing_gpu_is_named_before_any_unit(ti
     r = subprocess.run([str(exe), "audit", *argv, "--device", "cuda", "--out", str(tmp_path / "cuda")], capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "hoi-audit: error:" in r.stderr and "no CUDA device" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "cuda").exists()
+
+USER_NET = '''import numpy as np, torch
+from pathlib import Path
+from torch import nn
+class Net(nn.Module):
+    def __init__(self, shapes, n_classes):
+        super().__init__(); self.lin = nn.Linear(shapes["state"][0], n_classes)
+    def forward(self, video=None, history=None, **vectors): return self.lin(vectors["state"])
+def make(shapes, n_classes, seed):
+    "A network initialised from a pretrained file beside this one."
+    torch.manual_seed(seed); net = Net(shapes, n_classes)
+    with torch.no_grad(): net.lin.weight.mul_(float(np.load(Path(__file__).parent / "init.npy")[0]))
+    return net
+'''
+
+def test_a_user_network_with_new_weights_is_retrained_and_an_unchanged_one_reused(tiny, tmp_path):
+    "Issue 31: `audit --model file.py:factory` units are named by the network's code and checkpoints, not by its spec alone."
+    from dataclasses import replace
+    user = tmp_path / "user"; user.mkdir()
+    (user / "net.py").write_text(USER_NET)
+    cfg = replace(CFG, architecture=f"{user}/net.py:make")
+    kw = dict(splits=[1], seeds=(42,), conditions=("context_only",), config=cfg)
+    np.save(user / "init.npy", np.array([1.0]))
+    old = four_condition_audit(tiny, store=ResultStore(tmp_path / "same"), **kw).all_records
+    np.save(user / "init.npy", np.array([25.0]))        # retrained: new weights, the same file
+    rerun = four_condition_audit(tiny, store=ResultStore(tmp_path / "same"), **kw).all_records
+    fresh = four_condition_audit(tiny, store=ResultStore(tmp_path / "fresh"), **kw).all_records
+    pd.testing.assert_frame_equal(rerun, fresh)
+    assert not rerun.equals(old), "the network with new weights was scored from the old units"
+    manifests = sorted((tmp_path / "same").rglob("condition=*/seed=*/manifest.json"))
+    stamps = [p.stat().st_mtime_ns for p in manifests]
+    pd.testing.assert_frame_equal(four_condition_audit(tiny, store=ResultStore(tmp_path / "same"), **kw).all_records, rerun)
+    assert [p.stat().st_mtime_ns for p in manifests] == stamps and stamps, "an unchanged network was retrained"

@@ -133,3 +133,48 @@ def test_epic_adapter_refuses_objects_with_neither_method():
         epic.feature_sets(np.zeros((3, 4, 2)), object())
     with pytest.raises(ContractError, match="no method predict or rollout"):
         build(lambda seed: object(), "forecaster", seed=42)
+
+
+RETRAINED = '''import numpy as np
+from pathlib import Path
+class Linear:
+    "z_k = z_{k-1} + u_k @ B, B read from the weights file beside this one (the usual pretrained model)."
+    def __init__(self, B): self.B = np.asarray(B, np.float32)
+    def rollout(self, context, commands):
+        z, out = np.asarray(context, np.float32)[:, -1], []
+        for h in range(commands.shape[1]):
+            z = z + np.asarray(commands[:, h], np.float32) @ self.B
+            out.append(z)
+        return {"latents": np.stack(out, 1)}
+def make(seed=42):
+    return Linear(np.load(Path(__file__).parent / "weights.npy"))
+'''
+
+
+@pytest.mark.parametrize("protocol", ["ranking", "success"])
+def test_retrained_weights_beside_an_unchanged_file_are_recomputed(ep, protocol, tmp_path):
+    """Issue 31: a world model whose weights file changes while its .py stays the same. A rerun into the same --out gives what a
+    fresh --out gives with the new weights (not the old model's scores); an unchanged model reuses every unit."""
+    user = tmp_path / "user"; user.mkdir()
+    (user / "wm.py").write_text(RETRAINED)
+    rng = np.random.default_rng(0)
+    weights = lambda: np.save(user / "weights.npy", rng.standard_normal((COMMAND_DIM, ep.latent_dim)).astype(np.float32))
+    args = {"ranking": ["--methods", "persistence", "--model", f"mine={user}/wm.py:make", "--n-boot", "20"],
+            "success": ["--horizons", "4", "--model", f"{user}/wm.py:make", "--n-boot", "20"]}[protocol]
+    module = {"ranking": ranking, "success": success}[protocol]
+    def run(out):
+        assert cli(module, protocol, "--size", "tiny", "--out", str(out), "--seeds", "42", *args, "--quiet") == 0
+        payload = read_results(out)
+        return payload["records"], payload["config"]
+    weights()
+    old, _ = run(tmp_path / "same" / "r.json")
+    weights()                                                 # retrained: new weights, same file
+    rerun, config = run(tmp_path / "same" / "r.json")
+    fresh, _ = run(tmp_path / "fresh" / "r.json")
+    pd.testing.assert_frame_equal(rerun, fresh)
+    assert not rerun.equals(old), "the retrained model scored like the old one"
+    units = sorted((tmp_path / "same" / "store").rglob("manifest.json"))
+    stamps = [p.stat().st_mtime_ns for p in units]
+    again, _ = run(tmp_path / "same" / "r.json")              # unchanged: nothing recomputed
+    pd.testing.assert_frame_equal(again, rerun)
+    assert [p.stat().st_mtime_ns for p in units] == stamps
