@@ -14,7 +14,8 @@ from .cluster import LocalBackend
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_array, sha256_json, write_results
 from .store import _SAFE, CommandOutput, ResultStore, Unit
 from .provenance import Condition
-from .models import TrainConfig, anticipation_metrics, architecture, input_blocks, resolve_device, training_device, video_window_tokens
+from .models import (TrainConfig, anticipation_metrics, architecture, check_anticipator, input_blocks, resolve_device, training_device,
+                              video_window_tokens)
 from . import recovery
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
@@ -758,6 +759,7 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
     "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget, as the handlers run with them."
     train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=resolve_device(device))
     if train.device != "cpu": training_device(train)   # these commands train on this machine: a missing GPU is said before any unit
+    if ":" in architecture: check_anticipator(architecture)   # a user's network keeps the contract (shapes, seeding, provenance, batch independence, learning) before any unit
     return dict(splits=_parse_list(splits, int) if splits else None, seeds=_parse_list(seeds, int) if seeds else list(PROTOCOL_SEEDS),
                 config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
                 scale=scale, workers=workers, progress=progress)

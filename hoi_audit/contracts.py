@@ -14,9 +14,9 @@ from .worldmodel import WorldModel
 from .encoder import FrameEncoder
 
 # %% auto #0
-__all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build', 'code_files',
-           'checkpoint_files', 'identity', 'check_world_model', 'check_encoder', 'check_forecaster',
-           'NullPlanForecaster', 'as_context_forecaster']
+__all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build',
+           'LabelFreeEpisodes', 'code_files', 'checkpoint_files', 'identity', 'check_world_model', 'check_encoder',
+           'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster']
 
 # %% ../nbs/42_contracts.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
@@ -82,6 +82,30 @@ def build(obj, # an object, a factory (class or callable) or a "module:name" spe
     if not has_role(made):
         raise ContractError(f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}")
     return made
+
+# %% ../nbs/42_contracts.ipynb #4ed245a4
+class LabelFreeEpisodes:
+    "The training episodes as a world-model factory sees them: latents, commands and ids, read-only; a downstream label is an error."
+    LABELS = ("success", "language", "length_bin", "split")  # what the protocols evaluate on, or derive their splits from
+
+    def __init__(self, episodes, # an `Episodes` (the protocol's train split)
+                ):
+        self.episode_id, self.latents, self.commands = (np.array(getattr(episodes, k)) for k in ("episode_id", "latents", "commands"))
+        for a in (self.episode_id, self.latents, self.commands): a.setflags(write=False)
+
+    def __len__(self): return len(self.episode_id)
+    @property
+    def n_bins(self) -> int: return self.latents.shape[1]
+    @property
+    def latent_dim(self) -> int: return self.latents.shape[2]
+
+    def __getattr__(self, name):
+        if name in type(self).LABELS:
+            raise ContractError(f"a world model is never trained on a downstream label: its factory is offered the training episodes' "
+                                f"latents, commands and episode_id, not {name!r}")
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (it offers latents, commands, episode_id, n_bins, latent_dim)")
+
+    def __repr__(self): return f"LabelFreeEpisodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim})"
 
 # %% ../nbs/42_contracts.ipynb #e3a2e199
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".pkl", ".pickle", ".joblib", ".h5", ".hdf5",
@@ -176,7 +200,7 @@ def check_world_model(model, # an object with rollout(context, commands)
                       command_dim:int=COMMAND_DIM, # A
                       context_bins:Sequence[int]|int=(4,), # visible bins C to try
                       horizon:int=4, # H future bins
-                      autoregressive:bool=False, # also check that step h reads commands 1..h only
+                      autoregressive:bool=True, # check that step h reads commands 1..h only (every protocol does: a world model is causal in its commands)
                       batch:int=5, seed:int=0, # the random inputs
                       name:str|None=None, # what to call the model in errors
                      ) -> str: # fingerprint

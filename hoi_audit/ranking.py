@@ -17,7 +17,7 @@ from .store import CommandOutput, ExperimentPaths, Unit
 from .cli import add_command
 from .provenance import TrackedArray
 from .stats import bootstrap_interval
-from .contracts import build, check_world_model, identity
+from .contracts import LabelFreeEpisodes, build, check_world_model, identity
 
 # %% auto #0
 __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP', 'RANK_METRICS', 'DEFAULT_METHODS', 'ENERGIES',
@@ -434,7 +434,7 @@ def user_model(model, # the user's world model: an object, a factory or "module:
     train = episodes.split_of("train_full") if hasattr(episodes, "split_of") else None
     K, D = episodes.latents.shape[1], episodes.latents.shape[2]
     def factory(seed):
-        m = build(target, "world_model", seed=seed, episodes=train)
+        m = build(target, "world_model", seed=seed, episodes=None if train is None else LabelFreeEpisodes(train))   # no downstream label
         check_world_model(m, D, context_bins=context_bins, horizon=K - context_bins, name=str(model) if isinstance(model, str) else None)
         return m
     ident = identity(model)

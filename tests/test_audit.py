@@ -308,3 +308,14 @@ def test_a_user_network_with_new_weights_is_retrained_and_an_unchanged_one_reuse
     stamps = [p.stat().st_mtime_ns for p in manifests]
     pd.testing.assert_frame_equal(four_condition_audit(tiny, store=ResultStore(tmp_path / "same"), **kw).all_records, rerun)
     assert [p.stat().st_mtime_ns for p in manifests] == stamps and stamps, "an unchanged network was retrained"
+
+def test_every_user_network_is_checked_before_any_unit(tiny, tmp_path):
+    "Issue 31: `audit --model` runs check_anticipator on the user's network first: a broken one is a named error, nothing is written."
+    import subprocess, sys
+    from pathlib import Path
+    exe, user = Path(sys.executable).parent / "hoi-audit", Path(__file__).parent / "user_model.py"
+    r = subprocess.run([str(exe), "audit", str(tiny.root), "--conditions", "gt_history", "--splits", "1", "--seeds", "42", "--epochs", "2",
+                        "--model", f"{user}:wrong_width", "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert r.returncode == 2 and "hoi-audit: error:" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "wrong_width" in r.stderr and "shape" in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "out").exists()

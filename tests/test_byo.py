@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from hoi_audit import epic, ranking, success
 from hoi_audit.contracts import ContractError, as_context_forecaster, build, check_world_model
-from hoi_audit.core import read_results
+from hoi_audit.core import HoiAuditError, read_results
 from hoi_audit.encoder import train_context_forecaster
 from hoi_audit.episodes import COMMAND_DIM, make_episodes
 from hoi_audit.worldmodel import LinearExtrapolationModel, PersistenceModel, train_forecaster
@@ -178,3 +178,30 @@ def test_retrained_weights_beside_an_unchanged_file_are_recomputed(ep, protocol,
     again, _ = run(tmp_path / "same" / "r.json")              # unchanged: nothing recomputed
     pd.testing.assert_frame_equal(again, rerun)
     assert [p.stat().st_mtime_ns for p in units] == stamps
+
+
+@pytest.mark.parametrize("protocol", ["ranking", "success"])
+def test_a_world_model_that_reads_later_commands_is_refused_by_every_protocol(protocol, tmp_path):
+    "Issue 31: causality in the commands is checked on every world model, not only on one that declares itself autoregressive."
+    peek = tmp_path / "peek.py"
+    peek.write_text("import numpy as np\nclass Peek:\n    def rollout(self, context, commands):\n"
+                    "        plan = np.asarray(commands, np.float32).sum(1, keepdims=True)[..., :1]   # the whole plan at every step\n"
+                    "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1) + plan}\n"
+                    "def make(seed=42):\n    return Peek()\n")
+    model = f"{peek}:make" if protocol == "success" else f"peek={peek}:make"
+    with pytest.raises(ContractError, match=r"step 1 changed when only commands 2\.\.4 changed"):
+        cli({"ranking": ranking, "success": success}[protocol], protocol, "--size", "tiny", "--out", str(tmp_path / "o.json"),
+            "--seeds", "42", "--model", model, "--n-boot", "20", "--quiet", *(["--horizons", "4"] if protocol == "success" else []))
+
+
+@pytest.mark.parametrize("protocol", ["ranking", "success"])
+def test_a_factory_that_reads_a_downstream_label_is_refused(protocol, tmp_path):
+    "Issue 31: a world-model factory is offered the training episodes' latents and commands only; reading success is an error saying why."
+    snoop = tmp_path / "snoop.py"
+    snoop.write_text("import numpy as np\nclass Still:\n    def rollout(self, context, commands):\n"
+                     "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1)}\n"
+                     "def make(episodes, seed=42):\n    print('failure rate', float((~episodes.success).mean()))\n    return Still()\n")
+    model = f"{snoop}:make" if protocol == "success" else f"snoop={snoop}:make"
+    with pytest.raises(HoiAuditError, match="never trained on a downstream label"):
+        cli({"ranking": ranking, "success": success}[protocol], protocol, "--size", "tiny", "--out", str(tmp_path / "o.json"),
+            "--seeds", "42", "--model", model, "--n-boot", "20", "--quiet", *(["--horizons", "4"] if protocol == "success" else []))
