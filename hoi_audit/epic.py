@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, json, re, time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Annotated, Literal, Sequence
 import numpy as np
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, sha256_file, sha256_json, write_json, write_npz, write_results, sha256_array
@@ -404,11 +404,12 @@ def extract_command(*,
 
 # %% ../nbs/45_epic.ipynb #59b0dd48
 def epic_command(*,
-                 videos:str, # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4
-                 narrations:str, # EPIC-KITCHENS-100 annotation CSV
+                 videos:str|None=None, # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4 (default: the embedded EPIC-like clips of --size)
+                 narrations:str|None=None, # EPIC-KITCHENS-100 annotation CSV (with --videos)
+                 size:Literal["tiny", "small"]="tiny", # the embedded EPIC-like clips' size, written below --out (raw/epic_anticipation/), when --videos is not given
                  out:str, # FILE.json (the results) or DIR (DIR/results/epic_anticipation.json)
                  encoder:str="embedded", # 'embedded' or package.module:name / path/file.py:name (an encoder or its factory)
-                 forecaster:str="embedded", # 'embedded' or package.module:name / path/file.py:name (a context-only forecaster, a world model, or a factory of either, offered seed, encoder and latent_dim)
+                 model:Annotated[str, {"names": ("--model", "--forecaster")}]="embedded", # the forecaster: 'embedded' or package.module:name / path/file.py:name (a context-only forecaster, a world model, or a factory of either, offered seed, encoder and latent_dim)
                  seeds:list[int]=list(PROTOCOL_SEEDS), # forecaster seeds
                  n_boot:int=2000, # bootstrap replicates
                  no_oracle:bool=False, # skip the target segment (no oracle upper bound)
@@ -417,9 +418,16 @@ def epic_command(*,
                  **decoding, # the options of `decode_options`
                 ) -> int: # the exit status
     "EPIC-style future-action anticipation end to end: extraction, a frozen encoder and context-only forecaster (yours or the embedded ones), leave-one-participant-out probes"
-    started = time.time()
-    run = run_epic(videos, narrations, CommandOutput.parse(out, "epic_anticipation"), encoder=encoder,
-                   forecaster=forecaster, seeds=seeds, n_boot=n_boot, oracle=not no_oracle,
+    started, paths = time.time(), CommandOutput.parse(out, "epic_anticipation")
+    if (videos is None) != (narrations is None): raise DataError("give --videos and --narrations together, or neither (the embedded clips of --size)")
+    if videos is None:                 # the embedded clips: a first try of a model needs no videos of one's own
+        from hoi_audit.clips import write_epic_like
+        data = write_epic_like(paths.raw / f"epic_like_{size}", size, seed=0)
+        videos, narrations = data["folder"], data["narrations"]
+        for f in sorted(p for p in (paths.raw / f"epic_like_{size}").rglob("*") if p.is_file()): paths.wrote(f)
+        print(f"embedded EPIC-like clips ({size}) in {videos}")
+    run = run_epic(videos, narrations, paths, encoder=encoder,
+                   forecaster=model, seeds=seeds, n_boot=n_boot, oracle=not no_oracle,
                    train_clips=train_clips, train_steps=train_steps, **decode_options(**decoding))
     s = run["summary"]
     print(run["table"].round(3).to_string())

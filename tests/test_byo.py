@@ -68,7 +68,7 @@ def test_user_world_model_through_ranking_cli(ep, tmp_path):
 def test_user_encoder_and_forecaster_through_epic_cli(epic_data, tmp_path):
     out = tmp_path / "e.json"
     assert cli(epic, "epic", "--videos", str(epic_data["folder"]), "--narrations", str(epic_data["narrations"]), "--out", str(out),
-               "--encoder", f"{USER}:make_encoder", "--forecaster", f"{USER}:make_forecaster", "--n-boot", "20") == 0
+               "--encoder", f"{USER}:make_encoder", "--model", f"{USER}:make_forecaster", "--n-boot", "20") == 0
     payload = json.loads(out.read_text())
     assert payload["config"]["latent_dim"] == 6 and payload["config"]["encoder"] == f"{USER}:make_encoder"
     assert payload["config"]["seeds"] == [42]          # a factory that ignores the seed is one frozen model: one run, not three

@@ -206,3 +206,21 @@ def test_epic_cli_out_convention_writes_only_below_out_and_lists_every_file(tiny
     assert printed == [str(p) for p in written]
     payload = json.loads(next(iter(written)).read_text())
     assert "oracle" not in {r.get("feature_set") for r in payload["records"]}          # --no-oracle: the target is never encoded
+
+def test_epic_on_the_embedded_clips_takes_model_and_writes_only_below_out(tmp_path, capsys, monkeypatch):
+    """Issue 31: `hoi-audit epic --size tiny --model SPEC --out DIR` needs no videos of one's own: the embedded EPIC-like clips are
+    written below DIR, every file is listed; --videos without --narrations is an error."""
+    monkeypatch.chdir(tmp_path)
+    p = argparse.ArgumentParser(); sub = p.add_subparsers(); add_subcommand(sub)
+    out = tmp_path / "mine"
+    args = p.parse_args(["epic", "--size", "tiny", "--out", str(out), "--model", "hoi_audit.worldmodel:PersistenceModel",
+                         "--seeds", "42", "--n-boot", "20", "--no-oracle"])
+    assert args.func(args) == 0
+    written = {q for q in tmp_path.rglob("*") if q.is_file()}
+    assert all(q.is_relative_to(out) for q in written) and out / "results" / "epic_anticipation.json" in written
+    printed = {Path(l.removeprefix("wrote ")) for l in capsys.readouterr().out.splitlines() if l.startswith("wrote ")}
+    assert printed == written
+    payload = json.loads((out / "results" / "epic_anticipation.json").read_text())
+    assert payload["config"]["forecaster"] == "hoi_audit.worldmodel:PersistenceModel" and payload["config"]["seeds"] == [42]
+    args = p.parse_args(["epic", "--videos", str(tmp_path), "--out", str(tmp_path / "other")])
+    with pytest.raises(DataError, match="--videos and --narrations together"): args.func(args)

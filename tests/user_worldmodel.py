@@ -2,7 +2,7 @@
 
 The tests run them through all three downstream protocols from the command line, as a user would:
 `hoi-audit success --model tests/user_worldmodel.py:make_world_model`, `hoi-audit ranking --model ...`,
-`hoi-audit epic --encoder tests/user_worldmodel.py:make_encoder --forecaster tests/user_worldmodel.py:make_forecaster`.
+`hoi-audit epic --encoder tests/user_worldmodel.py:make_encoder --model tests/user_worldmodel.py:make_forecaster`.
 Nothing here imports hoi_audit: the contracts are plain methods and shapes.
 """
 import numpy as np
