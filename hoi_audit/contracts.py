@@ -15,8 +15,8 @@ from .encoder import FrameEncoder
 
 # %% auto #0
 __all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build',
-           'LabelFreeEpisodes', 'code_files', 'checkpoint_files', 'identity', 'check_world_model', 'check_encoder',
-           'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster']
+           'LabelFreeEpisodes', 'code_files', 'checkpoint_files', 'identity', 'call_user', 'check_world_model',
+           'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster']
 
 # %% ../nbs/42_contracts.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
@@ -78,7 +78,8 @@ def build(obj, # an object, a factory (class or callable) or a "module:name" spe
     try: params = inspect.signature(obj).parameters
     except (TypeError, ValueError): params = {}
     takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
-    made = obj(**{k: v for k, v in offered.items() if takes_all or k in params})
+    kwargs = {k: v for k, v in offered.items() if takes_all or k in params}
+    made = call_user(lambda: obj(**kwargs), spec or _name(obj), f"construction (the command offers {', '.join(offered) or 'no arguments'})", finite=False)
     if not has_role(made):
         raise ContractError(f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}")
     return made
@@ -167,10 +168,33 @@ def identity(obj, # the user's object, class, factory or "module:name" spec
 def _same(a, b) -> bool: return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
 
 # %% ../nbs/42_contracts.ipynb #571e6190
-def _call(fn, what:str, *args):
-    try: return fn(*args)
+def call_user(fn, # the user's method or factory
+              name:str, # whose code: the spec, or the object's name
+              stage:str, # what the call does: construction, rollout, predict, encode, ...
+              *args, # its arguments
+              batch:int|None=None, rows:tuple|None=None, horizon:int|None=None, # where in the protocol (named in the error)
+              finite:bool=True, # also require every float array it returns to be finite
+             ):
+    "Call user code; an exception or a non-finite output becomes a `ContractError` naming the spec, the stage, the batch, rows and horizon."
+    where = ", ".join(w for w in (f"batch {batch}" if batch is not None else "", f"rows {rows[0]}-{rows[1]}" if rows else "",
+                                  f"horizon {horizon}" if horizon is not None else "") if w)
+    label = f"{name}: {stage}" + (f" ({where})" if where else "") if stage else name
+    try: out = fn(*args)
     except HoiAuditError: raise
-    except Exception as e: raise ContractError(f"{what} raised {type(e).__name__}: {e}") from e
+    except Exception as e: raise ContractError(f"{label}: raised {type(e).__name__}: {e}") from e
+    if finite:
+        for key, value in (out.items() if isinstance(out, dict) else [(None, out)]):
+            try: a = np.asarray(value)
+            except Exception: continue                       # not array-like: the role's checker judges it
+            if a.dtype.kind in "fc" and not np.isfinite(a).all():
+                raise ContractError(f"{label}: returned NaN or infinite values" + (f" in {key!r}" if key else "")
+                                    + f" ({int((~np.isfinite(a)).sum())} of {a.size})")
+    return out
+
+# %% ../nbs/42_contracts.ipynb #8864af87
+def _call(fn, what:str, *args):
+    "A checker's call into user code: any exception named as `what` raised it (the checker judges the outputs)."
+    return call_user(fn, what, "", *args, finite=False)
 
 # %% ../nbs/42_contracts.ipynb #953880ea
 def _float_array(x, what:str, shape:tuple) -> np.ndarray:

@@ -15,7 +15,7 @@ from .provenance import Block, Condition, derive_block
 from .store import CommandOutput
 from .cli import add_command
 from .clips import EPIC_COLUMNS  # the annotation CSV's columns, defined once in clips
-from .contracts import as_context_forecaster, build, check_encoder, check_forecaster, identity
+from .contracts import as_context_forecaster, build, call_user, check_encoder, check_forecaster, identity
 from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, observation_bins, summarize_substitutions,
                               target_bin)
 from . import stats
@@ -134,12 +134,12 @@ def extract(videos_dir, # folder of videos (see find_video)
                 bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
                 frames, rec = decoder.read_bins(bins, spec.frames_per_bin, row.narration_id)
                 records[i] = rec
-                context[i] = encoder.encode(frames) if encoder is not None else frames
+                context[i] = call_user(encoder.encode, type(encoder).__name__, f"encode (narration {row.narration_id})", frames) if encoder is not None else frames
                 if with_target:
                     tb = target_bin(row.start_s, row.stop_s, decoder.fps, decoder.n_frames, where)
                     tframes, trec = decoder.read_bins([tb], spec.frames_per_bin, row.narration_id)
                     rec.absorb(trec, "target segment")
-                    target[i] = encoder.encode(tframes)[0] if encoder is not None else tframes[0]
+                    target[i] = call_user(encoder.encode, type(encoder).__name__, f"encode (narration {row.narration_id}, target)", tframes)[0] if encoder is not None else tframes[0]
             except (DataError, DecodeTimeout) as e:
                 records[i] = SubstitutionRecord(row.narration_id, str(path), error=str(e), accept_concealed=accept_concealed)
         done = []
@@ -167,7 +167,8 @@ def feature_sets(context:np.ndarray, # (N, C, D) visible latents
     visible = Block("context", "video", np.concatenate([context[:, -1], context.mean(1)], axis=1))
     last = Block("persistence", "video", context[:, -1])
     linear = Block("linear", "video", 2 * context[:, -1] - context[:, -2])
-    pred = as_context_forecaster(forecaster).predict(context.astype(np.float32))
+    adapted = as_context_forecaster(forecaster)
+    pred = call_user(adapted.predict, type(forecaster).__name__, "predict", context.astype(np.float32), rows=(0, len(context) - 1))
     forecast = derive_block("forecast", np.asarray(pred, dtype=float), [Block("context", "video", context)], source="forecast")
     out = {"context": (Condition("context", {"video"}), [visible]), "persistence": (Condition("persistence", {"video"}), [last]),
            "linear": (Condition("linear", {"video"}), [linear]), "forecast": (Condition("forecast", {"forecast"}), [forecast])}

@@ -17,7 +17,7 @@ from .store import CommandOutput, ExperimentPaths, Unit
 from .cli import add_command
 from .provenance import TrackedArray
 from .stats import bootstrap_interval
-from .contracts import LabelFreeEpisodes, build, check_world_model, identity
+from .contracts import LabelFreeEpisodes, build, call_user, check_world_model, identity
 
 # %% auto #0
 __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP', 'RANK_METRICS', 'DEFAULT_METHODS', 'ENERGIES',
@@ -330,6 +330,7 @@ def candidate_energies(model, # any object with rollout(context (B, C, D), comma
                        future:np.ndarray|None=None, # (Q, H, D) recorded future latents (for the trajectory energy)
                        pin:str|None=None, # the published SHA-256 of the candidate set (required)
                        batch_size:int=8192, # rollouts per call to `model.rollout`
+                       name:str|None=None, # whose rollout errors name (the user's spec; default: the model's class)
                       ) -> dict: # {"endpoint": (Q, n), "trajectory": (Q, n) or absent}
     "Energies of every query x candidate, computed in batches, after checking the candidate set against its pin."
     if pin is None: raise PinMismatch("candidate_energies: pass the candidate set's published SHA-256 (pin=...); every method must match it")
@@ -342,10 +343,10 @@ def candidate_energies(model, # any object with rollout(context (B, C, D), comma
     query_of = np.repeat(np.arange(Q), n)
     endpoint = np.empty(Q * n, np.float64)
     trajectory = np.empty(Q * n, np.float64) if future is not None else None
-    for start in range(0, Q * n, batch_size):
+    for k, start in enumerate(range(0, Q * n, batch_size)):
         rows = slice(start, min(start + batch_size, Q * n))
         q = query_of[rows]
-        out = model.rollout(context[q], flat_plans[rows])
+        out = call_user(model.rollout, name or type(model).__name__, "rollout", context[q], flat_plans[rows], batch=k, rows=(rows.start, rows.stop - 1), horizon=H)
         predicted = np.asarray(out["latents"], dtype=np.float64)
         if predicted.shape != (len(q), H, goal.shape[1]):
             raise DataError(f"{type(model).__name__}.rollout: latents of shape {predicted.shape}, expected {(len(q), H, goal.shape[1])}")
@@ -512,7 +513,7 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
     def score(unit, workdir):
         method, factory, seed = lookup[unit.path]
         model = factory(None if seed == "none" else int(seed))
-        energies = candidate_energies(model, context, cs, goal, future, pin=pin, batch_size=batch_size)
+        energies = candidate_energies(model, context, cs, goal, future, pin=pin, batch_size=batch_size, name=models[method][2]["model"] if len(models[method]) > 2 else method)
         write_npz(workdir / "energies.npz", compress=True, **energies)
         return {e: rank_metrics(energies[e], cs.recorded).drop(columns=["lower", "tied"]).mean().to_dict() for e in energies}
 

@@ -19,7 +19,7 @@ from .provenance import Block, Condition, derive_block
 from .episodes import Episodes, make_episodes, read_episodes
 from .stats import PROBE_METRICS, batched, bootstrap_interval
 from .worldmodel import WorldModel, check_rollout, train_forecaster
-from .contracts import LabelFreeEpisodes, build, check_world_model, identity
+from .contracts import LabelFreeEpisodes, build, call_user, check_world_model, identity
 
 # %% auto #0
 __all__ = ['HORIZONS', 'FEATURE_SETS', 'CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands', 'forecast_features',
@@ -67,9 +67,12 @@ def summarize_commands(commands:np.ndarray, # (N, H, 7) future commands
 def forecast_features(model:WorldModel, # a frozen world model
                       visible:np.ndarray, # (N, C, D)
                       future_commands:np.ndarray, # (N, H, 7)
+                      name:str|None=None, # whose rollout errors name (the user's spec; default: the model's kind or class)
                      ) -> dict: # endpoint (N, D), delta (N, D), gate (N, H)
     "Roll the model out and return the forecast features: predicted endpoint, its change from the last visible latent, the gate."
-    out = check_rollout(model.rollout(visible, future_commands), visible, future_commands, getattr(model, "kind", type(model).__name__))
+    name = name or getattr(model, "kind", type(model).__name__)
+    out = call_user(model.rollout, name, "rollout", visible, future_commands, rows=(0, len(visible) - 1), horizon=future_commands.shape[1])
+    out = check_rollout(out, visible, future_commands, name)
     endpoint = out["latents"][:, -1].astype(np.float64)
     return {"endpoint": endpoint, "delta": endpoint - np.asarray(visible[:, -1], dtype=np.float64), "gate": out["gate"].astype(np.float64)}
 
@@ -202,7 +205,7 @@ def _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, tr
         for h in horizons:
             for name, part in (("train", train), ("heldout", held)):
                 inp = probe_inputs(part, h)
-                for k, v in forecast_features(wm, inp.visible, inp.future_commands).items(): write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
+                for k, v in forecast_features(wm, inp.visible, inp.future_commands, fc_config.get("model")).items(): write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
         return {"fingerprint": fingerprint, "trained_on": getattr(wm, "trained_on", None), "loss_history": getattr(wm, "history", None)}
 
     fc_units = [_forecaster_unit(s, fc_config, train_pin) for s in sorted({fc_seed(s) for s in seeds})]

@@ -205,3 +205,29 @@ def test_a_factory_that_reads_a_downstream_label_is_refused(protocol, tmp_path):
     with pytest.raises(HoiAuditError, match="never trained on a downstream label"):
         cli({"ranking": ranking, "success": success}[protocol], protocol, "--size", "tiny", "--out", str(tmp_path / "o.json"),
             "--seeds", "42", "--model", model, "--n-boot", "20", "--quiet", *(["--horizons", "4"] if protocol == "success" else []))
+
+
+def test_user_code_that_fails_only_at_full_size_is_one_named_error(tmp_path):
+    """Issue 31: a model that passes its check on a few rows but returns NaN on a full-size batch, and a factory that needs an
+    argument the command does not offer: `hoi-audit: error: <spec>: <stage> (...): <problem>`, exit 2, no traceback, no results."""
+    import subprocess, sys
+    exe = Path(sys.executable).parent / "hoi-audit"
+    f = tmp_path / "late.py"
+    f.write_text("import numpy as np\nclass Late:\n    def rollout(self, context, commands):\n"
+                 "        z = np.repeat(context[:, -1:], commands.shape[1], 1).astype(np.float32)\n"
+                 "        if len(context) > 50: z[-1] = np.nan\n        return {'latents': z}\n"
+                 "def make(seed=42):\n    return Late()\n"
+                 "def needs(checkpoint_dir, seed=42):\n    return Late()\n")
+    def run(protocol, spec, *extra):
+        out = tmp_path / protocol / spec.rsplit(":", 1)[-1]
+        r = subprocess.run([str(exe), protocol, "--size", "tiny", "--seeds", "42", "--n-boot", "20", "--quiet", "--out", str(out), *extra,
+                            "--model", spec], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.startswith("hoi-audit: error:") and "Traceback" not in r.stderr, r.stderr[-3000:]
+        assert not (out / "results").exists()
+        return r.stderr
+    err = run("ranking", f"late={f}:make")
+    assert f"{f}:make: rollout (batch 0, rows 0-" in err and "horizon 4): returned NaN or infinite values in 'latents'" in err, err
+    err = run("success", f"{f}:make", "--horizons", "4")
+    assert f"{f}:make: rollout (rows 0-" in err and "returned NaN or infinite values" in err, err
+    err = run("success", f"{f}:needs", "--horizons", "4")
+    assert f"{f}:needs: construction (the command offers seed, episodes): raised TypeError" in err and "checkpoint_dir" in err, err
