@@ -6,17 +6,20 @@
 from __future__ import annotations
 import importlib, importlib.util, inspect, sys
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, Sequence, runtime_checkable
 import numpy as np
+import pandas as pd
 from .core import HoiAuditError, sha256_array, sha256_file, sha256_json
 from .episodes import COMMAND_DIM
 from .worldmodel import WorldModel
 from .encoder import FrameEncoder
+from .cli import add_command
 
 # %% auto #0
-__all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build',
+__all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'CHECK_ROLES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build',
            'LabelFreeEpisodes', 'code_files', 'checkpoint_files', 'identity', 'call_user', 'check_world_model',
-           'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster']
+           'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster', 'check_model',
+           'check_command', 'add_subcommand']
 
 # %% ../nbs/42_contracts.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
@@ -299,3 +302,67 @@ def as_context_forecaster(model, # a context-only forecaster (predict) or a worl
     if callable(getattr(model, "predict", None)): return model
     if callable(getattr(model, "rollout", None)): return NullPlanForecaster(model, command_dim)
     raise ContractError(f"{_name(model)}: a forecaster needs predict(context) or a world model's rollout(context, commands)")
+
+# %% ../nbs/42_contracts.ipynb #acb0a2d0
+CHECK_ROLES = ("anticipator", "world_model", "encoder", "forecaster")  # the roles `hoi-audit check` can check
+
+def check_model(role:str, # one of CHECK_ROLES
+                spec:str, # the user's model: package.module:factory or path/file.py:factory
+                size:str="tiny", # the embedded episodes a world model is built from and checked against
+               ) -> pd.DataFrame: # check, result (pass / FAIL), detail
+    "Run one role's checker on a user's model, as the protocols would build it; one row per check, stopping at the first failure."
+    from hoi_audit.episodes import make_episodes
+    from hoi_audit.encoder import PooledMotionEncoder
+    if role not in CHECK_ROLES: raise ContractError(f"role must be one of {CHECK_ROLES}, got {role!r}")
+    rows = []
+    def step(check, fn):
+        try: detail = fn()
+        except HoiAuditError as e: rows.append({"check": check, "result": "FAIL", "detail": str(e)}); return False
+        rows.append({"check": check, "result": "pass", "detail": detail}); return True
+    def named():
+        ident = identity(spec)
+        files = ident.get("checkpoints", {})
+        return f"code {(ident.get('code_sha256') or ident['source_sha256'] or 'interactive')[:12]}, {len(files)} checkpoint(s)" + (f" ({', '.join(files)})" if files else "")
+    if not step("identity (code, checkpoints)", named): return pd.DataFrame(rows)
+    if role == "anticipator":
+        from hoi_audit.models import check_anticipator
+        report = {}
+        if step("contract (shapes, determinism, seeding, batch independence, learning, input subsets, provenance)", lambda: report.update(check_anticipator(spec)) or "all hold"):
+            rows += [{"check": k, "result": "pass", "detail": str(v)} for k, v in report.items()]
+        return pd.DataFrame(rows)
+    built = {}
+    if role == "encoder":
+        if step("construction", lambda: type(built.setdefault("m", build(spec, "encoder"))).__name__):
+            step("encode(bins) (latent_dim, shape, dtype, finite, inputs unchanged, determinism, batch independence)",
+                 lambda: "fingerprint " + check_encoder(built["m"], name=spec)[:16])
+        return pd.DataFrame(rows)
+    if role == "forecaster":
+        encoder = PooledMotionEncoder()
+        if step("construction (offered seed, encoder, latent_dim)", lambda: type(built.setdefault("m", build(spec, "forecaster", seed=42, encoder=encoder, latent_dim=encoder.latent_dim))).__name__):
+            step("predict(context) (shape, dtype, finite, inputs unchanged, determinism, batch independence)",
+                 lambda: "fingerprint " + check_forecaster(as_context_forecaster(built["m"]), encoder.latent_dim, name=spec)[:16])
+        return pd.DataFrame(rows)
+    episodes = make_episodes(size, seed=0)
+    K, D = episodes.n_bins, episodes.latent_dim
+    if step("construction (offered seed, label-free training episodes)", lambda: type(built.setdefault("m", build(spec, "world_model", seed=42, episodes=LabelFreeEpisodes(episodes.split_of("train_full"))))).__name__):
+        step("rollout(context, commands) (shape, dtype, finite, inputs unchanged, determinism, batch independence, causality in the commands)",
+             lambda: "fingerprint " + check_world_model(built["m"], D, context_bins=(K // 2,), horizon=K - K // 2, name=spec)[:16])
+    return pd.DataFrame(rows)
+
+# %% ../nbs/42_contracts.ipynb #dc2e038e
+def check_command(role:Literal["anticipator", "world_model", "encoder", "forecaster"], # the role the model plays
+                  spec:str, # your model: package.module:factory or path/file.py:factory
+                  *, size:Literal["tiny", "small"]="tiny", # embedded episodes a world model is built from
+                 ) -> int: # 0: every check passes; 1: one fails
+    "check one model against its role's contract, alone and in seconds (the checks every command runs before its units)"
+    table = check_model(role, spec, size)
+    print(f"{spec} as {role}:")
+    with pd.option_context("display.max_colwidth", 160, "display.width", 220): print(table.to_string(index=False))
+    failed = table.result.eq("FAIL").any()
+    print("FAIL: the model breaks its contract (the failing row says how)" if failed else "pass: every check holds")
+    return 1 if failed else 0
+
+# %% ../nbs/42_contracts.ipynb #bde33a24
+def add_subcommand(subparsers):
+    "Register `hoi-audit check`."
+    return add_command(subparsers, check_command)

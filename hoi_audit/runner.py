@@ -296,7 +296,7 @@ def plan_command(experiment:str, # an experiment notebook's name
     return 0
 
 # %% ../nbs/90_runner.ipynb #9be82e65
-STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
+STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint", "contracts")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
     "The `hoi-audit` argument parser: `reproduce`, `plan`, `status`, and each stage module's own subcommands (all built by `add_command`)."

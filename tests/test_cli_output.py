@@ -112,7 +112,18 @@ def test_status_writes_nothing(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------------- coverage
 
-COVERED = {"probes", "success", "ranking", "audit", "reproduce", "status", "plan"}   # tested above
+def test_check_writes_nothing_and_says_pass_or_fail(tmp_path):
+    "`hoi-audit check ROLE SPEC` (issue 31) runs a role's checker alone: a table, exit 0 when every check holds, 1 when one fails; no file."
+    user = tmp_path / "user"; user.mkdir()
+    (user / "wm.py").write_text("import numpy as np\nclass Still:\n    def rollout(self, context, commands):\n"
+                                "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1)}\n"
+                                "def make(seed=42): return Still()\ndef bad(seed=42): return 3\n")
+    r, changed = run_in_sandbox(tmp_path, "check", "world_model", f"{user}/wm.py:make")
+    assert r.returncode == 0 and changed == [] and "pass: every check holds" in r.stdout, r.stdout + r.stderr
+    r, changed = run_in_sandbox(tmp_path, "check", "world_model", f"{user}/wm.py:bad")
+    assert r.returncode == 1 and changed == [] and "FAIL" in r.stdout and "has no method rollout" in r.stdout, r.stdout + r.stderr
+
+COVERED = {"probes", "success", "ranking", "audit", "reproduce", "status", "plan", "check"}   # tested above
 ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only_below_out_and_lists_every_file (it needs rendered clips)",
              "epic": "tests/test_epic.py::test_epic_cli_out_convention_writes_only_below_out_and_lists_every_file",
              "lint": "tests/test_lint.py::test_cli_exit_codes_and_report",
