@@ -416,6 +416,11 @@ def _model_identity(spec:str) -> str|None:
     "A user network's identity in its units' inputs: the SHA-256 of its code and checkpoints (`contracts.identity`); None for a registered architecture, which the library's version names."
     return None if ":" not in spec else sha256_json(identity(spec))
 
+# %% ../nbs/17_audit.ipynb #337807fb
+def _results_config(config:AuditConfig) -> dict:
+    "A results JSON's config: the audit's settings, and for a user's network its identity (spec, code and checkpoint SHA-256s)."
+    return config.as_dict() | ({"model": identity(config.architecture)} if ":" in config.architecture else {})
+
 # %% ../nbs/17_audit.ipynb #dcd23a10
 def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
                  config:AuditConfig, video_identity:dict|None) -> tuple:
@@ -797,7 +802,7 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
         print(recovery_table(result, window).round(1).to_string())
         records += window_results_records(window, config)
     pins = {"config": sha256_json(config.as_dict())}
-    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=config.as_dict(), pins=pins))
+    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=_results_config(config), pins=pins))
     if {"recognizer_ba", "gt_history"} <= set(conditions):
         iv = intervention_table(result.all_records)
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))

@@ -523,6 +523,8 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
     records += _comparison_records(per_query, models, comparisons, n_boot)
     settings = {**(config or {}), "n_queries": len(cs), "pool": len(pool), "n_boot": n_boot, "seeds": list(seeds),
                 "methods": list(models), **cs.rules}
+    users = {m: entry[2] for m, entry in models.items() if len(entry) > 2}   # a user's method: its spec, code and checkpoints
+    if users: settings["user_models"] = users
     path = write_results(results_path or paths.results, "candidate_ranking", records, scale=scale, config=settings, pins={"candidate_set": pin})
     return {"results": path, "candidates": cs, "per_query": per_query, "records": records}
 
