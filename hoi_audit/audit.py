@@ -20,7 +20,7 @@ from . import recovery
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
 from .cli import add_command
-from .contracts import identity
+from .plugins import identity
 
 # %% auto #0
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'METRICS',

@@ -10,20 +10,16 @@ from typing import Literal, Protocol, Sequence, runtime_checkable
 import numpy as np
 import pandas as pd
 from .core import HoiAuditError, sha256_array, sha256_file, sha256_json
+from .plugins import ContractError, _name, call_user, identity, load_object
 from .episodes import COMMAND_DIM
 from .worldmodel import WorldModel
 from .encoder import FrameEncoder
 from .cli import add_command
 
 # %% auto #0
-__all__ = ['ROLES', 'CHECKPOINT_SUFFIXES', 'CHECK_ROLES', 'ContractError', 'ContextForecasterContract', 'load_object', 'build',
-           'LabelFreeEpisodes', 'code_files', 'checkpoint_files', 'identity', 'call_user', 'check_world_model',
+__all__ = ['ROLES', 'CHECK_ROLES', 'ContextForecasterContract', 'build', 'LabelFreeEpisodes', 'check_world_model',
            'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster', 'check_model',
            'check_command', 'add_subcommand']
-
-# %% ../nbs/42_contracts.ipynb #a982f978
-class ContractError(HoiAuditError, TypeError):
-    "A user object does not keep the contract of its role."
 
 # %% ../nbs/42_contracts.ipynb #9c34e122
 @runtime_checkable
@@ -33,36 +29,6 @@ class ContextForecasterContract(Protocol):
 
 # %% ../nbs/42_contracts.ipynb #035c7484
 ROLES = {"world_model": ("rollout",), "encoder": ("encode",), "forecaster": ("predict", "rollout")}  # role -> the methods that make one (any of them)
-
-# %% ../nbs/42_contracts.ipynb #996dc708
-def load_object(spec:str, # "package.module:name" or "path/to/file.py:name"
-               ):
-    "The object named by `spec`."
-    module_part, sep, attr = str(spec).rpartition(":")
-    if not sep or not module_part or not attr.isidentifier():
-        raise ContractError(f"{spec!r}: expected 'package.module:name' or 'path/to/file.py:name'")
-    if module_part.endswith(".py") or "/" in module_part:
-        path = Path(module_part)
-        if not path.is_file(): raise ContractError(f"{spec!r}: file {path} not found")
-        name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"   # per file and content: a copy elsewhere reads its own folder
-        if name not in sys.modules:
-            loader = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(loader)
-            sys.modules[name] = module
-            try: loader.loader.exec_module(module)
-            except Exception as e:
-                del sys.modules[name]
-                raise ContractError(f"{spec!r}: importing {path} failed ({type(e).__name__}: {e})") from e
-        module = sys.modules[name]
-    else:
-        try: module = importlib.import_module(module_part)
-        except ImportError as e: raise ContractError(f"{spec!r}: cannot import {module_part} ({e})") from e
-    if not hasattr(module, attr): raise ContractError(f"{spec!r}: {module_part} has no attribute {attr!r}")
-    return getattr(module, attr)
-
-# %% ../nbs/42_contracts.ipynb #55ca67ce
-def _name(obj) -> str:
-    return obj if isinstance(obj, str) else getattr(obj, "__qualname__", None) or type(obj).__name__
 
 # %% ../nbs/42_contracts.ipynb #36743904
 def build(obj, # an object, a factory (class or callable) or a "module:name" spec
@@ -111,88 +77,8 @@ class LabelFreeEpisodes:
 
     def __repr__(self): return f"LabelFreeEpisodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim})"
 
-# %% ../nbs/42_contracts.ipynb #e3a2e199
-CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".pkl", ".pickle", ".joblib", ".h5", ".hdf5",
-                       ".onnx", ".msgpack")  # weight files a model that declares no `checkpoints` is taken to read when they lie beside its file
-
-# %% ../nbs/42_contracts.ipynb #895d4a16
-def code_files(path, # the file that defines a user's model
-              ) -> list[Path]: # the files its code is: the file, or every .py file of the user package it belongs to
-    "The user code a model's behaviour depends on: its own file, or, inside a package (not this library), the whole package's .py files."
-    path = Path(path).resolve()
-    root = path.parent
-    if not (root / "__init__.py").exists() or root == Path(inspect.getsourcefile(HoiAuditError)).resolve().parent: return [path]   # this library: its file
-    while (root.parent / "__init__.py").exists(): root = root.parent
-    return sorted(root.rglob("*.py"))
-
-# %% ../nbs/42_contracts.ipynb #1bc9d525
-def checkpoint_files(target, # the user's object, class or factory
-                     path, # the file that defines it (None: defined interactively)
-                     name:str="model", # what errors call it
-                    ) -> list[Path]: # the checkpoint files its outputs depend on
-    "The checkpoints a model reads: those it declares (`checkpoints` on it, its class or factory, or `CHECKPOINTS` in its module), else the weight files beside its file."
-    declared = getattr(target, "checkpoints", None)
-    if declared is None:
-        module = sys.modules.get(getattr(target if isinstance(target, type) or inspect.isfunction(target) else type(target), "__module__", "") or "")
-        declared = getattr(module, "CHECKPOINTS", None)
-    folder = Path(path).resolve().parent if path else Path.cwd()
-    if declared is not None:
-        try: files = [folder / Path(p) for p in (declared() if callable(declared) else declared)]
-        except Exception as e: raise ContractError(f"{name}: its declared checkpoints could not be listed ({type(e).__name__}: {e})") from e
-        missing = [str(p) for p in files if not p.is_file()]
-        if missing: raise ContractError(f"{name}: declared checkpoint file(s) not found: {', '.join(missing)}")
-        return files
-    if path is None: return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CHECKPOINT_SUFFIXES)
-
-# %% ../nbs/42_contracts.ipynb #88a22938
-def identity(obj, # the user's object, class, factory or "module:name" spec
-            ) -> dict: # model (spec or name), source_sha256, and code_sha256 / checkpoints where there are any
-    "What names a user's model in a store unit: its spec or name, the SHA-256 of its code and of every checkpoint it reads."
-    target = load_object(obj) if isinstance(obj, str) else obj
-    name = obj if isinstance(obj, str) else _name(obj)
-    try: path = inspect.getsourcefile(target if isinstance(target, type) or inspect.isfunction(target) else type(target))
-    except (TypeError, OSError): path = None      # a builtin, or a class defined interactively
-    path = path if path and Path(path).is_file() else None
-    out = {"model": name, "source_sha256": sha256_file(path) if path else None}   # None: defined interactively
-    if path:
-        files = code_files(path)
-        if len(files) > 1:
-            root = files[0].parent
-            while not all(f.is_relative_to(root) for f in files): root = root.parent
-            out["code_sha256"] = sha256_json({f.relative_to(root).as_posix(): sha256_file(f) for f in files})
-    checkpoints = checkpoint_files(target, path, name)
-    if checkpoints:
-        folder = Path(path).resolve().parent if path else Path.cwd()
-        out["checkpoints"] = {(p.relative_to(folder).as_posix() if p.resolve().is_relative_to(folder) else str(p)): sha256_file(p) for p in checkpoints}
-    return out
-
 # %% ../nbs/42_contracts.ipynb #4853df85
 def _same(a, b) -> bool: return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
-
-# %% ../nbs/42_contracts.ipynb #571e6190
-def call_user(fn, # the user's method or factory
-              name:str, # whose code: the spec, or the object's name
-              stage:str, # what the call does: construction, rollout, predict, encode, ...
-              *args, # its arguments
-              batch:int|None=None, rows:tuple|None=None, horizon:int|None=None, # where in the protocol (named in the error)
-              finite:bool=True, # also require every float array it returns to be finite
-             ):
-    "Call user code; an exception or a non-finite output becomes a `ContractError` naming the spec, the stage, the batch, rows and horizon."
-    where = ", ".join(w for w in (f"batch {batch}" if batch is not None else "", f"rows {rows[0]}-{rows[1]}" if rows else "",
-                                  f"horizon {horizon}" if horizon is not None else "") if w)
-    label = f"{name}: {stage}" + (f" ({where})" if where else "") if stage else name
-    try: out = fn(*args)
-    except HoiAuditError: raise
-    except Exception as e: raise ContractError(f"{label}: raised {type(e).__name__}: {e}") from e
-    if finite:
-        for key, value in (out.items() if isinstance(out, dict) else [(None, out)]):
-            try: a = np.asarray(value)
-            except Exception: continue                       # not array-like: the role's checker judges it
-            if a.dtype.kind in "fc" and not np.isfinite(a).all():
-                raise ContractError(f"{label}: returned NaN or infinite values" + (f" in {key!r}" if key else "")
-                                    + f" ({int((~np.isfinite(a)).sum())} of {a.size})")
-    return out
 
 # %% ../nbs/42_contracts.ipynb #8864af87
 def _call(fn, what:str, *args):

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 from .core import DataError, ProvenanceError, seed_everything
+from .plugins import ContractError, load_object
 from .provenance import Block, Condition
 from .queries import query_block, state_matrix
 from .stats import topk_accuracy
@@ -198,8 +199,8 @@ def reduce_tokens(tokens:np.ndarray, # (n_queries, n_tokens, D)
     return (np.asarray(tokens, dtype=np.float32) - mean) @ components
 
 # %% ../nbs/15_models.ipynb #b61ce812
-class AnticipatorContractError(DataError):
-    "A model (an architecture or a user's factory) broke the anticipation contract; the message names what it broke."
+class AnticipatorContractError(ContractError, DataError):
+    "A network (an architecture or a user's factory) broke the anticipation contract; the message names what it broke (the one `plugins.ContractError`, and a `DataError` as before)."
 
 # %% ../nbs/15_models.ipynb #0adb5c5f
 def _tensors(blocks:Sequence[Block]) -> dict:
@@ -443,25 +444,9 @@ def network_architecture(build:Callable, # build(shapes, n_classes, config, seed
 # %% ../nbs/15_models.ipynb #562fae94
 def load_factory(spec:str, # 'package.module:factory' (importable, or found from the working directory) or 'path/to/file.py:factory'
                 ) -> Callable:
-    "The callable a 'module:attribute' spec names, with an error that says which part could not be found."
-    import importlib, importlib.util, os, sys
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr.isidentifier():
-        raise DataError(f"model {spec!r}: expected 'package.module:factory' or 'path/to/file.py:factory'")
-    if module_name.endswith(".py"):
-        path = Path(module_name).resolve()
-        if not path.is_file(): raise DataError(f"model {spec!r}: {path} is not a file")
-        loader_spec = importlib.util.spec_from_file_location(f"hoi_audit_user_{path.stem}", path)
-        module = importlib.util.module_from_spec(loader_spec)
-        try: loader_spec.loader.exec_module(module)
-        except Exception as e: raise DataError(f"model {spec!r}: importing {path} raised {type(e).__name__}: {e}") from e
-    else:
-        if os.getcwd() not in sys.path and "" not in sys.path: sys.path.append(os.getcwd())   # as `python -m` would: the user's own package
-        try: module = importlib.import_module(module_name)
-        except ImportError as e: raise DataError(f"model {spec!r}: cannot import module {module_name!r} ({e})") from e
-    factory = getattr(module, attr, None)
-    if factory is None: raise DataError(f"model {spec!r}: module {module_name!r} has no attribute {attr!r}")
-    if not callable(factory): raise DataError(f"model {spec!r}: {attr!r} is a {type(factory).__name__}, not a callable factory")
+    "The callable a 'module:attribute' spec names (`plugins.load_object`, the one loader), with an error that says which part could not be found."
+    factory = load_object(spec)
+    if not callable(factory): raise ContractError(f"{spec!r}: {spec.rpartition(':')[2]!r} is a {type(factory).__name__}, not a callable factory")
     return factory
 
 # %% ../nbs/15_models.ipynb #4291dd99

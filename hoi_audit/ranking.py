@@ -426,7 +426,7 @@ def user_model(model, # the user's world model: an object, a factory or "module:
                context_bins:int=CONTEXT_BINS, # visible bins (the rest are rolled out)
               ) -> tuple: # (factory(seed) -> model, seeded, identity) for `run_ranking`'s `models`
     "A `models` entry for the user's world model, checked (`contracts.check_world_model`) when built."
-    from hoi_audit.contracts import load_object
+    from hoi_audit.plugins import load_object
     target = load_object(model) if isinstance(model, str) else model
     is_object = not isinstance(target, type) and callable(getattr(target, "rollout", None))
     try: params = {} if is_object else inspect.signature(target).parameters

@@ -2,6 +2,7 @@
 import numpy as np, pytest, torch
 from hoi_audit.core import DataError
 from hoi_audit.provenance import Block, Condition
+from hoi_audit.plugins import ContractError   # the one error of user code (plugins), whatever the role
 from hoi_audit.models import (ARCHITECTURES, AnticipatorContractError, TrainConfig, architecture, check_anticipator, load_factory)
 from hoi_audit.architectures import ARCHITECTURE_ORDER, DiagonalSSM, TemporalConvNet
 from conftest import REPO
@@ -36,11 +37,11 @@ def test_broken_user_models_are_told_what_they_broke(tmp_path):
     with pytest.raises(AnticipatorContractError, match="not a torch.nn.Module"): check_anticipator(f"{bad}:not_a_module")
     with pytest.raises(AnticipatorContractError, match="no trainable parameters"): check_anticipator(f"{bad}:frozen")
     with pytest.raises(AnticipatorContractError, match="raised RuntimeError: no GPU here"): check_anticipator(f"{bad}:crashes")
-    with pytest.raises(DataError, match="not a callable factory"): load_factory(f"{bad}:NOT_CALLABLE")
-    with pytest.raises(DataError, match="has no attribute 'missing'"): load_factory(f"{bad}:missing")
-    with pytest.raises(DataError, match="is not a file"): load_factory(f"{tmp_path / 'nope.py'}:f")
-    with pytest.raises(DataError, match="cannot import module 'no_such_pkg.models'"): load_factory("no_such_pkg.models:f")
-    with pytest.raises(DataError, match="expected 'package.module:factory'"): load_factory("just_a_module:")
+    with pytest.raises(ContractError, match="not a callable factory"): load_factory(f"{bad}:NOT_CALLABLE")
+    with pytest.raises(ContractError, match="has no attribute 'missing'"): load_factory(f"{bad}:missing")
+    with pytest.raises(ContractError, match="is not a file"): load_factory(f"{tmp_path / 'nope.py'}:f")
+    with pytest.raises(ContractError, match="cannot import module 'no_such_pkg.models'"): load_factory("no_such_pkg.models:f")
+    with pytest.raises(ContractError, match="expected 'package.module:factory'"): load_factory("just_a_module:")
 
 def test_ssm_convolution_equals_the_recurrence():
     torch.manual_seed(1)
