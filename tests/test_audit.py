@@ -319,3 +319,13 @@ def test_every_user_network_is_checked_before_any_unit(tiny, tmp_path):
     assert r.returncode == 2 and "hoi-audit: error:" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "wrong_width" in r.stderr and "shape" in r.stderr, r.stderr[-2000:]
     assert not (tmp_path / "out").exists()
+
+def test_a_user_network_from_a_file_trains_in_worker_processes(tiny, tmp_path):
+    "A factory loaded from a file (plugins.load_object) reaches spawned workers by value: --workers 2 gives the one-process records."
+    from dataclasses import replace
+    from pathlib import Path
+    cfg = replace(CFG, architecture=f"{Path(__file__).parent / 'user_model.py'}:make_model")
+    kw = dict(splits=[1], seeds=(42, 43), conditions=("gt_history",), config=cfg)
+    one = four_condition_audit(tiny, store=ResultStore(tmp_path / "one"), **kw).all_records
+    two = four_condition_audit(tiny, store=ResultStore(tmp_path / "two"), workers=2, **kw).all_records
+    pd.testing.assert_frame_equal(one, two)
