@@ -15,18 +15,22 @@ from .cli import add_command
 from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
 
 # %% auto #0
-__all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_windows',
-           'check_scored_set', 'selection_splits', 'check_selection', 'LintReport', 'lint_protocol',
-           'write_example_protocol', 'lint_command', 'add_subcommand']
+__all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_window_rows',
+           'annotation_fps', 'check_windows', 'check_scored_set', 'selection_splits', 'check_selection', 'LintReport',
+           'lint_protocol', 'write_example_protocol', 'lint_command', 'add_subcommand']
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
     "window-anchor": "observation windows must end at least `gap` s before the action's start, placed relative to the start",
-    "class-filter": "evaluation actions must not be dropped because their class is unseen in training (report seen-class metrics separately)",
+    "class-filter": "evaluation actions must not be dropped because their verb class is unseen in training (report seen-class metrics separately)",
+    "noun-filter": "evaluation actions must not be dropped because their noun class is unseen in training (report seen-class metrics separately)",
+    "pair-filter": "evaluation actions must not be dropped because their (verb, noun) pair is unseen in training while both classes are seen",
     "dropped-without-record": "every evaluation action is scored or listed, with a reason, in the exclusion record",
     "selection-on-reported-split": "checkpoints must not be selected on the split that is reported",
     "unknown-id": "scored and windowed narration ids must exist in the annotations",
     "missing-window": "every scored action has an observation window",
+    "degenerate-window": "every window has readable times, ends after it starts, and is the action's only one (other windows are listed, not used)",
+    "padded-window": "a window does not start before its video (a negative start): the frames before 0 s are padding, not the video",
 }
 
 # %% ../nbs/46_lint.ipynb #15382e02
@@ -36,19 +40,17 @@ def _seconds(value, where:str) -> float:
 
 # %% ../nbs/46_lint.ipynb #e2d24506
 def read_windows(path, # CSV: narration_id, window_start, window_end (seconds or HH:MM:SS.ss)
-                ) -> pd.DataFrame: # narration_id, window_start, window_end (seconds)
-    "The observation windows a protocol used."
+                ) -> pd.DataFrame: # narration_id, window_start, window_end (seconds; NaN where a time cannot be read)
+    "The observation windows a protocol used, every row kept: a bad row is a finding of `check_window_rows`, never an abort."
     path = Path(path)
     if not path.is_file(): raise DataError(f"{path}: windows CSV not found")
     df = pd.read_csv(path, dtype={"narration_id": str, "window_start": str, "window_end": str})
     missing = [c for c in ("narration_id", "window_start", "window_end") if c not in df.columns]
     if missing: raise DataError(f"{path}: missing column(s) {missing} (expected narration_id, window_start, window_end)")
-    dup = df.narration_id[df.narration_id.duplicated()].tolist()
-    if dup: raise DataError(f"{path}: more than one window for narration(s) {dup[:5]}")
-    for col in ("window_start", "window_end"):
-        df[col] = [_seconds(v, f"{path}, narration {n}, {col}") for v, n in zip(df[col], df.narration_id)]
-    bad = df.narration_id[~(df.window_end > df.window_start)].tolist()
-    if bad: raise DataError(f"{path}: window_end must be after window_start for narration(s) {bad[:5]}")
+    def seconds(v):
+        try: return _seconds(v, str(path))
+        except DataError: return float("nan")
+    for col in ("window_start", "window_end"): df[col] = [seconds(v) for v in df[col]]
     return df[["narration_id", "window_start", "window_end"]]
 
 # %% ../nbs/46_lint.ipynb #13f000ed
@@ -100,15 +102,42 @@ def _finding(rule:str, ids, message:str) -> dict:
     ids = sorted(str(i) for i in ids)
     return {"rule": rule, "n_actions": len(ids), "narration_ids": ids, "message": message}
 
+# %% ../nbs/46_lint.ipynb #fec260e9
+def check_window_rows(windows:pd.DataFrame, # from read_windows (every row)
+                     ) -> tuple[list[dict], pd.DataFrame]: # (findings, the usable windows: one per action)
+    "`degenerate-window` and `padded-window` findings; the windows the other rules can use."
+    unreadable = windows.window_start.isna() | windows.window_end.isna()
+    empty = ~unreadable & ~(windows.window_end > windows.window_start)
+    repeated = windows.narration_id.duplicated(keep=False)
+    out, bad = [], unreadable | empty | repeated
+    if bad.any():
+        parts = [f"{int(m.sum())} {what}" for m, what in ((unreadable, "with a time that cannot be read"),
+                 (empty, "ending at or before their start (empty or padded out)"), (repeated, "that are one of several for one action")) if m.any()]
+        out.append(_finding("degenerate-window", sorted(set(windows.narration_id[bad])), f"window rows not used: {'; '.join(parts)}"))
+    padded = ~bad & (windows.window_start < 0)
+    if padded.any():
+        out.append(_finding("padded-window", windows.narration_id[padded], f"{int(padded.sum())} window(s) start before their video "
+                            f"(earliest {float(windows.window_start[padded].min()):.3f} s): the frames before 0 s are padding"))
+    return out, windows[~bad].reset_index(drop=True)
+
+# %% ../nbs/46_lint.ipynb #4f47236d
+def annotation_fps(annotations:pd.DataFrame, # from epic.read_narrations (start_frame and start_s, when the CSV has them)
+                  ) -> float|None: # frames per second, None when the CSV has no frame numbers
+    "The benchmark's frame rate, from its annotations' frame numbers and timestamps (the median over actions that start after 0 s)."
+    if "start_frame" not in annotations.columns: return None
+    frames, seconds = pd.to_numeric(annotations.start_frame, errors="coerce"), annotations.start_s
+    ok = (seconds > 0) & frames.notna()
+    return float(np.median(frames[ok] / seconds[ok])) if ok.any() else None
+
 # %% ../nbs/46_lint.ipynb #413c7e79
 def check_windows(annotations:pd.DataFrame, # from epic.read_narrations (start_s, stop_s)
                   windows:pd.DataFrame, # from read_windows
                   scored:list, # scored narration ids
                   gap:float=1.0, # the anticipation gap, seconds
-                  tol:float=1e-3, # seconds
+                  fps:float|None=None, # the benchmark's frame rate: the tolerance is one frame (None: 1 ms)
                  ) -> list[dict]:
     "`window-anchor`, `missing-window` and the windows' `unknown-id` findings."
-    out = []
+    out, tol = [], 1.0 / fps if fps else 1e-3    # times rounded to frames differ by up to a frame
     known = set(annotations.narration_id)
     unknown = sorted(set(windows.narration_id) - known)
     if unknown: out.append(_finding("unknown-id", unknown, f"{len(unknown)} window row(s) name narrations the annotations do not have"))
@@ -135,8 +164,10 @@ def check_scored_set(annotations:pd.DataFrame, # the evaluated split's annotatio
                      scored:list, # scored narration ids
                      excluded:dict|None=None, # narration_id -> reason
                      train_classes=None, # verb classes that occur in training (None: unknown)
+                     train_nouns=None, # noun classes that occur in training (None: unknown)
+                     train_pairs=None, # (verb_class, noun_class) pairs that occur in training (None: unknown)
                     ) -> list[dict]:
-    "`class-filter`, `dropped-without-record` and the scored ids' `unknown-id` findings."
+    "`class-filter` (verbs), `noun-filter`, `pair-filter`, `dropped-without-record` and the scored ids' `unknown-id` findings."
     out, excluded = [], dict(excluded or {})
     known = set(annotations.narration_id)
     unknown = sorted(set(scored) - known)
@@ -152,6 +183,22 @@ def check_scored_set(annotations:pd.DataFrame, # the evaluated split's annotatio
                                 f"{int(unseen.sum())} unscored action(s) have verb classes never seen in training "
                                 f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set shrinks from "
                                 f"{all_classes} to {kept} verb classes; score every action and report seen-class metrics separately"))
+            gone = gone[~unseen]
+    if train_nouns is not None and len(gone):
+        unseen = ~gone.noun_class.isin(set(train_nouns))
+        if unseen.any():
+            out.append(_finding("noun-filter", gone.narration_id[unseen],
+                                f"{int(unseen.sum())} unscored action(s) have noun classes never seen in training "
+                                f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): score every action and report seen-class metrics separately"))
+            gone = gone[~unseen]
+    if train_pairs is not None and len(gone):
+        pairs = list(zip(gone.verb_class, gone.noun_class))
+        unseen = ~pd.Series([p in set(train_pairs) for p in pairs], index=gone.index)
+        if unseen.any():
+            kinds = sorted({p for p, u in zip(pairs, unseen) if u})
+            out.append(_finding("pair-filter", gone.narration_id[unseen],
+                                f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training although both classes "
+                                f"are ({len(kinds)} pair(s), e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop"))
             gone = gone[~unseen]
     if len(gone):
         out.append(_finding("dropped-without-record", gone.narration_id,
@@ -208,14 +255,18 @@ def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
                   training_log=None, # CSV: checkpoint, split, metric, value [, selection_split]
                   reported_split:str|None=None, # the split the scores are reported on (needed with a training log)
                   gap:float=1.0, # the anticipation gap, seconds
+                  fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame); None: from the annotations' frames
                  ) -> LintReport:
     "Check a user's anticipation protocol against every rule in `RULES`."
     ann = read_narrations(annotations)
     ids = read_ids(scored)
-    train_classes = None if train_annotations is None else set(read_narrations(train_annotations).verb_class)
+    train = None if train_annotations is None else read_narrations(train_annotations)
+    train_filters = {} if train is None else {"train_classes": set(train.verb_class), "train_nouns": set(train.noun_class),
+                                              "train_pairs": set(zip(train.verb_class, train.noun_class))}
     ex = None if excluded is None else read_exclusions(excluded)
     log = None if training_log is None else read_training_log(training_log)
-    found = (check_windows(ann, read_windows(windows), ids, gap) + check_scored_set(ann, ids, ex, train_classes)
+    row_findings, usable = check_window_rows(read_windows(windows))
+    found = (row_findings + check_windows(ann, usable, ids, gap, fps or annotation_fps(ann)) + check_scored_set(ann, ids, ex, **train_filters)
              + check_selection(log, reported_split, ids))
     inputs = {k: sha256_file(v) for k, v in (("annotations", annotations), ("windows", windows), ("scored", scored),
               ("train_annotations", train_annotations), ("excluded", excluded), ("training_log", training_log)) if v is not None}
@@ -292,12 +343,13 @@ def lint_command(*,
                  training_log:str|None=None, # CSV checkpoint,split,metric,value[,selection_split]
                  reported_split:str|None=None, # the split the scores are reported on (with --training-log)
                  gap:float=1.0, # the anticipation gap in seconds (default 1, the seed's)
+                 fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame; default: from the annotations' frames and timestamps)
                  out:str, # FILE.json, or DIR (DIR/results/lint.json)
                 ) -> int: # the exit status: 0 clean, 1 findings
     "check a user's anticipation protocol: window anchoring, class filtering, unrecorded drops, model selection on the reported split"
     paths = CommandOutput.parse(out, "lint")
     report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
-                           excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap)
+                           excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
     print(f"{report.n_annotated} annotated actions, {report.n_scored} scored: "
           + ("no findings" if report.ok else f"{len(report.findings)} finding(s)"))
     for f in report.findings.to_dict("records"):

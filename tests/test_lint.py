@@ -86,3 +86,58 @@ def test_cli_exit_codes_and_report(tmp_path):
     assert not report["ok"] and set(report["rules"]) == set(RULES)
     assert {f["rule"]: f["n_actions"] for f in report["findings"]} == {r: len(v) for r, v in planted.items()}
     assert sorted(p.relative_to(tmp_path / "o").as_posix() for p in (tmp_path / "o").rglob("*") if p.is_file()) == ["results/lint.json"]
+
+
+def test_filters_on_verbs_nouns_and_pairs_are_each_named_with_counts(tmp_path):
+    """Issue 31 (a benchmark shaped like V-JEPA 2's EPIC-100 eval): actions dropped because their noun, or their (verb, noun) pair,
+    never occurs in training are `noun-filter` and `pair-filter` findings with their ids, not merged into `dropped-without-record`."""
+    inputs, _ = write_example_protocol(tmp_path)
+    ev, tr = pd.read_csv(inputs["annotations"]), pd.read_csv(inputs["train_annotations"])
+    tr.loc[tr.index[:3], ["noun", "noun_class"]] = ["knife", 1]             # noun 1 is seen in training, only with these verbs
+    seen_with_1 = set(tr.verb_class[:3])
+    scored = inputs["scored"].read_text().split()
+    pair_rows = [i for i in ev.index if ev.narration_id[i] in scored and ev.verb_class[i] not in seen_with_1][:4]
+    noun_rows = [i for i in ev.index if ev.narration_id[i] in scored and i not in pair_rows][:2]
+    ev.loc[pair_rows, ["noun", "noun_class"]] = ["knife", 1]
+    ev.loc[noun_rows, ["noun", "noun_class"]] = ["spoon", 9]                 # never in training
+    ev.to_csv(inputs["annotations"], index=False); tr.to_csv(inputs["train_annotations"], index=False)
+    dropped = set(ev.narration_id[pair_rows + noun_rows])
+    inputs["scored"].write_text("\n".join(i for i in scored if i not in dropped) + "\n")
+    report = lint_protocol(**inputs)
+    assert report.findings.rule.tolist() == ["noun-filter", "pair-filter"]
+    assert report.finding("noun-filter")["narration_ids"] == sorted(ev.narration_id[noun_rows])
+    assert report.finding("pair-filter")["narration_ids"] == sorted(ev.narration_id[pair_rows])
+    assert report.finding("pair-filter")["n_actions"] == 4
+
+
+def test_end_anchored_windows_at_59_94_fps_are_diagnosed_within_one_frame(tmp_path):
+    "Timestamps rounded to 10 ms and windows computed from frames one second before each END: diagnosed as end-anchored (tolerance one frame)."
+    inputs, _ = write_example_protocol(tmp_path)
+    ev = pd.read_csv(inputs["annotations"])
+    fps = 59.94
+    from hoi_audit.lint import _timestamp
+    start_f = (ev.start_frame / 60 * fps).round().astype(int); stop_f = (ev.stop_frame / 60 * fps).round().astype(int)
+    ev = ev.assign(start_frame=start_f, stop_frame=stop_f, start_timestamp=[_timestamp(round(f / fps, 2)) for f in start_f],
+                   stop_timestamp=[_timestamp(round(f / fps, 2)) for f in stop_f])
+    ev.to_csv(inputs["annotations"], index=False)
+    end = stop_f / fps - 1.0
+    pd.DataFrame({"narration_id": ev.narration_id, "window_start": end - 5.0, "window_end": end}).to_csv(inputs["windows"], index=False)
+    f = lint_protocol(**inputs).finding("window-anchor")
+    assert "relative to the stop time" in f["message"] and f["n_actions"] == 38, f["message"]
+
+
+def test_one_bad_window_row_is_a_finding_not_an_abort(tmp_path):
+    "A degenerate (end before start), an unreadable, a duplicated and a padded window: each named by id; every other rule still runs."
+    inputs, planted = write_example_protocol(tmp_path, plant=("dropped-without-record",))
+    w = pd.read_csv(inputs["windows"], dtype={"window_start": str, "window_end": str})
+    ids = w.narration_id.tolist()
+    w.loc[3, ["window_start", "window_end"]] = [w.loc[3, "window_end"], w.loc[3, "window_start"]]
+    w.loc[4, "window_start"] = "soon"
+    w.loc[5, "window_start"] = "-0.5"
+    w = pd.concat([w, w.iloc[[6]]])
+    w.to_csv(inputs["windows"], index=False)
+    report = lint_protocol(**inputs)
+    assert report.finding("degenerate-window")["narration_ids"] == sorted([ids[3], ids[4], ids[6]])
+    assert report.finding("padded-window")["narration_ids"] == [ids[5]]
+    assert report.finding("dropped-without-record")["narration_ids"] == sorted(planted["dropped-without-record"])
+    assert cli(*flags(inputs), "--out", str(tmp_path / "o")) == 1
