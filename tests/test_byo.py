@@ -137,17 +137,10 @@ def test_epic_adapter_refuses_objects_with_neither_method():
 
 RETRAINED = '''import numpy as np
 from pathlib import Path
-class Linear:
-    "z_k = z_{k-1} + u_k @ B, B read from the weights file beside this one (the usual pretrained model)."
-    def __init__(self, B): self.B = np.asarray(B, np.float32)
-    def rollout(self, context, commands):
-        z, out = np.asarray(context, np.float32)[:, -1], []
-        for h in range(commands.shape[1]):
-            z = z + np.asarray(commands[:, h], np.float32) @ self.B
-            out.append(z)
-        return {"latents": np.stack(out, 1)}
+from user_worldmodel import LinearWorldModel          # tests/ (on sys.path under pytest): z_k = z_{k-1} + u_k @ B
 def make(seed=42):
-    return Linear(np.load(Path(__file__).parent / "weights.npy"))
+    "B read from the weights file beside this one (the usual pretrained model)."
+    return LinearWorldModel(np.load(Path(__file__).parent / "weights.npy"))
 '''
 
 
@@ -180,6 +173,13 @@ def test_retrained_weights_beside_an_unchanged_file_are_recomputed(ep, protocol,
     assert [p.stat().st_mtime_ns for p in units] == stamps
 
 
+def run_protocol(protocol, spec, tmp_path):
+    "`hoi-audit ranking|success` on the tiny embedded episodes, one seed, with the user's model `spec`."
+    return cli({"ranking": ranking, "success": success}[protocol], protocol, "--size", "tiny", "--out", str(tmp_path / "o.json"),
+               "--seeds", "42", "--model", spec if protocol == "success" else f"mine={spec}", "--n-boot", "20", "--quiet",
+               *(["--horizons", "4"] if protocol == "success" else []))
+
+
 @pytest.mark.parametrize("protocol", ["ranking", "success"])
 def test_a_world_model_that_reads_later_commands_is_refused_by_every_protocol(protocol, tmp_path):
     "Issue 31: causality in the commands is checked on every world model, not only on one that declares itself autoregressive."
@@ -188,10 +188,7 @@ def test_a_world_model_that_reads_later_commands_is_refused_by_every_protocol(pr
                     "        plan = np.asarray(commands, np.float32).sum(1, keepdims=True)[..., :1]   # the whole plan at every step\n"
                     "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1) + plan}\n"
                     "def make(seed=42):\n    return Peek()\n")
-    model = f"{peek}:make" if protocol == "success" else f"peek={peek}:make"
-    with pytest.raises(ContractError, match=r"step 1 changed when only commands 2\.\.4 changed"):
-        cli({"ranking": ranking, "success": success}[protocol], protocol, "--size", "tiny", "--out", str(tmp_path / "o.json"),
-            "--seeds", "42", "--model", model, "--n-boot", "20", "--quiet", *(["--horizons", "4"] if protocol == "success" else []))
+    with pytest.raises(ContractError, match=r"step 1 changed when only commands 2\.\.4 changed"): run_protocol(protocol, f"{peek}:make", tmp_path)
 
 
 @pytest.mark.parametrize("protocol", ["ranking", "success"])
@@ -201,10 +198,7 @@ def test_a_factory_that_reads_a_downstream_label_is_refused(protocol, tmp_path):
     snoop.write_text("import numpy as np\nclass Still:\n    def rollout(self, context, commands):\n"
                      "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1)}\n"
                      "def make(episodes, seed=42):\n    print('failure rate', float((~episodes.success).mean()))\n    return Still()\n")
-    model = f"{snoop}:make" if protocol == "success" else f"snoop={snoop}:make"
-    with pytest.raises(HoiAuditError, match="never trained on a downstream label"):
-        cli({"ranking": ranking, "success": success}[protocol], protocol, "--size", "tiny", "--out", str(tmp_path / "o.json"),
-            "--seeds", "42", "--model", model, "--n-boot", "20", "--quiet", *(["--horizons", "4"] if protocol == "success" else []))
+    with pytest.raises(HoiAuditError, match="never trained on a downstream label"): run_protocol(protocol, f"{snoop}:make", tmp_path)
 
 
 def test_user_code_that_fails_only_at_full_size_is_one_named_error(tmp_path):
