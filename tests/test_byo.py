@@ -180,25 +180,26 @@ def run_protocol(protocol, spec, tmp_path):
                *(["--horizons", "4"] if protocol == "success" else []))
 
 
-@pytest.mark.parametrize("protocol", ["ranking", "success"])
-def test_a_world_model_that_reads_later_commands_is_refused_by_every_protocol(protocol, tmp_path):
-    "Issue 31: causality in the commands is checked on every world model, not only on one that declares itself autoregressive."
-    peek = tmp_path / "peek.py"
-    peek.write_text("import numpy as np\nclass Peek:\n    def rollout(self, context, commands):\n"
-                    "        plan = np.asarray(commands, np.float32).sum(1, keepdims=True)[..., :1]   # the whole plan at every step\n"
-                    "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1) + plan}\n"
-                    "def make(seed=42):\n    return Peek()\n")
-    with pytest.raises(ContractError, match=r"step 1 changed when only commands 2\.\.4 changed"): run_protocol(protocol, f"{peek}:make", tmp_path)
+REFUSED = {   # a user's model that every protocol must refuse before scoring it, and the error that says why (issue 31)
+    # causality in the commands is checked on every world model, not only on one that declares itself autoregressive
+    "reads_later_commands": ("class Peek:\n    def rollout(self, context, commands):\n"
+                             "        plan = np.asarray(commands, np.float32).sum(1, keepdims=True)[..., :1]   # the whole plan at every step\n"
+                             "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1) + plan}\n"
+                             "def make(seed=42):\n    return Peek()\n", ContractError, r"step 1 changed when only commands 2\.\.4 changed"),
+    # a factory is offered the training episodes' latents and commands only: reading a success label is an error saying why
+    "reads_a_downstream_label": ("class Still:\n    def rollout(self, context, commands):\n"
+                                 "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1)}\n"
+                                 "def make(episodes, seed=42):\n    print('failure rate', float((~episodes.success).mean()))\n    return Still()\n",
+                                 HoiAuditError, "never trained on a downstream label"),
+}
 
 
+@pytest.mark.parametrize("case", sorted(REFUSED))
 @pytest.mark.parametrize("protocol", ["ranking", "success"])
-def test_a_factory_that_reads_a_downstream_label_is_refused(protocol, tmp_path):
-    "Issue 31: a world-model factory is offered the training episodes' latents and commands only; reading success is an error saying why."
-    snoop = tmp_path / "snoop.py"
-    snoop.write_text("import numpy as np\nclass Still:\n    def rollout(self, context, commands):\n"
-                     "        return {'latents': np.repeat(context[:, -1:], commands.shape[1], 1)}\n"
-                     "def make(episodes, seed=42):\n    print('failure rate', float((~episodes.success).mean()))\n    return Still()\n")
-    with pytest.raises(HoiAuditError, match="never trained on a downstream label"): run_protocol(protocol, f"{snoop}:make", tmp_path)
+def test_a_model_that_breaks_the_rules_is_refused_by_every_protocol(protocol, case, tmp_path):
+    source, error, match = REFUSED[case]
+    (tmp_path / "user.py").write_text("import numpy as np\n" + source)
+    with pytest.raises(error, match=match): run_protocol(protocol, f"{tmp_path / 'user.py'}:make", tmp_path)
 
 
 def test_user_code_that_fails_only_at_full_size_is_one_named_error(tmp_path):
