@@ -17,9 +17,9 @@ from .encoder import FrameEncoder
 from .cli import add_command
 
 # %% auto #0
-__all__ = ['ROLES', 'CHECK_ROLES', 'ContextForecasterContract', 'build', 'LabelFreeEpisodes', 'check_world_model',
-           'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster', 'check_model',
-           'check_command', 'add_subcommand']
+__all__ = ['ROLES', 'CHECK_ROLES', 'ContextForecasterContract', 'build', 'LabelFreeEpisodes', 'user_world_model',
+           'check_world_model', 'check_encoder', 'check_forecaster', 'NullPlanForecaster', 'as_context_forecaster',
+           'check_model', 'check_command', 'add_subcommand']
 
 # %% ../nbs/42_contracts.ipynb #9c34e122
 @runtime_checkable
@@ -76,6 +76,28 @@ class LabelFreeEpisodes:
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (it offers latents, commands, episode_id, n_bins, latent_dim)")
 
     def __repr__(self): return f"LabelFreeEpisodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim})"
+
+# %% ../nbs/42_contracts.ipynb #233ef1ad
+def user_world_model(model, # the user's world model: an object, a class or factory, or "module:name"
+                     train=None, # the `Episodes` a factory may be offered (as `LabelFreeEpisodes`); None: none
+                     check=None, # check(world_model) -> fingerprint: the protocol's checker (default: `check_world_model` at 4 + 4 bins)
+                    ) -> tuple: # (make(seed) -> a checked world model, seeded, identity)
+    "The one adapter from a user's world model to a protocol: build it as the protocol does, check it, name it."
+    target = load_object(model) if isinstance(model, str) else model
+    name = model if isinstance(model, str) else _name(model)
+    check = check or (lambda m: check_world_model(m, int(train.latent_dim) if train is not None else 8, name=name))
+    frozen = not isinstance(target, type) and callable(getattr(target, "rollout", None))
+    try: params = {} if frozen else inspect.signature(target).parameters
+    except (TypeError, ValueError): params = {}
+    seeded = "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    ident = identity(model)
+    if frozen: ident["fingerprint"] = check(target)
+    view = None if train is None else LabelFreeEpisodes(train)
+    def make(seed):
+        built = build(model, "world_model", seed=seed, episodes=view)
+        check(built)
+        return built
+    return make, seeded, ident
 
 # %% ../nbs/42_contracts.ipynb #4853df85
 def _same(a, b) -> bool: return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)

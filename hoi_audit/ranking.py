@@ -17,7 +17,7 @@ from .store import CommandOutput, ExperimentPaths, Unit
 from .cli import add_command
 from .provenance import TrackedArray
 from .stats import bootstrap_interval
-from .contracts import LabelFreeEpisodes, build, call_user, check_world_model, identity
+from .contracts import call_user, check_world_model, user_world_model
 
 # %% auto #0
 __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP', 'RANK_METRICS', 'DEFAULT_METHODS', 'ENERGIES',
@@ -422,25 +422,14 @@ def default_models(episodes, # the episodes; forecasters train on their train_fu
 
 # %% ../nbs/44_ranking.ipynb #2f6e56eb
 def user_model(model, # the user's world model: an object, a factory or "module:name" (contracts.build)
-               episodes, # the episodes; a factory is offered their train_full split only
+               episodes, # the episodes; a factory is offered their train_full split only, label-free
                context_bins:int=CONTEXT_BINS, # visible bins (the rest are rolled out)
               ) -> tuple: # (factory(seed) -> model, seeded, identity) for `run_ranking`'s `models`
-    "A `models` entry for the user's world model, checked (`contracts.check_world_model`) when built."
-    from hoi_audit.plugins import load_object
-    target = load_object(model) if isinstance(model, str) else model
-    is_object = not isinstance(target, type) and callable(getattr(target, "rollout", None))
-    try: params = {} if is_object else inspect.signature(target).parameters
-    except (TypeError, ValueError): params = {}
-    seeded = "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    "A `models` entry for the user's world model (`contracts.user_world_model`), checked (`contracts.check_world_model`) when built."
     train = episodes.split_of("train_full") if hasattr(episodes, "split_of") else None
     K, D = episodes.latents.shape[1], episodes.latents.shape[2]
-    def factory(seed):
-        m = build(target, "world_model", seed=seed, episodes=None if train is None else LabelFreeEpisodes(train))   # no downstream label
-        check_world_model(m, D, context_bins=context_bins, horizon=K - context_bins, name=str(model) if isinstance(model, str) else None)
-        return m
-    ident = identity(model)
-    if is_object: ident["fingerprint"] = check_world_model(target, D, context_bins=context_bins, horizon=K - context_bins)
-    return factory, seeded, ident
+    name = str(model) if isinstance(model, str) else None
+    return user_world_model(model, train, lambda m: check_world_model(m, D, context_bins=context_bins, horizon=K - context_bins, name=name))
 
 # %% ../nbs/44_ranking.ipynb #c02cb13e
 def _ranking_units(models, seeds, config, n_boot, pin, data_pin) -> tuple[list, dict]:

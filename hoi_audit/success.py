@@ -19,7 +19,7 @@ from .provenance import Block, Condition, derive_block
 from .episodes import Episodes, make_episodes, read_episodes
 from .stats import PROBE_METRICS, batched, bootstrap_interval
 from .worldmodel import WorldModel, check_rollout, train_forecaster
-from .contracts import LabelFreeEpisodes, build, call_user, check_world_model, identity
+from .contracts import call_user, check_world_model, user_world_model
 
 # %% auto #0
 __all__ = ['HORIZONS', 'FEATURE_SETS', 'CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands', 'forecast_features',
@@ -190,10 +190,9 @@ def _world_model_source(model, train, horizons, check, forecaster_kind, forecast
         fc_config = {"kind": forecaster_kind, "steps": forecaster_steps, "horizons": horizons}
         make = lambda seed: train_forecaster(train, kind=forecaster_kind, seed=seed, steps=forecaster_steps)
     else:
-        fc_config = {**identity(model), "horizons": horizons}
-        if not isinstance(model, (str, type)) and callable(getattr(model, "rollout", None)):   # an object: one frozen model
-            fc_config["fingerprint"], fc_seed = check(model), (lambda s: "given")
-        make = lambda seed: build(model, "world_model", seed=seed, episodes=LabelFreeEpisodes(train))   # train_full's latents and commands only
+        make, _, ident = user_world_model(model, train, check)     # a factory sees train_full's latents and commands only
+        fc_config = {**ident, "horizons": horizons}
+        if "fingerprint" in ident: fc_seed = lambda s: "given"     # an object: one frozen model
     return fc_config, make, fc_seed
 
 # %% ../nbs/43_success.ipynb #5c6094a6
