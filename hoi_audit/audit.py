@@ -423,9 +423,9 @@ def _results_config(config:AuditConfig) -> dict:
 
 # %% ../nbs/17_audit.ipynb #dcd23a10
 def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
-                 config:AuditConfig, video_identity:dict|None) -> tuple:
-    "A split's units, one per (condition, seed), and the condition of each unit path."
-    units, unit_cond, model = [], {}, _model_identity(config.architecture)
+                 config:AuditConfig, video_identity:dict|None, model:str|None) -> tuple:
+    "A split's units, one per (condition, seed), and the condition of each unit path; `model`: a user network's `_model_identity`."
+    units, unit_cond = [], {}
     for c in conds:
         inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
                   "train_videos": sha256_json(train_q["video"].tolist()), "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()])}
@@ -468,7 +468,7 @@ def _unit_rows(units:list, results:list) -> list[dict]:
 
 # %% ../nbs/17_audit.ipynb #26ec5d6d
 def _split_records(dataset, split:int, conds, seeds, store:ResultStore, config:AuditConfig, history_fn:Callable, fit:Callable,
-                   progress:bool, backend) -> list[dict]:
+                   progress:bool, backend, model:str|None) -> list[dict]:
     "One split of `audit_records`: its queries, histories and units, run through the store; the tidy rows of every test."
     train_q, test_q = split_audit_queries(dataset, split, config)
     groups = [dataset.video(v).participant or v for v in train_q["video"]]   # early stopping holds out whole participants
@@ -477,7 +477,7 @@ def _split_records(dataset, split:int, conds, seeds, store:ResultStore, config:A
     hist = {k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds}
     blocks = _blocks_fn(dataset, train_q, test_q, hist, config)
     units, unit_cond = _split_units(dataset, split, conds, seeds, tests, hist, train_q, test_q, config,
-                                    _video_identity(dataset, split, train_q, test_q, conds))
+                                    _video_identity(dataset, split, train_q, test_q, conds), model)
     compute = _unit_compute(dataset, fit, unit_cond, tests, blocks, train_q, test_q, groups, config)
     return _unit_rows(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend))
 
@@ -495,7 +495,8 @@ def audit_records(dataset, # a `ProceduralDataset` with features
     "Train and test every (split, condition, seed) unit; every test (own and cross-tested histories) as a tidy record."
     conds, splits, fit, store, history_fn, backend = _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers)
     rows = []
-    for split in splits: rows += _split_records(dataset, split, conds, seeds, store, config, history_fn, fit, progress, backend)
+    model = _model_identity(config.architecture)   # once per audit: a user's code and checkpoints are hashed here, not per split
+    for split in splits: rows += _split_records(dataset, split, conds, seeds, store, config, history_fn, fit, progress, backend, model)
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"])
 
 # %% ../nbs/17_audit.ipynb #469afc8b

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 from .core import HoiAuditError, sha256_array, sha256_file, sha256_json
 from .plugins import ContractError, _name, call_user, identity, load_object
-from .episodes import COMMAND_DIM
+from .episodes import COMMAND_DIM, make_episodes
 from .worldmodel import WorldModel
-from .encoder import FrameEncoder
+from .encoder import FrameEncoder, PooledMotionEncoder
 from .cli import add_command
 
 # %% auto #0
@@ -80,12 +80,13 @@ class LabelFreeEpisodes:
 # %% ../nbs/42_contracts.ipynb #233ef1ad
 def user_world_model(model, # the user's world model: an object, a class or factory, or "module:name"
                      train=None, # the `Episodes` a factory may be offered (as `LabelFreeEpisodes`); None: none
-                     check=None, # check(world_model) -> fingerprint: the protocol's checker (default: `check_world_model` at 4 + 4 bins)
+                     check=None, # check(world_model) -> fingerprint: the protocol's checker (default: `check_world_model` at 4 + 4 bins on train's latent_dim)
                     ) -> tuple: # (make(seed) -> a checked world model, seeded, identity)
     "The one adapter from a user's world model to a protocol: build it as the protocol does, check it, name it."
     target = load_object(model) if isinstance(model, str) else model
     name = model if isinstance(model, str) else _name(model)
-    check = check or (lambda m: check_world_model(m, int(train.latent_dim) if train is not None else 8, name=name))
+    if check is None and train is None: raise ValueError("user_world_model: give the protocol's `check`, or `train` (whose latent_dim the default check reads)")
+    check = check or (lambda m: check_world_model(m, int(train.latent_dim), name=name))
     frozen = not isinstance(target, type) and callable(getattr(target, "rollout", None))
     try: params = {} if frozen else inspect.signature(target).parameters
     except (TypeError, ValueError): params = {}
@@ -219,8 +220,6 @@ def check_model(role:str, # one of CHECK_ROLES
                 size:str="tiny", # the embedded episodes a world model is built from and checked against
                ) -> pd.DataFrame: # check, result (pass / FAIL), detail
     "Run one role's checker on a user's model, as the protocols would build it; one row per check, stopping at the first failure."
-    from hoi_audit.episodes import make_episodes
-    from hoi_audit.encoder import PooledMotionEncoder
     if role not in CHECK_ROLES: raise ContractError(f"role must be one of {CHECK_ROLES}, got {role!r}")
     rows = []
     def step(check, fn):
