@@ -4,24 +4,25 @@
 
 # %% ../nbs/10_procedural.ipynb #b8b57b92
 from __future__ import annotations
-import gzip, io, os, re, shutil, tempfile
+import gzip, io, os, re, shutil, sys, tempfile, unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import hoi_audit
-from .core import (DataError, PinMismatch, _ensure_folder, _umask, sha256_file, sha256_folder, sha256_json, verify,
+from .core import (DataError, PinMismatch, _ensure_folder, _umask, sha256_bytes, sha256_file, sha256_folder, sha256_json, verify,
                             write_bytes, write_npy, write_text)
+from .store import _SAFE
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGTH_TOLERANCE', 'SEGMENT_HEADER', 'SPLIT_HEADER',
            'REAL_DATASETS', 'SHIPPED_LABELS', 'SHIPPED_LABEL_PINS', 'MSTCN_LABEL_PINS', 'LABELS_ENV', 'CACHE_ENV',
            'read_mapping', 'background_ids', 'verb_map', 'read_bundle', 'read_splits', 'parse_video_name',
            'read_label_file', 'segments_of', 'Trim', 'open_features', 'time_axis', 'first_nonfinite', 'Video',
-           'ProceduralDataset', 'read_mstcn', 'write_mstcn', 'pack_mstcn', 'unpack_labels', 'labels_pins',
-           'verify_shipped', 'labels_cache_dir', 'materialize_real_labels', 'real_labels_root', 'real_labels_dir',
-           'read_real_labels']
+           'ProceduralDataset', 'safe_name', 'read_mstcn', 'read_for_command', 'name_config', 'write_mstcn',
+           'pack_mstcn', 'unpack_labels', 'labels_pins', 'verify_shipped', 'labels_cache_dir',
+           'materialize_real_labels', 'real_labels_root', 'real_labels_dir', 'read_real_labels']
 
 # %% ../nbs/10_procedural.ipynb #ae066048
 def read_mapping(path, # a mapping.txt: `<id> <name>` per line
@@ -29,8 +30,10 @@ def read_mapping(path, # a mapping.txt: `<id> <name>` per line
     "Read an MS-TCN `mapping.txt` into the list of class names (index = class id)."
     path = Path(path)
     if not path.is_file(): raise DataError(f"{path}: mapping file not found (an MS-TCN folder needs mapping.txt)")
+    try: text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e: raise DataError(f"{path}: mapping file cannot be read as UTF-8 text ({e})") from None
     names = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip(): continue
         fields = line.split()
         if len(fields) != 2 or not re.fullmatch(r"\d+", fields[0]):
@@ -84,7 +87,9 @@ _BUNDLE = re.compile(r"(?P<part>[A-Za-z]+)\.split(?P<split>\d+)\.bundle")
 def read_bundle(path) -> list[str]:
     "The video names (without `.txt`) listed in one bundle file, in file order."
     path = Path(path)
-    names = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try: text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e: raise DataError(f"{path}: bundle cannot be read as UTF-8 text ({e})") from None
+    names = [line.strip() for line in text.splitlines() if line.strip()]
     names = [n[:-4] if n.endswith(".txt") else n for n in names]
     dupes = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
     if dupes: raise DataError(f"{path}: videos listed twice: {dupes[:5]}")
@@ -134,6 +139,7 @@ def read_label_file(path, # a groundTruth/<video>.txt
     try: text = path.read_text(encoding="utf-8")
     except FileNotFoundError as e: raise DataError(f"{path}: label file not found") from e
     except UnicodeDecodeError as e: raise DataError(f"{path}: label file is not UTF-8 text ({e})") from e
+    except OSError as e: raise DataError(f"{path}: label file cannot be read ({e.strerror or e})") from e
     lines = text.splitlines()
     while lines and not lines[-1].strip(): lines.pop()
     if not lines: raise DataError(f"{path}: label file is empty")
@@ -216,6 +222,7 @@ class _LazyLabels:
         if self.dataset.has_features:
             shape = open_features(self.feature_path).shape
             self._time_axis = self.dataset._time_axis_of(self.feature_path, shape, len(labels))
+            self._feature_dim = shape[1 - self._time_axis]
             n_features = shape[self._time_axis]
             n = min(len(labels), n_features)
             if abs(len(labels) - n_features) > self.dataset.length_tolerance:
@@ -235,6 +242,11 @@ class _LazyLabels:
         return self._labels
     @property
     def n_frames(self) -> int: return len(self.labels)
+    @property
+    def feature_dim(self) -> int|None:
+        "D of the video's feature file, read from its header with the labels (None: a labels-only dataset)."
+        self.labels
+        return self._feature_dim
     @property
     def trimmed(self) -> Trim|None:
         "What was trimmed to reconcile labels and features (None: nothing)."
@@ -258,7 +270,7 @@ class Video(_LazyLabels):
     def __init__(self, dataset:ProceduralDataset, name:str):
         self.dataset, self.name = dataset, name
         self.participant, self.task = parse_video_name(name, dataset.name_patterns)
-        self._labels = self._segments = self._trim = self._time_axis = None
+        self._labels = self._segments = self._trim = self._time_axis = self._feature_dim = None
         self._features_checked = False
 
     @property
@@ -283,6 +295,25 @@ class Video(_LazyLabels):
     def __repr__(self):
         state = f"{len(self._labels)} frames" if self._labels is not None else "not read"
         return f"Video({self.name!r}, {state})"
+
+# %% ../nbs/10_procedural.ipynb #39c6f6d0
+def _problem_list(root:Path, # the dataset folder
+                  problems:Sequence[str], # one line per problem, each naming its file
+                  shown:int=20, # lines listed; the rest are counted
+                 ) -> str:
+    "One `DataError` message for every problem at once: the first `shown` lines, then '... and N more'."
+    problems = list(dict.fromkeys(problems))   # one line per distinct problem
+    more = f"\n  ... and {len(problems) - shown} more" if len(problems) > shown else ""
+    return f"{root}: {len(problems)} problems\n  " + "\n  ".join(problems[:shown]) + more
+
+# %% ../nbs/10_procedural.ipynb #fb90b9a0
+def _dims_problem(folder:Path, # the features folder
+                  dims:Mapping[int, Sequence[str]], # feature dimension D -> the videos whose file has it
+                 ) -> str:
+    "The problem line of features with more than one dimension: each D with its count and up to three of its files, most common first."
+    parts = [f"D={d} in {len(vs)} file{'s' if len(vs) > 1 else ''} ({', '.join(f'{v}.npy' for v in vs[:3])}{', ...' if len(vs) > 3 else ''})"
+             for d, vs in sorted(dims.items(), key=lambda kv: -len(kv[1]))]
+    return f"{folder}: feature dimensions differ between videos: {'; '.join(parts)}; a dataset's features need one dimension D"
 
 # %% ../nbs/10_procedural.ipynb #675e8c5f
 class _FeatureOrientation:
@@ -324,36 +355,61 @@ class _DatasetChecks:
                  "labels_dropped": t.labels_dropped, "features_dropped": t.features_dropped} for n, t in sorted(self._trims.items())]
         return pd.DataFrame(rows, columns=["video", "label_frames", "feature_frames", "n_frames", "labels_dropped", "features_dropped"])
 
-    def validate(self, check_features:bool=True, # also memory-map every feature file and check it for NaN/inf
+    def _input_problems(self, splits:Sequence[int]|None, needs_features:bool) -> list[str]:
+        "What is wrong with the input as a whole: the name, features needed but absent, a split asked for but absent, an empty bundle."
+        problems = [] if _SAFE.match(str(self.name)) else [f"{self.root}: dataset name {self.name!r} cannot key stored results "
+                                                            f"(letters, digits and _.+- only), e.g. {safe_name(str(self.name))!r}"]
+        if needs_features and not self.has_features:
+            problems.append(f"{self.root / 'features'}: no .npy feature files; this needs features (D x T or T x D per video)")
+        for n in (sorted(self.splits) if splits is None else splits):
+            if n not in self.splits: problems.append(f"{self.root / 'splits'}: no split {n} (splits: {sorted(self.splits)})"); continue
+            problems += [f"{self.root / 'splits' / f'{part}.split{n}.bundle'}: empty (split {n} has no {part} videos)"
+                         for part in ("train", "test") if not self.splits[n][part]]
+        return problems
+
+    def validate(self, check_features:bool=True, # also check every feature file: its shape, one dimension D, and (`values`) NaN/inf
+                 values:bool=True, # read every feature value for NaN/inf (False: headers only; values are still checked on first use)
+                 splits:Sequence[int]|None=None, # check these splits' bundles and videos (None: every split and every video)
+                 needs_features:bool=False, # a dataset without features is a problem
                 ) -> pd.DataFrame: # one row per video: n_frames, n_segments, trimmed frames, feature dim
-        "Read every video (labels, lengths, NaN/inf); raise one `DataError` listing every problem, else return a per-video summary."
-        rows, problems, dims = [], [], {}
-        for name in self.videos:
+        "Read every video (labels, lengths, feature shape and NaN/inf); raise one `DataError` listing every problem, else a per-video summary."
+        problems = self._input_problems(splits, needs_features)
+        names = self.videos if splits is None else sorted({v for n in splits if n in self.splits for vs in self.splits[n].values() for v in vs})
+        rows, dims = [], {}
+        for name in names:
             v = self.video(name)
             try:
                 dim = None
                 if self.has_features and check_features:
-                    f = v.features(); dim = f.shape[1]; dims.setdefault(dim, name); del f
+                    if values: f = v.features(); dim = f.shape[1]; del f
+                    else: dim = v.feature_dim
+                    dims.setdefault(dim, []).append(name)
                 t = v.trimmed
                 rows.append({"video": name, "n_frames": v.n_frames, "n_segments": len(v.segments), "feature_dim": dim,
                              "labels_dropped": t.labels_dropped if t else 0, "features_dropped": t.features_dropped if t else 0})
             except DataError as e: problems.append(str(e))
-        if len(dims) > 1: problems.append(f"{self.features_dir}: feature dimensions differ between videos: "
-                                          + ", ".join(f"{d} ({n}.npy)" for d, n in dims.items()))
-        if problems:
-            shown = "\n  ".join(problems[:20])
-            raise DataError(f"{self.root}: {len(problems)} problems\n  {shown}" + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""))
+        if len(dims) > 1: problems.append(_dims_problem(self.features_dir, dims))
+        if problems: raise DataError(_problem_list(self.root, problems))
         return pd.DataFrame(rows)
+
+    def preflight(self, splits:Sequence[int]|None=None, # the splits a command runs (None: all)
+                  needs_features:bool=False, # the command reads features
+                  check_features:bool=True, # check feature shapes and one dimension D (False: a label-only command)
+                 ) -> pd.DataFrame: # as `validate`
+        "`validate` without reading feature values: every label file, feature header, length, D, bundle and the name, before any work."
+        return self.validate(check_features, values=False, splits=splits, needs_features=needs_features)
 
 # %% ../nbs/10_procedural.ipynb #2b4bfdc1
 class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
     "A procedural-video dataset in the MS-TCN layout: label map, background classes, verbs, splits, and lazy `Video`s."
     def __init__(self, root:Path, name:str, classes:list[str], background:frozenset, verb_names:list[str], verb_of:np.ndarray,
-                 splits:dict, videos:list[str], features_dir:Path|None, length_tolerance:int, orientation:str, name_patterns):
+                 splits:dict, videos:list[str], features_dir:Path|None, length_tolerance:int, orientation:str, name_patterns,
+                 name_note:str|None=None):
         self.root, self.name, self.classes, self.background = root, name, classes, background
         self.class_id = {c: i for i, c in enumerate(classes)}
         self.verb_names, self.verb_of, self.splits, self.videos = verb_names, verb_of, splits, videos
         self.features_dir, self.length_tolerance, self.orientation, self.name_patterns = features_dir, length_tolerance, orientation, name_patterns
+        self.name_note = name_note   # why the name is not the folder's, when it had to be changed (None: it is not)
         self._video_names = set(videos)
         self._videos, self._trims, self._dataset_time_axis = {}, {}, None
 
@@ -376,9 +432,32 @@ class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
                 f"({len(self.background)} background), {len(self.verb_names)} verbs, splits {list(self.splits)}, "
                 f"{'features' if self.has_features else 'labels only'})")
 
+# %% ../nbs/10_procedural.ipynb #b8be9ac3
+def safe_name(name:str, # any name, e.g. a folder's
+             ) -> str: # letters, digits and _.+- only
+    "`name` made usable as a store key: accents folded to ASCII (NFKD), every other character `_`; a name with no letter left is hashed."
+    folded = "".join(ch if _SAFE.match(ch) else next((a for a in [unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()]
+                                                      if a and _SAFE.match(a)), "_") for ch in str(name))
+    return folded if re.search(r"[A-Za-z0-9]", folded) else f"dataset-{sha256_bytes(str(name).encode('utf-8'))[:8]}"
+
+# %% ../nbs/10_procedural.ipynb #f1cc91ab
+def _dataset_name(root:Path, # the dataset folder
+                  name:str|None, # the name given (None: the folder's)
+                 ) -> tuple[str, str|None]: # (the name, a note when the folder's name had to be changed)
+    "The dataset's name: a given one as it is (a `DataError` when it cannot key results), else the folder's, made safe."
+    if name is not None:
+        if not _SAFE.match(str(name)):
+            raise DataError(f"dataset name {name!r} cannot key stored results: use letters, digits and _.+- only, e.g. {safe_name(name)!r}")
+        return str(name), None
+    folder = Path(os.path.abspath(root)).name     # 'data/..' and '.' name the folder they mean (links are not followed)
+    if _SAFE.match(folder): return folder, None
+    safe = safe_name(folder)
+    return safe, (f"the folder name {folder!r} cannot key stored results (letters, digits and _.+- only); "
+                  f"the dataset is named {safe!r} (--name chooses another)")
+
 # %% ../nbs/10_procedural.ipynb #7d9a1364
 def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, optional features/)
-               name:str|None=None, # the dataset's name; default: the folder's name
+               name:str|None=None, # the dataset's name (letters, digits and _.+-); default: the folder's name, made safe (`safe_name`)
                background:Iterable|None=None, # background class names or ids; default: SIL, background, action_start, action_end
                verbs:Mapping[str, str]|Callable[[str], str]|None=None, # class name -> verb; default: first token of `verb_noun`
                length_tolerance:int=DEFAULT_LENGTH_TOLERANCE, # feature/label frame difference trimmed from the end; more is an error
@@ -392,6 +471,7 @@ def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, o
     if orientation not in ORIENTATIONS: raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
     if not isinstance(length_tolerance, (int, np.integer)) or length_tolerance < 0:
         raise ValueError(f"length_tolerance is a number of frames (a non-negative integer), got {length_tolerance!r}")
+    name, note = _dataset_name(root, name)
     classes = read_mapping(root / "mapping.txt")
     splits = read_splits(root / "splits")
     gt = root / "groundTruth"
@@ -412,8 +492,29 @@ def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, o
     else: features_dir = None
     bg = background_ids(classes, background)
     verb_names, verb_of = verb_map(classes, bg, verbs)
-    return ProceduralDataset(root, name or root.name, classes, bg, verb_names, verb_of, splits, videos, features_dir,
-                             int(length_tolerance), orientation, name_patterns)
+    return ProceduralDataset(root, name, classes, bg, verb_names, verb_of, splits, videos, features_dir,
+                             int(length_tolerance), orientation, name_patterns, note)
+
+# %% ../nbs/10_procedural.ipynb #ec695cea
+def read_for_command(data_dir, # the command's MS-TCN folder
+                     name:str|None=None, # the user's --name (None: the folder's name, made safe, with a note on stderr)
+                     splits:Sequence[int]|None=None, # the splits the command runs (None: all)
+                     needs_features:bool=True, # the command reads features (False: a label-only command)
+                     **kwargs, # other options of `read_mstcn`
+                    ) -> ProceduralDataset:
+    "`read_mstcn`, then `preflight` of everything the command will read; a name changed from the folder's is noted on stderr."
+    dataset = read_mstcn(data_dir, name=name, **kwargs)
+    if dataset.name_note: print(f"hoi-audit: note: {dataset.name_note}", file=sys.stderr)
+    dataset.preflight(splits, needs_features=needs_features, check_features=needs_features)
+    return dataset
+
+# %% ../nbs/10_procedural.ipynb #fc82a38d
+def name_config(dataset:ProceduralDataset, # a dataset read by `read_mstcn`
+               ) -> dict: # {} when the dataset is named as its folder; else the used name, the folder's name and the note
+    "What a results JSON's config records when the dataset's name is not its folder's name."
+    folder = Path(os.path.abspath(dataset.root)).name
+    if dataset.name == folder: return {}
+    return {"dataset_name": dataset.name, "folder_name": folder, **({"dataset_name_note": dataset.name_note} if dataset.name_note else {})}
 
 # %% ../nbs/10_procedural.ipynb #fb843afd
 def write_mstcn(root, # the dataset folder to write
