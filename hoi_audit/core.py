@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #0d8f1613
 from __future__ import annotations
-import contextlib, hashlib, json, math, os, random, tempfile, zipfile
+import contextlib, fcntl, hashlib, json, math, os, random, sys, tempfile, time, zipfile
 from pathlib import Path
 from typing import Mapping
 import numpy as np
@@ -12,10 +12,11 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['PROTOCOL_SEEDS', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', 'HoiAuditError', 'DataError', 'PinMismatch',
-           'ManifestError', 'ProvenanceError', 'OutputError', 'seed_everything', 'atomic_path', 'to_jsonable',
-           'canonical_json', 'write_bytes', 'write_text', 'write_json', 'read_json', 'write_npy', 'write_npz',
-           'write_table', 'save_figure', 'sha256_bytes', 'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json',
-           'sha256_of', 'verify', 'numeric_environment', 'write_results', 'read_results']
+           'ManifestError', 'ProvenanceError', 'OutputError', 'seed_everything', 'atomic_path', 'WriteLog',
+           'recording_writes', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes', 'write_text',
+           'write_json', 'read_json', 'write_npy', 'write_npz', 'write_table', 'save_figure', 'sha256_bytes',
+           'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify', 'numeric_environment',
+           'write_results', 'read_results']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -85,10 +86,12 @@ def _fsync_path(path:Path, directory:bool=False):
     finally: os.close(fd)
 
 # %% ../nbs/00_core.ipynb #862c281c
+_WRITTEN: list = []   # every file this process published through `atomic_path`, in order (see `recording_writes`)
+
 @contextlib.contextmanager
 def atomic_path(path, # the destination file
                ):
-    "Yield a temporary path beside `path`; on a clean exit fsync it and rename it onto `path` (atomically)."
+    "Yield a temporary path beside `path`; on a clean exit fsync it and rename it onto `path` (atomically). An `OSError` names `path`."
     path = Path(path)
     folder = _ensure_folder(path.parent)
     try: fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=folder)
@@ -101,9 +104,90 @@ def atomic_path(path, # the destination file
         os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; a published file gets the usual permissions
         os.replace(tmp, path)
         _fsync_path(folder, directory=True)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError): tmp.unlink()
+        if isinstance(e, OSError) and not isinstance(e, HoiAuditError):   # a full disk, a quota: name the file, not the temporary
+            raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
         raise
+    _WRITTEN.append(path)
+
+# %% ../nbs/00_core.ipynb #f70372c7
+class WriteLog:
+    "The files published (through `atomic_path`) in this process since the log was opened."
+    def __init__(self): self._start = len(_WRITTEN)
+    @property
+    def files(self) -> list[Path]: return list(_WRITTEN[self._start:])
+
+def recording_writes() -> WriteLog:
+    "Start collecting the files this process publishes from now on (`.files` reads them)."
+    return WriteLog()
+
+# %% ../nbs/00_core.ipynb #0bd531b6
+def _claims(folder:Path, name:str) -> list[Path]: return sorted(folder.glob(f".hoi-audit.{name}.*.claim"))
+
+@contextlib.contextmanager
+def _folder_locked(folder:Path):
+    "Hold an exclusive `flock` on the folder itself (briefly: while claims are looked at, taken or released)."
+    fd = os.open(folder, os.O_RDONLY)
+    try: fcntl.flock(fd, fcntl.LOCK_EX); yield
+    finally: os.close(fd)
+
+def _alive(pid:int) -> bool:
+    try: os.kill(pid, 0); return True
+    except ProcessLookupError: return False
+    except PermissionError: return True
+
+def _holders(text:str) -> list[dict]:
+    "The runs named in a claim (one JSON line each) whose process is still alive."
+    rows = []
+    for line in text.splitlines():
+        with contextlib.suppress(json.JSONDecodeError, TypeError, KeyError):
+            row = json.loads(line)
+            if _alive(int(row["pid"])): rows.append(row)
+    return rows
+
+def _other_run(claim:Path) -> str|None:
+    "Who holds `claim` (pid, command, start), or None when nobody does (a killed run's leftover, removed here)."
+    with open(claim, "r+", encoding="utf-8") as f:
+        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "; ".join(f"pid {w['pid']}, started {w['started']}: {w['command']}" for w in _holders(f.read())) or "a run"
+    claim.unlink(missing_ok=True)
+    return None
+
+# %% ../nbs/00_core.ipynb #14d9d201
+@contextlib.contextmanager
+def claim_output(folder, # the output folder (created if needed)
+                 name:str, # what is written there (letters, digits, _.-): a command, or a results file's name
+                 settings, # what the output depends on (JSON-able): another run with other settings is refused
+                ):
+    "Hold an advisory lock on output `name` in `folder` for the block: a run with the same settings shares it, one with other settings is refused (`OutputError` naming it). Folders it created and the run left empty are removed."
+    folder = Path(folder).absolute()
+    created = [p for p in (folder, *folder.parents) if not p.exists()]   # removed again when the run leaves them empty
+    _ensure_folder(folder)
+    mine = folder / f".hoi-audit.{name}.{sha256_json(settings)[:16]}.claim"
+    with _folder_locked(folder):
+        for claim in _claims(folder, name):
+            if claim == mine: continue
+            other = _other_run(claim)
+            if other: raise OutputError(f"{folder}: another run with other settings is writing {name} here ({other}); "
+                                        "wait for it to end, or give this run another output folder")
+        handle = open(mine, "a+", encoding="utf-8")
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv),
+                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) + "\n")
+        handle.flush()                                              # a run sharing the claim adds its own line
+    try: yield mine
+    finally:
+        with _folder_locked(folder):
+            try: fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB); mine.unlink(missing_ok=True)   # the last run with these settings
+            except BlockingIOError:                                                                   # another run still shares it
+                handle.seek(0); lines = handle.read().splitlines(keepends=True)
+                ours = [i for i, l in enumerate(lines) if f'"pid": {os.getpid()},' in l][-1:]   # this run's line (the latest of this process)
+                handle.seek(0); handle.truncate(); handle.write("".join(l for i, l in enumerate(lines) if i not in ours)); handle.flush()
+            finally: handle.close()
+        for p in created:
+            with contextlib.suppress(OSError): p.rmdir()
 
 # %% ../nbs/00_core.ipynb #b0303f1b
 FLOAT_DIGITS = 12  # significant digits kept in canonical JSON

@@ -4,24 +4,25 @@
 
 # %% ../nbs/90_runner.ipynb #0d469195
 from __future__ import annotations
-import argparse, contextlib, importlib, json, os, sys, tempfile, time
+import argparse, contextlib, importlib, json, os, sys, tempfile, time, traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Literal, Sequence
+from typing import Annotated, Callable, Literal, Sequence
 import pandas as pd
 from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, SlurmBackend, backend_spec,
                                cluster_jobs, read_cluster_config)
 from .cli import add_command
-from .core import SCALES, HoiAuditError, OutputError, _ensure_folder, read_json
+from .core import SCALES, HoiAuditError, OutputError, WriteLog, _ensure_folder, claim_output, read_json, recording_writes
 from .store import ResultStore, Unit, stores_below
 from .models import DEVICE_ENV, resolve_device
 from .procedural import LABELS_ENV, labels_cache_dir
 
 # %% auto #0
-__all__ = ['STAGE_COMMANDS', 'experiments_dir', 'find_experiments', 'notebook_parameters', 'parse_param', 'skipped_of',
-           'backend_in_env', 'device_in_env', 'run_experiment', 'reproduce', 'store_roots', 'store_status',
-           'plan_experiment', 'labels_in_use', 'backend_of', 'reproduce_command', 'status_command', 'plan_command',
-           'build_parser', 'main']
+__all__ = ['EXIT_STATUS', 'DEBUG_ENV', 'STAGE_COMMANDS', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
+           'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'run_experiment',
+           'reproduce', 'store_roots', 'store_status', 'plan_experiment', 'labels_in_use', 'backend_of',
+           'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'os_error_message', 'run_guarded',
+           'output_claim', 'main']
 
 # %% ../nbs/90_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -296,22 +297,76 @@ def plan_command(experiment:str, # an experiment notebook's name
     return 0
 
 # %% ../nbs/90_runner.ipynb #9be82e65
+EXIT_STATUS = {0: "success",
+               1: "findings: lint found protocol problems, or check found a contract broken",
+               2: "usage or data error: a named error (the file and the problem), nothing computed from bad input",
+               3: "internal error: a bug in hoi-audit (one line; --debug shows the traceback)"}  # what `hoi-audit` exits with
+DEBUG_ENV = "HOI_AUDIT_DEBUG"  # set to 1: every failure prints its traceback, as --debug does
+
 STAGE_COMMANDS = ("audit", "controls", "report", "probes", "lta", "scope", "success", "ranking", "epic", "lint", "contracts")  # modules that export `add_subcommand(subparsers)`, in the order `--help` lists them
 
 def build_parser() -> argparse.ArgumentParser:
     "The `hoi-audit` argument parser: `reproduce`, `plan`, `status`, and each stage module's own subcommands (all built by `add_command`)."
     parser = argparse.ArgumentParser(prog="hoi-audit", description="Audit privileged information in video-anticipation "
-                                     "and world-model benchmarks.")
+                                     "and world-model benchmarks.", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="exit status:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_STATUS.items()))
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=f"on a failure, print the traceback too (anywhere on the line; or set ${DEBUG_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     for handler in (reproduce_command, plan_command, status_command): add_command(sub, handler)
     for name in STAGE_COMMANDS: importlib.import_module(f"hoi_audit.{name}").add_subcommand(sub)
     return parser
 
+# %% ../nbs/90_runner.ipynb #ed385d59
+def os_error_message(e:OSError) -> str:
+    "`PATH: reason` for an operating-system error (both paths of a rename); the reason alone when it names no path."
+    where = " -> ".join(str(p) for p in (e.filename, e.filename2) if p is not None)
+    reason = e.strerror or str(e) or type(e).__name__
+    return f"{where}: {reason}" if where else reason
+
+# %% ../nbs/90_runner.ipynb #2804e490
+def _report_written(log:WriteLog, file):
+    files = log.files
+    if not files: return
+    print(f"hoi-audit: {len(files)} file(s) written before the failure (each is whole; a rerun resumes from the store):", file=file)
+    for p in files[:20]: print(f"  {p}", file=file)
+    if len(files) > 20: print(f"  ... and {len(files) - 20} more", file=file)
+
+def run_guarded(command:Callable, # runs the command, returns its exit status
+                debug:bool=False, # print the traceback of a failure as well
+                claim=None, # a context manager held while the command runs (`output_claim`)
+               ) -> int: # the command's status, or 2 (named error), 3 (internal error), 130 (interrupted)
+    "Run `command` under the guard: every failure is one line on stderr (and the files already written), never a bare traceback."
+    log = recording_writes()
+    try:
+        with claim or contextlib.nullcontext(): return command()
+    except (Exception, KeyboardInterrupt) as e:
+        if isinstance(e, HoiAuditError): message, status = str(e), 2
+        elif isinstance(e, OSError): message, status = os_error_message(e), 2
+        elif isinstance(e, KeyboardInterrupt): message, status = "interrupted", 130
+        else: message, status = f"internal error: {type(e).__name__}: {e}" + ("" if debug else " (run again with --debug for the traceback)"), 3
+        if debug: traceback.print_exc()
+    print(f"hoi-audit: error: {message}", file=sys.stderr)
+    _report_written(log, sys.stderr)
+    return status
+
+# %% ../nbs/90_runner.ipynb #702cc155
+NOT_SETTINGS = ("quiet", "progress", "workers", "backend", "cluster", "cluster_config")  # options that change how a command computes, never what it writes
+
+def output_claim(args:argparse.Namespace, # the parsed command line
+                ):
+    "The claim on the output of a parsed command (`core.claim_output`), or a no-op for a command without `--out`."
+    out = getattr(args, "out", None)
+    if not out or (Path(out).exists() and not Path(out).is_dir()): return contextlib.nullcontext()   # the command names that problem itself
+    out = Path(out)
+    folder, name = (out.parent, f"{args.command}.{out.stem}") if out.suffix.lower() == ".json" else (out, args.command)
+    settings = {k: v if isinstance(v, (str, int, float, bool, list, type(None))) else str(v)
+                for k, v in vars(args).items() if k not in ("_handler", "func", *NOT_SETTINGS)}
+    return claim_output(folder, name, settings)
+
 # %% ../nbs/90_runner.ipynb #57a4eb04
 def main(argv:Sequence[str]|None=None) -> int:
-    "Entry point of the `hoi-audit` command."
-    args = build_parser().parse_args(argv)
-    try: return args.func(args)
-    except HoiAuditError as e:
-        print(f"hoi-audit: error: {e}", file=sys.stderr)
-        return 2
+    "Entry point of the `hoi-audit` command: parse, claim the output, run the subcommand under the guard; the exit status is one of `EXIT_STATUS`."
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    args = build_parser().parse_args([a for a in argv if a != "--debug"])   # --debug anywhere on the line, also after the subcommand
+    return run_guarded(lambda: args.func(args), debug=debug, claim=output_claim(args))
