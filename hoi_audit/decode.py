@@ -4,19 +4,20 @@
 
 # %% ../nbs/30_decode.ipynb #d708fd3a
 from __future__ import annotations
-import bisect, math, multiprocessing, threading, time
+import bisect, math, multiprocessing, os, re, threading, time
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 from .core import DataError, HoiAuditError
+from .cluster import die_with_parent
 
 # %% auto #0
-__all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'observation_bins', 'target_bin', 'sample_indices',
-           'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_is_idr', 'SubstitutionRecord',
+__all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'WindowOutsideVideo', 'observation_bins', 'target_bin',
+           'sample_indices', 'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_is_idr', 'SubstitutionRecord',
            'summarize_substitutions', 'DecodeTimeout', 'call_with_time_limit', 'DecodeProcess', 'open_decord',
-           'decode_with_damage', 'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'VideoDecoder',
-           'mp4_sample_offsets', 'damage_samples', 'overwrite_runs']
+           'decode_with_damage', 'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'ffmpeg_open_error',
+           'VideoDecoder', 'mp4_sample_offsets', 'damage_samples', 'overwrite_runs']
 
 # %% ../nbs/30_decode.ipynb #1c2d014c
 @dataclass(frozen=True)
@@ -36,6 +37,17 @@ def _frame_range(a:float, b:float, fps:float) -> tuple[int, int]:
     lo, hi = math.ceil(round(a * fps, 6)), math.ceil(round(b * fps, 6))
     return lo, max(hi, lo + 1)
 
+# %% ../nbs/30_decode.ipynb #0255f468
+class WindowOutsideVideo(DataError):
+    "An action's observation window or target segment lies outside the decodable video; `kind` says how."
+    KINDS = ("window_before_start", "window_past_end", "target_outside_video")
+    def __init__(self, message:str, # the file, the action and the problem
+                 kind:str, # one of KINDS
+                ):
+        if kind not in self.KINDS: raise ValueError(f"unknown kind {kind!r}; known: {self.KINDS}")
+        super().__init__(message); self.kind = kind
+
+
 # %% ../nbs/30_decode.ipynb #fe2addf9
 def observation_bins(t:float, # the action's start time (s)
                      fps:float, # frames per second of the video
@@ -46,12 +58,14 @@ def observation_bins(t:float, # the action's start time (s)
     "The frame ranges `[lo, hi)` of the causal observation bins of an action starting at `t`."
     start, end = t - spec.observe_from, t - spec.gap
     if start < 0:
-        raise DataError(f"{where}: the observation window starts at {start:.2f} s, before the video starts "
-                        f"(the action starts at {t:.2f} s; the window needs {spec.observe_from:g} s before it)")
+        raise WindowOutsideVideo(f"{where}: the observation window starts at {start:.2f} s, before the video starts "
+                                 f"(the action starts at {t:.2f} s; the window needs {spec.observe_from:g} s before it)",
+                                 "window_before_start")
     edges = np.linspace(start, end, spec.n_bins + 1)
     bins = [_frame_range(a, b, fps) for a, b in zip(edges[:-1], edges[1:])]
     if bins[-1][1] > n_frames:
-        raise DataError(f"{where}: the observation window ends at frame {bins[-1][1]}, after the last decodable frame ({n_frames})")
+        raise WindowOutsideVideo(f"{where}: the observation window ends at frame {bins[-1][1]}, after the last decodable frame "
+                                 f"({n_frames})", "window_past_end")
     return bins
 
 # %% ../nbs/30_decode.ipynb #32df4002
@@ -61,10 +75,11 @@ def target_bin(start:float, # the action segment's start (s)
                n_frames:int, # decodable frames in the video
                where:str="video", # the file and action, for errors
               ) -> tuple[int, int]:
-    "The frame range of the action segment itself (the oracle's input only)."
+    "The frame range of the action segment itself (the oracle's input only), cut at `n_frames` (the caller records a cut)."
     lo, hi = _frame_range(start, stop, fps)
     hi = min(hi, n_frames)
-    if lo >= hi: raise DataError(f"{where}: the action segment [{start:.2f} s, {stop:.2f} s] has no frame in the video ({n_frames} frames)")
+    if lo >= hi: raise WindowOutsideVideo(f"{where}: the action segment [{start:.2f} s, {stop:.2f} s] has no frame in the video "
+                                          f"({n_frames} frames)", "target_outside_video")
     return lo, hi
 
 # %% ../nbs/30_decode.ipynb #5c349c1c
@@ -146,10 +161,12 @@ class SubstitutionRecord:
     concealed:list = field(default_factory=list) # frames FFmpeg returned although damaged or predicted from damage (sorted)
     damage_causes:dict = field(default_factory=dict) # cause (DAMAGE_CAUSES) -> frames of the bins (sorted)
     accept_concealed:bool = False # the rule: False (strict) substitutes concealed frames; True uses them
+    notes:list = field(default_factory=list) # why the action is not used, or what was cut: {"kind": ..., "note": ...} each
 
     @property
     def ok(self) -> bool: return self.error is None
     def to_dict(self) -> dict: return asdict(self)
+    def add_note(self, kind:str, note:str): self.notes.append({"kind": kind, "note": note})
 
     def note_damage(self, causes:dict, # frame -> cause, for the damaged frames of one bin
                    ):
@@ -165,6 +182,7 @@ class SubstitutionRecord:
         self.substitutions += other.substitutions; self.max_offset = max(self.max_offset, other.max_offset)
         self.note_damage({i: c for c, idx in other.damage_causes.items() for i in idx})
         if other.error: self.error = (self.error + "; " if self.error else "") + f"{label}: {other.error}"
+        self.notes += [{**n, "note": f"{label}: {n['note']}"} for n in other.notes]
 
 # %% ../nbs/30_decode.ipynb #e617389d
 def summarize_substitutions(records:Sequence[SubstitutionRecord], # one per action
@@ -216,11 +234,16 @@ class _DecodeChild:
     def _start(self):
         ctx = multiprocessing.get_context("fork")     # fork: the child inherits the callables, however they were defined
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=self._serve, args=(child,), daemon=True)
+        main = threading.current_thread() is threading.main_thread()   # the kernel's parent-death signal follows the forking thread
+        self._proc = ctx.Process(target=self._serve, args=(child, os.getpid(), main), daemon=True)
         self._proc.start(); child.close()
 
-    def _serve(self, conn):
-        "The child's loop: answer (name, args) requests until told to stop."
+    def _serve(self, conn, # the child's end of the pipe
+               parent:int|None=None, # the process that forked it: the child dies with it
+               kernel:bool=True, # whether the forking thread lives as long as the process (`die_with_parent`)
+              ):
+        "The child's loop: answer (name, args) requests until told to stop, or until its parent dies."
+        if parent is not None: die_with_parent(parent, kernel=kernel)
         reader = None
         while True:
             try: name, args = conn.recv()
@@ -388,6 +411,21 @@ def mp4_lacks_moov(path) -> bool:
             pos += n
     return bool(kinds) and kinds[0] == b"ftyp"
 
+# %% ../nbs/30_decode.ipynb #34e37d48
+def ffmpeg_open_error(path, # a file that decord could not open
+                     ) -> str|None: # FFmpeg's reason, or None when it opens with a video stream (or PyAV is missing)
+    "Why FFmpeg (through PyAV) does not open `path` as a video."
+    try: import av
+    except ImportError: return None
+    try:
+        with av.open(str(path)) as c:
+            if not c.streams.video: return f"no video stream (streams: {', '.join(s.type for s in c.streams) or 'none'})"
+    except Exception as e:
+        msg = re.sub(r"^\[Errno -?\d+\]\s*", "", str(e).strip() or type(e).__name__)
+        return re.sub(r":\s*'[^']*'$", "", msg)[:300]
+    return None
+
+
 # %% ../nbs/30_decode.ipynb #b7180982
 class _DecoderCalls:
     "`VideoDecoder`'s decode calls: each under the time limit, in this process or in the child of `isolate=True`."
@@ -522,8 +560,9 @@ class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
         except Exception as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             hint = " (a truncated mp4: moov atom not found, so it has no index)" if mp4_lacks_moov(self.path) else ""
+            cause = ffmpeg_open_error(self.path)
             self.close()
-            raise DataError(f"{self.path}: cannot open the video{hint}: {msg[:300]}") from e
+            raise DataError(f"{self.path}: cannot open the video{hint}: " + (f"{cause} (decord: {msg[:200]})" if cause else msg[:300])) from e
         try: self._check(verify)
         except BaseException: self.close(); raise    # an isolated decoder's child is not left behind
 
@@ -537,7 +576,8 @@ class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
         record = SubstitutionRecord(str(action_id), str(self.path), accept_concealed=self.accept_concealed)
         for lo, hi in bins:
             if not 0 <= lo < hi <= self.n_frames:
-                raise DataError(f"{self.path}, action {action_id}: bin [{lo}, {hi}) is outside the video's {self.n_frames} frames")
+                raise WindowOutsideVideo(f"{self.path}, action {action_id}: bin [{lo}, {hi}) is outside the video's {self.n_frames} "
+                                         "frames", "window_past_end" if lo >= 0 else "window_before_start")
         wanted = [sample_indices(lo, hi, frames_per_bin) for lo, hi in bins]
         if not any(self._meets_damage(lo, hi) for lo, hi in bins):      # always so on clean video: one batch
             try: return self._batch(np.concatenate(wanted)).reshape(len(bins), frames_per_bin, *self._frame_shape()), record

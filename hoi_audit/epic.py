@@ -4,27 +4,28 @@
 
 # %% ../nbs/45_epic.ipynb #d06f2306
 from __future__ import annotations
-import argparse, json, re, time
+import argparse, json, math, re, time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, Sequence
 import numpy as np
 import pandas as pd
-from .core import PROTOCOL_SEEDS, DataError, sha256_file, sha256_json, write_json, write_npz, write_results, sha256_array
+from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_file, sha256_json, write_json, write_npz, write_results, sha256_array
 from .provenance import Block, Condition, derive_block
 from .store import CommandOutput
 from .cli import add_command
 from .clips import EPIC_COLUMNS  # the annotation CSV's columns, defined once in clips
 from .contracts import as_context_forecaster, build, call_user, check_encoder, check_forecaster, identity
-from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, observation_bins, summarize_substitutions,
-                              target_bin)
+from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, WindowOutsideVideo, observation_bins,
+                              summarize_substitutions, target_bin)
 from . import stats
 
 # %% auto #0
-__all__ = ['DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'EpicFeatures', 'extract',
-           'feature_sets', 'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'protocol_over_seeds',
-           'seed_mean_table', 'results_records', 'run_epic', 'decode_options', 'extract_command', 'epic_command',
-           'add_subcommand']
+__all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'accounting',
+           'accounting_lines', 'EpicFeatures', 'extract', 'feature_sets', 'lopo_scores', 'AnticipationResult',
+           'anticipation_protocol', 'protocol_over_seeds', 'seed_mean_table', 'results_records', 'run_epic',
+           'decode_options', 'extract_command', 'epic_command', 'add_subcommand']
 
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
@@ -66,6 +67,61 @@ def find_video(videos_dir, # the videos folder
         if p.is_file(): return p
     raise DataError(f"video {video_id} not found; looked for {', '.join(str(p) for p in tried)}")
 
+# %% ../nbs/45_epic.ipynb #a1c0e001
+NOTE_KINDS = {   # kind -> (the narration is left out, what the note means)
+    "video_failed": (True, "its video could not be used; the video and the cause are listed once in failed_videos"),
+    "window_before_start": (True, "the observation window starts before the video"),
+    "window_past_end": (True, "the observation window ends after the last decodable frame"),
+    "target_outside_video": (True, "the target segment (the oracle's input) has no decodable frame"),
+    "undecodable_bins": (True, "a bin has no decodable frame"),
+    "decode_error": (True, "the decoder failed on this narration"),
+    "stop_after_video_end": (False, "the stop time lies after the video's end: the target segment is cut there"),
+    "target_clipped": (False, "the stop time lies after the last decodable frame: the target segment is cut there"),
+}
+
+
+# %% ../nbs/45_epic.ipynb #a1c0e004
+def accounting(records:Sequence[SubstitutionRecord], # one per narration
+               video_ids:Sequence[str], # each narration's video_id
+               failed_videos:Sequence[dict]=(), # {"video_id", "video", "problem", "cause"} of each video that could not be used
+              ) -> dict: # actions_used, actions_excluded, excluded_by, notes, failed_videos (each with its narrations' count)
+    "Used and left-out narrations, each left-out one counted once under its first reason; the notes by kind; failed videos once each."
+    unknown = sorted({n["kind"] for r in records for n in r.notes} - set(NOTE_KINDS))
+    if unknown: raise HoiAuditError(f"note kind(s) {unknown} are not in NOTE_KINDS")
+    excluded_by = {k: 0 for k, (out, _) in NOTE_KINDS.items() if out}
+    for r in records:
+        if r.ok: continue
+        why = next((n["kind"] for n in r.notes if NOTE_KINDS[n["kind"]][0]), None)
+        if why is None: raise HoiAuditError(f"narration {r.action_id} is left out without a note saying why (error: {r.error})")
+        excluded_by[why] += 1
+    per_video = Counter(str(v) for r, v in zip(records, video_ids) if any(n["kind"] == "video_failed" for n in r.notes))
+    used = sum(r.ok for r in records)
+    return {"actions_used": used, "actions_excluded": len(records) - used, "excluded_by": excluded_by,
+            "notes": {k: sum(any(n["kind"] == k for n in r.notes) for r in records) for k in NOTE_KINDS},
+            "failed_videos": [{**f, "actions": per_video[f["video_id"]]} for f in failed_videos if per_video[f["video_id"]]]}
+
+
+# %% ../nbs/45_epic.ipynb #a1c0e007
+def accounting_lines(summary:dict, # EpicFeatures.summary
+                     records:Sequence[SubstitutionRecord]=(), # the records, for one example of each reason (optional)
+                     limit:int=20, # failed videos listed; the rest are counted
+                    ) -> list[str]:
+    "The printed accounting of an extraction: used and left-out narrations by reason, the other notes, each failed video once."
+    s = summary
+    why = ", ".join(f"{k} {n}" for k, n in s["excluded_by"].items() if n)
+    out = [f"{s['actions']} narrations: {s['actions_used']} used, {s['actions_excluded']} left out" + (f" ({why})" if why else "")]
+    out += [f"  {n} kept with a note, {k}: {NOTE_KINDS[k][1]}" for k, n in s["notes"].items() if n and not NOTE_KINDS[k][0]]
+    for kind in [k for k, n in s["excluded_by"].items() if n and k != "video_failed"] + \
+                [k for k, n in s["notes"].items() if n and not NOTE_KINDS[k][0]]:
+        r = next((r for r in records if any(n["kind"] == kind for n in r.notes)), None)
+        if r is not None: out.append(f"  e.g. {r.action_id} ({kind}): {next(n['note'] for n in r.notes if n['kind'] == kind)}")
+    failed = s["failed_videos"]
+    if failed: out.append(f"{len(failed)} video(s) could not be used (each listed once, with its cause):")
+    out += [f"  {f['video_id']} ({f['actions']} narration(s)): {f['cause']}" for f in failed[:limit]]
+    if len(failed) > limit: out.append(f"  ... and {len(failed) - limit} more video(s) (all in the record's summary, failed_videos)")
+    return out
+
+
 # %% ../nbs/45_epic.ipynb #15082810
 @dataclass
 class EpicFeatures:
@@ -74,6 +130,7 @@ class EpicFeatures:
     context:np.ndarray # (N, n_bins, D) latents, or (N, n_bins, F, H, W, 3) frames without an encoder; NaN/0 where `ok` is False
     records:list # SubstitutionRecord per narration
     target:np.ndarray|None = None # (N, D) target-segment latents: the oracle's input only
+    failed_videos:list = field(default_factory=list) # {"video_id", "video", "problem", "cause"} of each video that could not be used
     @property
     def ok(self) -> np.ndarray: return np.array([r.ok for r in self.records])
     @property
@@ -81,25 +138,72 @@ class EpicFeatures:
     @property
     def participants(self) -> np.ndarray: return self.narrations.participant_id.to_numpy()
     @property
-    def summary(self) -> dict: return summarize_substitutions(self.records)
+    def summary(self) -> dict:
+        return {**summarize_substitutions(self.records),
+                **accounting(self.records, self.narrations.video_id.astype(str).tolist(), self.failed_videos)}
     def subset(self, mask) -> "EpicFeatures":
         mask = np.asarray(mask)
         return EpicFeatures(self.narrations[mask].reset_index(drop=True), self.context[mask],
-                            [r for r, m in zip(self.records, mask) if m], None if self.target is None else self.target[mask])
+                            [r for r, m in zip(self.records, mask) if m], None if self.target is None else self.target[mask],
+                            self.failed_videos)
 
 # %% ../nbs/45_epic.ipynb #981292a8
-def _stack_features(df, context, target, records, with_target) -> EpicFeatures:
-    "Stack the per-narration arrays; a narration that failed gets NaN (latents) or 0 (frames), shaped as the first decoded one."
-    template = next((c for c in context if c is not None), None)
-    if template is None: raise DataError(f"no narration of {len(df)} could be decoded; first error: {records[0].error}")
-    fill = lambda x: np.full_like(template, np.nan if template.dtype.kind == "f" else 0) if x is None else x
-    ctx = np.stack([fill(c) if r.ok else fill(None) for c, r in zip(context, records)])
+def _stack_features(df, context, target, records, with_target, n_bins:int, failed_videos:list) -> EpicFeatures:
+    "Stack the per-narration arrays; a narration left out gets NaN (latents) or 0 (frames), shaped as the first used one."
+    nan_like = lambda t: np.full_like(t, np.nan if t.dtype.kind == "f" else 0)
+    template = next((c for c, r in zip(context, records) if c is not None and r.ok), None)
+    if template is None: template = np.zeros((n_bins, 0))     # nothing decoded: zero-width features; every record says why
+    ctx = np.stack([c if (c is not None and r.ok) else nan_like(template) for c, r in zip(context, records)])
     tgt = None
     if with_target:
-        t0 = next(t for t in target if t is not None)
-        tgt = np.stack([t if (t is not None and r.ok) else np.full_like(t0, np.nan if t0.dtype.kind == "f" else 0)
-                        for t, r in zip(target, records)])
-    return EpicFeatures(df.reset_index(drop=True), ctx, records, tgt)
+        t0 = next((t for t, r in zip(target, records) if t is not None and r.ok), np.zeros(0))
+        tgt = np.stack([t if (t is not None and r.ok) else nan_like(t0) for t, r in zip(target, records)])
+    return EpicFeatures(df.reset_index(drop=True), ctx, records, tgt, list(failed_videos))
+
+
+# %% ../nbs/45_epic.ipynb #a1c0e009
+def _video_failure(video_id, # the video that could not be used
+                   path, # its file, None when it was not found
+                   error:BaseException, # why
+                   when:str="", # appended to the cause (where a decoder hung)
+                  ) -> dict: # video_id, video, problem (short), cause (the underlying error's message)
+    "The entry of a video in `failed_videos`: listed once, with its cause."
+    cause = str(error) if isinstance(error, HoiAuditError) else f"{path or video_id}: {type(error).__name__}: {error}"
+    problem = "not found" if path is None else "timed out" if isinstance(error, DecodeTimeout) else "could not be read"
+    return {"video_id": str(video_id), "video": None if path is None else str(path), "problem": problem, "cause": cause + when}
+
+
+# %% ../nbs/45_epic.ipynb #a1c0e011
+def _failed_record(narration_id:str, failure:dict, # from _video_failure
+                   accept_concealed:bool=False) -> SubstitutionRecord:
+    "The record of a narration of a failed video: left out, with a short note pointing to the video's entry (not its cause again)."
+    text = f"video {failure['video_id']} {failure['problem']}; this narration was not read (the cause is listed once, in failed_videos)"
+    record = SubstitutionRecord(str(narration_id), failure["video"] or failure["video_id"], error=text, accept_concealed=accept_concealed)
+    record.add_note("video_failed", text)
+    return record
+
+
+# %% ../nbs/45_epic.ipynb #a1c0e013
+def _target_cut_note(start_s:float, stop_s:float, # the action segment (s)
+                     decoder, # the open VideoDecoder (fps, n_frames, declared_frames)
+                     with_target:bool, # is the target segment decoded?
+                     where:str, # the file and narration
+                     rounding:float=0.005, # a stop this close to the video's end is at its end (EPIC's HH:MM:SS.ss rounds by up to 5 ms)
+                    ) -> tuple[str, str]|None: # (kind, note), None when the segment ends within the decodable frames
+    "The note of a narration whose stop time lies after the video's end, or after its last decodable frame."
+    fps, n, declared = decoder.fps, decoder.n_frames, decoder.declared_frames
+    lo, hi = target_bin(start_s, stop_s, fps, math.inf)
+    if stop_s <= declared / fps + rounding: hi = min(hi, declared)     # the last frame's stop, rounded up to the centisecond
+    if hi <= n: return None
+    cut = ("the target segment is not decoded here (no oracle)" if not with_target else
+           f"the target segment is cut to frames {lo}..{n - 1} ({n - lo} of its {hi - lo} frames)" if lo < n else
+           "the target segment has no frame left")
+    if hi > declared:
+        return "stop_after_video_end", (f"{where}: the stop time {stop_s:.2f} s lies after the video's end ({declared / fps:.2f} s, "
+                                        f"{declared} frames at {fps:g} fps): {cut}")
+    return "target_clipped", (f"{where}: the stop time {stop_s:.2f} s lies after the last decodable frame ({n} of the {declared} "
+                              f"frames the video declares decode): {cut}")
+
 
 # %% ../nbs/45_epic.ipynb #e29a3025
 def extract(videos_dir, # folder of videos (see find_video)
@@ -113,44 +217,68 @@ def extract(videos_dir, # folder of videos (see find_video)
             isolate:bool=False, # decode in a child process, so that time limits hold even for a call that holds the GIL
             decoder_kwargs:dict|None=None, # passed to VideoDecoder (e.g. a recording reader in tests)
            ) -> EpicFeatures:
-    "Decode (and encode) the causal bins of every narration; every narration_id gets a record."
+    "Decode (and encode) the causal bins of every narration; every narration_id gets a record, used or with a note saying why not."
     df = narrations if isinstance(narrations, pd.DataFrame) else read_narrations(narrations)
     df = df.reset_index(drop=True)
     n = len(df)
-    context, target = [None] * n, [None] * n
-    records = [None] * n
+    context, target, records, failed = [None] * n, [None] * n, [None] * n, []
     for video_id, rows in df.groupby("video_id", sort=False):
+        path = None
         try:
             path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
             decoder = VideoDecoder(path, time_limit=time_limit, accept_concealed=accept_concealed, verify=verify,
                                    isolate=isolate, **(decoder_kwargs or {}))
-        except (DataError, DecodeTimeout) as e:
-            for i, nid in zip(rows.index, rows.narration_id):
-                records[i] = SubstitutionRecord(nid, str(video_id), error=f"narration {nid}: {e}")
+        except Exception as e:        # the whole video: listed once with its cause; each of its narrations points to it
+            failed.append(_video_failure(video_id, path, e))
+            for i, nid in zip(rows.index, rows.narration_id): records[i] = _failed_record(nid, failed[-1], accept_concealed)
             continue
         def read(i, row):
             where = f"{path}, narration {row.narration_id}"
+            cut = _target_cut_note(row.start_s, row.stop_s, decoder, with_target, where)
             try:
                 bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
                 frames, rec = decoder.read_bins(bins, spec.frames_per_bin, row.narration_id)
-                records[i] = rec
-                context[i] = call_user(encoder.encode, type(encoder).__name__, f"encode (narration {row.narration_id})", frames) if encoder is not None else frames
+                if rec.error: rec.add_note("undecodable_bins", rec.error)
                 if with_target:
                     tb = target_bin(row.start_s, row.stop_s, decoder.fps, decoder.n_frames, where)
                     tframes, trec = decoder.read_bins([tb], spec.frames_per_bin, row.narration_id)
+                    if trec.error: trec.add_note("undecodable_bins", trec.error)
                     rec.absorb(trec, "target segment")
-                    target[i] = call_user(encoder.encode, type(encoder).__name__, f"encode (narration {row.narration_id}, target)", tframes)[0] if encoder is not None else tframes[0]
-            except (DataError, DecodeTimeout) as e:
-                records[i] = SubstitutionRecord(row.narration_id, str(path), error=str(e), accept_concealed=accept_concealed)
-        done = []
-        for i, row in rows.iterrows():
-            known = decoder.damage is not None
-            read(i, row)
-            if not known and decoder.damage:       # damage found just now: the narrations before took the fast path
-                for j, earlier in done: read(j, earlier)
-            done.append((i, row))
-        decoder.close()
-    return _stack_features(df, context, target, records, with_target)
+            except DecodeTimeout: raise
+            except Exception as e:        # this narration only: its record says why
+                msg = str(e) if isinstance(e, HoiAuditError) else f"{where}: {type(e).__name__}: {e}"
+                rec = SubstitutionRecord(row.narration_id, str(path), error=msg, accept_concealed=accept_concealed)
+                kind = e.kind if isinstance(e, WindowOutsideVideo) else "decode_error"
+                if kind == "window_past_end" and decoder.n_frames < decoder.declared_frames:
+                    msg += f" (the video declares {decoder.declared_frames} frames; those from {decoder.n_frames} on do not decode)"
+                rec.add_note(kind, msg)
+            if cut: rec.add_note(*cut)
+            records[i], context[i], target[i] = rec, None, None
+            if not rec.ok: return
+            name = type(encoder).__name__
+            context[i] = call_user(encoder.encode, name, f"encode (narration {row.narration_id})", frames) if encoder is not None else frames
+            if with_target:
+                target[i] = call_user(encoder.encode, name, f"encode (narration {row.narration_id}, target)", tframes)[0] \
+                            if encoder is not None else tframes[0]
+        order, done, stale = list(rows.iterrows()), [], []
+        try:
+            for k, (i, row) in enumerate(order):
+                known, stale = decoder.damage is not None, [(i, row)]
+                read(i, row)
+                stale = []
+                if not known and decoder.damage:       # damage found just now: the narrations before took the fast path
+                    stale = list(done)
+                    while stale: read(*stale[0]); stale.pop(0)
+                done.append((i, row))
+        except DecodeTimeout as e:    # a decoder that hung is not asked again: the narrations not (re)read yet point to the video
+            lost = stale + order[k + 1:]
+            failed.append(_video_failure(video_id, path, e, f" (at narration {lost[0][1].narration_id}; the video's {len(lost)} "
+                                                            "narration(s) not read by then are left out)"))
+            for j, r in lost:
+                records[j], context[j], target[j] = _failed_record(r.narration_id, failed[-1], accept_concealed), None, None
+        finally: decoder.close()
+    return _stack_features(df, context, target, records, with_target, spec.n_bins, failed)
+
 
 # %% ../nbs/45_epic.ipynb #8cc701d7
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
@@ -330,7 +458,7 @@ def run_epic(videos_dir, # folder of videos (see find_video)
              train_clips:str="small", # clip preset of the embedded forecaster's training windows
              train_steps:int=600, # its training steps
              **extract_kwargs, # passed to `extract` (time_limit, accept_concealed, verify, isolate)
-            ) -> dict: # results (path), records, table, summary, paths (the CommandOutput)
+            ) -> dict: # results (path), records, table, summary, paths (the CommandOutput), action_records (one per narration)
     "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON."
     from hoi_audit.encoder import PooledMotionEncoder
     paths = out if isinstance(out, CommandOutput) else CommandOutput.parse(out, "epic_anticipation")
@@ -341,19 +469,23 @@ def run_epic(videos_dir, # folder of videos (see find_video)
     prints.update({f"forecaster_{s}": fp for s, fp in fprints.items()})
     feats = extract(videos_dir, narrations, encoder, spec, with_target=oracle, **extract_kwargs)
     usable = feats.subset(feats.ok)
-    if len(np.unique(usable.participants)) < 2: raise DataError(f"{narrations}: leave-one-participant-out needs two participants with usable actions")
+    if len(np.unique(usable.participants)) < 2:
+        raise DataError("\n".join([f"{narrations}: leave-one-participant-out needs two participants with usable actions",
+                                   *accounting_lines(feats.summary, feats.records)]))
     records, seen = protocol_over_seeds(usable, forecasters, n_boot=n_boot)
     summary = feats.summary
     config = {"seeds": [int(s) for s in forecasters], "n_boot": n_boot, "spec": asdict(spec), "oracle": oracle,
               "encoder": encoder_name, "latent_dim": int(encoder.latent_dim), "forecaster": forecaster_name,
               "forecaster_adapter": getattr(as_context_forecaster(next(iter(forecasters.values()))), "adapter", "predict"),
               **({"train_clips": train_clips, "train_steps": train_steps} if forecaster == "embedded" else {}),
-              "substitution_summary": summary, "excluded": {r.action_id: r.error for r in feats.records if r.error}}
+              "substitution_summary": summary, "excluded": {r.action_id: r.error for r in feats.records if r.error},
+              "notes": {r.action_id: r.notes for r in feats.records if r.notes}}
     pins = {"narrations": sha256_file(narrations) if not isinstance(narrations, pd.DataFrame) else sha256_json(narrations.to_json()),
             **{f"fingerprint_{k}": v for k, v in prints.items()}}
     path = paths.wrote(write_results(paths.results, "epic_anticipation", results_records(records, seen, summary), scale="full",
                                      config=config, pins=pins))
-    return {"results": path, "records": records, "table": seed_mean_table(records), "summary": summary, "paths": paths}
+    return {"results": path, "records": records, "table": seed_mean_table(records), "summary": summary, "paths": paths,
+            "action_records": feats.records}
 
 # %% ../nbs/45_epic.ipynb #68d42690
 def decode_options(*,
@@ -378,7 +510,7 @@ def extract_command(*,
                     encoder:Literal["embedded", "none"]="embedded", # embedded encoder, or none (keep frames)
                     with_target:bool=False, # also encode the target segment (the oracle's input only)
                     **decoding, # the options of `decode_options`
-                   ) -> int: # the exit status: 1 when a narration could not be extracted (each is in the record)
+                   ) -> int: # the exit status: 1 when a narration could not be extracted (each has a note in the record)
     "decode the causal bins of EPIC-100-format narrations (latents or frames) and the substitution record of damaged video"
     model = None
     if encoder == "embedded":
@@ -397,11 +529,10 @@ def extract_command(*,
                                            "records": [r.to_dict() for r in feats.records]}))
     print(f"{summary['actions']} narrations: {summary['actions_affected']} with substituted frames ({summary['substitutions']} "
           f"frames, largest offset {summary['max_offset']}); {summary['actions_with_damage']} met damaged frames "
-          f"({summary['undecodable_frames']} undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']}); "
-          f"{summary['actions_with_errors']} with errors")
-    for r in [r for r in feats.records if r.error][:5]: print(f"  {r.action_id}: {r.error}")
+          f"({summary['undecodable_frames']} undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']})")
+    for line in accounting_lines(summary, feats.records): print(line)
     paths.report()
-    return 1 if summary["actions_with_errors"] else 0
+    return 1 if summary["actions_excluded"] else 0
 
 # %% ../nbs/45_epic.ipynb #59b0dd48
 def epic_command(*,
@@ -432,8 +563,9 @@ def epic_command(*,
                    train_clips=train_clips, train_steps=train_steps, **decode_options(**decoding))
     s = run["summary"]
     print(run["table"].round(3).to_string())
-    print(f"{s['actions']} narrations: {s['actions'] - s['actions_with_errors']} scored, {s['actions_with_errors']} excluded "
-          f"(listed with their reason in config.excluded); {s['actions_affected']} with substituted frames")
+    for line in accounting_lines(s, run["action_records"]): print(line)
+    print(f"  (each left-out narration's reason is in config.excluded, every note in config.notes); "
+          f"{s['actions_affected']} with substituted frames")
     run["paths"].report()
     print(f"done in {time.time() - started:.1f}s")
     return 0
