@@ -333,12 +333,11 @@ def _report_written(log:WriteLog, file):
 
 def run_guarded(command:Callable, # runs the command, returns its exit status
                 debug:bool=False, # print the traceback of a failure as well
-                claim=None, # a context manager held while the command runs (`output_claim`)
                ) -> int: # the command's status, or 2 (named error), 3 (internal error), 130 (interrupted)
     "Run `command` under the guard: every failure is one line on stderr (and the files already written), never a bare traceback."
     log = recording_writes()
     try:
-        with claim or contextlib.nullcontext(): return command()
+        return command()
     except (Exception, KeyboardInterrupt) as e:
         if isinstance(e, HoiAuditError): message, status = str(e), 2
         elif isinstance(e, OSError): message, status = os_error_message(e), 2
@@ -369,4 +368,6 @@ def main(argv:Sequence[str]|None=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     args = build_parser().parse_args([a for a in argv if a != "--debug"])   # --debug anywhere on the line, also after the subcommand
-    return run_guarded(lambda: args.func(args), debug=debug, claim=output_claim(args))
+    def command():
+        with output_claim(args): return args.func(args)   # inside the guard: an --out the system refuses is a named error too
+    return run_guarded(command, debug=debug)
