@@ -245,3 +245,69 @@ def test_claim_of_a_killed_run_does_not_block_the_next(tmp_path):
     r = hoi_audit(*probes, str(out), "--predictors", "bigram", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert _claims(out) == []
+
+# ------------------------------------------------------------------------------------------------------------- bad data, named
+
+def _mstcn(root:Path, n_videos:int=6, frames:int=60, dim:int=8) -> Path:
+    "A tiny MS-TCN folder with features: SIL + 3 actions, split 1 (4 train, 2 test)."
+    from hoi_audit.procedural import write_mstcn
+    rng = np.random.default_rng(0)
+    classes = ["SIL", "take_cup", "pour_milk", "stir_milk"]
+    labels = {f"v{i}": [0] * 10 + [1] * 15 + [2] * 15 + [3] * (frames - 40) for i in range(n_videos)}
+    names = list(labels)
+    return write_mstcn(root, labels, classes, {1: {"train": names[:4], "test": names[4:]}},
+                       features={v: rng.normal(size=(frames, dim)).astype(np.float32) for v in names}, feature_layout="DxT")
+
+def _audit(data:Path, out:Path, capsys) -> tuple[int, str]:
+    from hoi_audit.runner import main
+    status = main(["audit", str(data), "--conditions", "video_only", "--splits", "1", "--seeds", "42", "--epochs", "1",
+                   "--tokens", "2", "--d-model", "16", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return status, err
+
+def _break_label(root:Path):
+    p = root / "groundTruth" / "v1.txt"; lines = p.read_text().splitlines(); lines[20] = "pour_mlik"; p.write_text("\n".join(lines) + "\n")
+
+def _break_length(root:Path):
+    np.save(root / "features" / "v2.npy", np.zeros((8, 30), np.float32))
+
+def _break_nan(root:Path):
+    a = np.load(root / "features" / "v4.npy"); a[:, 33] = np.nan; np.save(root / "features" / "v4.npy", a)
+
+def _break_npy(root:Path):
+    (root / "features" / "v3.npy").write_bytes(b"not an array")
+
+def _break_bundle(root:Path):
+    with open(root / "splits" / "test.split1.bundle", "a") as f: f.write("v9.txt\n")
+
+def _break_leak(root:Path):
+    with open(root / "splits" / "test.split1.bundle", "a") as f: f.write("v0.txt\n")
+
+def _break_mapping(root:Path): (root / "mapping.txt").unlink()
+
+def _break_feature_file(root:Path): (root / "features" / "v5.npy").unlink()
+
+@pytest.mark.parametrize("fault, expected", [
+    (_break_label, "groundTruth/v1.txt: line 21 has label 'pour_mlik', which is not in the mapping"),
+    (_break_length, "features/v2.npy: feature/label length mismatch"),
+    (_break_nan, "features/v4.npy: 8 NaN/inf feature values, the first at frame 33"),
+    (_break_npy, "features/v3.npy: not a readable .npy array"),
+    (_break_bundle, "test.split1.bundle: 1 videos have no label file"),
+    (_break_leak, "split 1 lists 1 videos in both train and test"),
+    (_break_mapping, "mapping.txt: mapping file not found"),
+    (_break_feature_file, "videos have labels but no feature file, e.g. v5.npy"),
+], ids=["unknown_label", "length_mismatch", "nan_features", "unreadable_npy", "bundle_names_missing_video", "train_test_leak",
+        "missing_mapping", "missing_feature_file"])
+def test_bad_mstcn_input_is_a_named_error(tmp_path, capsys, fault, expected):
+    "Bad MS-TCN input (unknown label, length mismatch, NaN/inf features, unreadable .npy, a bundle naming a missing video, a train/test leak, no mapping.txt, a missing feature file) -> exit 2 naming the file and the problem."
+    data = _mstcn(tmp_path / "data")
+    fault(data)
+    status, err = _audit(data, tmp_path / "o", capsys)
+    assert status == 2 and err.startswith("hoi-audit: error: ") and expected in err, err
+
+def test_missing_dataset_folder_is_a_named_error(tmp_path, capsys):
+    "A data folder that does not exist -> exit 2: `PATH: dataset folder not found`; nothing written."
+    status, err = _audit(tmp_path / "nowhere", tmp_path / "o", capsys)
+    assert status == 2 and f"{tmp_path / 'nowhere'}: dataset folder not found" in err, err
+    assert not (tmp_path / "o").exists()
