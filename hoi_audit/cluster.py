@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_cluster.ipynb #601fc45e
 from __future__ import annotations
-import contextlib, importlib, json, os, shutil, subprocess, sys, time, traceback
+import contextlib, importlib, json, os, shutil, signal, subprocess, sys, threading, time, traceback
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -14,8 +14,8 @@ from .store import ResultStore, Unit
 
 # %% auto #0
 __all__ = ['CLUSTERS', 'BACKEND_ENV', 'REGISTRIES', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards',
-           'backend_spec', 'backend_from_spec', 'use_backend', 'current_backend', 'LocalBackend', 'UnitShard',
-           'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
+           'backend_spec', 'backend_from_spec', 'use_backend', 'current_backend', 'die_with_parent', 'LocalBackend',
+           'UnitShard', 'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
 
 # %% ../nbs/04_cluster.ipynb #5d63b0bd
 CLUSTERS = ("slurm", "local", "debug")  # submitit executors: a real scheduler, submitit's local processes, in-process debugging
@@ -133,6 +133,41 @@ def current_backend():
     spec = os.environ.get(BACKEND_ENV)
     return backend_from_spec(spec) if spec else None
 
+# %% ../nbs/04_cluster.ipynb #1e0c86c6
+def _alive(pid:int, # a process id
+          ) -> bool:
+    "Whether process `pid` runs; a zombie (ended, not yet reaped by its parent) does not."
+    if Path("/proc/self/stat").exists():
+        try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X", "x")
+        except (OSError, IndexError): return False
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: pass
+    return True
+
+# %% ../nbs/04_cluster.ipynb #e6f127ed
+_WATCHED = set()   # (this process, the parent it watches): one watchdog each, also in a forked child that inherits the set
+
+def die_with_parent(parent:int, # the pid of the process this one must not outlive, recorded there before starting this one
+                    kernel:bool=True, # ask Linux too (PR_SET_PDEATHSIG); only when the thread that started this process outlives it
+                    poll_s:float=0.5, # how often the watchdog thread looks at `parent`
+                   ):
+    "SIGKILL this process when `parent` ends: at once if it already has, then by the kernel (Linux) and a watchdog thread."
+    direct = os.getppid() == parent
+    if direct and kernel and sys.platform.startswith("linux"):
+        import ctypes
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1: PR_SET_PDEATHSIG
+    gone = (lambda: os.getppid() != parent) if direct else (lambda: not _alive(parent))   # an orphan is re-parented
+    die = lambda: os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+    if gone(): die()   # the parent died before the kernel was asked (or before this process started)
+    if (os.getpid(), parent) in _WATCHED: return
+    _WATCHED.add((os.getpid(), parent))
+    def watch():
+        while not gone(): time.sleep(poll_s)
+        die()
+    threading.Thread(target=watch, name=f"die-with-{parent}", daemon=True).start()
+
 # %% ../nbs/04_cluster.ipynb #d3cb0bb8
 def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str]):
     "One error naming every failed unit, its last error line and where its log (or failure record) is."
@@ -166,7 +201,11 @@ def _unpack(blob:bytes) -> tuple:
 # %% ../nbs/04_cluster.ipynb #3070e95f
 _POOL = {}
 
-def _pool_init(store_root:str, payload:bytes):
+def _pool_init(store_root:str, # the result store's folder
+               payload:bytes, # `_pack`'s bytes
+               parent:int|None=None, # the process that started the pool: this worker dies with it
+              ):
+    if parent is not None: die_with_parent(parent)   # the pool's thread waits for its workers: the kernel's signal is safe
     _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, _unpack(payload)
 
 # %% ../nbs/04_cluster.ipynb #d593a303
@@ -194,7 +233,7 @@ class LocalBackend:
         bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
         while todo:
             with cf.ProcessPoolExecutor(min(self.workers, len(todo)), mp_context=mp.get_context("spawn"),
-                                        initializer=lib._pool_init, initargs=(str(store.root), payload)) as pool:
+                                        initializer=lib._pool_init, initargs=(str(store.root), payload, os.getpid())) as pool:
                 futures = [pool.submit(lib._pool_unit, i) for i in todo]
                 for f in cf.as_completed(futures):
                     with contextlib.suppress(cf.process.BrokenProcessPool):
@@ -213,11 +252,13 @@ class UnitShard(submitit.helpers.Checkpointable):
     "One array task: compute a disjoint shard of the pending units; requeued with the same shard on timeout or preemption."
     def __init__(self, store_root:str, # the result store's folder
                  payload:str, # the file holding (units, compute), cloudpickled
+                 owner:int|None=None, # the command it dies with (`_task_owner`); None: it outlives the command
                 ):
-        self.store_root, self.payload = store_root, payload
+        self.store_root, self.payload, self.owner = store_root, payload, owner
 
     def __call__(self, indices:Sequence[int]) -> dict:
         lib = importlib.import_module("hoi_audit.cluster")   # the library's functions, also when this class is defined in a notebook
+        if self.owner is not None: lib.die_with_parent(self.owner)   # an ancestor, not the parent: the watchdog looks after it
         units, compute = lib._unpack(Path(self.payload).read_bytes())
         try: log = str(submitit.JobEnvironment().paths.stderr)
         except (RuntimeError, KeyError): log = None   # outside a submitit job (an example, a test), or in submitit's debug executor
@@ -239,6 +280,12 @@ def _executor(cfg:ClusterConfig, folder:Path):
         ex.update_parameters(timeout_min=cfg.timeout_min, signal_delay_s=cfg.signal_delay_s)
         return ex
     return submitit.DebugExecutor(folder)
+
+# %% ../nbs/04_cluster.ipynb #f070456f
+def _task_owner(cfg:ClusterConfig, # the executor's settings
+               ) -> int|None: # the pid an array task must not outlive; None: none
+    "This process on submitit's local executor; None on SLURM (a task outlives the command) and the debug executor (in process)."
+    return os.getpid() if cfg.cluster == "local" else None
 
 # %% ../nbs/04_cluster.ipynb #a76a83ca
 def _in_queue(job) -> bool:
@@ -290,7 +337,7 @@ class SlurmBackend:
         todo, failed, rounds = list(range(len(units))), [], 0
         bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
         while todo:
-            jobs = executor.map_array(UnitShard(str(store.root), str(payload)), [[todo[i] for i in s] for s in shards(len(todo), cfg.tasks)])
+            jobs = executor.map_array(UnitShard(str(store.root), str(payload), _task_owner(cfg)), [[todo[i] for i in s] for s in shards(len(todo), cfg.tasks)])
             log = lambda job, state, extra={}: {"job_id": str(job.job_id), "store": store.root.name, "desc": desc, "round": rounds,
                                                 "state": state, "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr), **extra}
             _log_jobs(store, [log(j, "submitted") for j in jobs])
