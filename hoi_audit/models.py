@@ -125,7 +125,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.d_model % self.n_heads: raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 0 <= self.val_fraction < 1: raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
-        if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError("epochs, batch_size and n_layers must be >= 1")
+        if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError(f"epochs, batch_size and n_layers must be >= 1, got epochs={self.epochs}, "
+                                                                       f"batch_size={self.batch_size}, n_layers={self.n_layers}")
         if self.video_dim < 0: raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
         if self.device not in ("cpu", "cuda"): raise ValueError(f"device must be 'cpu' or 'cuda' (resolve 'auto' with resolve_device), got {self.device!r}")
 

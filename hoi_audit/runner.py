@@ -4,11 +4,12 @@
 
 # %% ../nbs/90_runner.ipynb #0d469195
 from __future__ import annotations
-import argparse, contextlib, importlib, json, os, sys, tempfile, time, traceback
+import argparse, contextlib, importlib, json, linecache, os, re, sys, tempfile, time, traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Callable, Literal, Sequence
 import pandas as pd
+import hoi_audit
 from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, SlurmBackend, backend_spec,
                                cluster_jobs, read_cluster_config)
 from .cli import add_command
@@ -21,8 +22,8 @@ from .procedural import LABELS_ENV, labels_cache_dir
 __all__ = ['EXIT_STATUS', 'DEBUG_ENV', 'STAGE_COMMANDS', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
            'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'run_experiment',
            'reproduce', 'store_roots', 'store_status', 'plan_experiment', 'labels_in_use', 'backend_of',
-           'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'os_error_message', 'run_guarded',
-           'output_claim', 'main']
+           'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'os_error_message', 'rejected_value',
+           'run_guarded', 'output_claim', 'main']
 
 # %% ../nbs/90_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -323,6 +324,16 @@ def os_error_message(e:OSError) -> str:
     reason = e.strerror or str(e) or type(e).__name__
     return f"{where}: {reason}" if where else reason
 
+# %% ../nbs/90_runner.ipynb #31f314ec
+def rejected_value(e:BaseException, # an exception that reached the guard
+                  ) -> bool:
+    "Whether `e` is a `ValueError`/`TypeError` raised by a `raise` statement of hoi_audit itself: a check that rejected a value."
+    if not isinstance(e, (ValueError, TypeError)) or e.__traceback__ is None: return False
+    frame = traceback.extract_tb(e.__traceback__)[-1]
+    package = Path(hoi_audit.__file__).resolve().parent
+    line = frame.line or linecache.getline(frame.filename, frame.lineno)
+    return Path(frame.filename).resolve().is_relative_to(package) and re.search(r"\braise (ValueError|TypeError)\b", line) is not None
+
 # %% ../nbs/90_runner.ipynb #2804e490
 def _report_written(log:WriteLog, file):
     files = log.files
@@ -341,6 +352,7 @@ def run_guarded(command:Callable, # runs the command, returns its exit status
     except (Exception, KeyboardInterrupt) as e:
         if isinstance(e, HoiAuditError): message, status = str(e), 2
         elif isinstance(e, OSError): message, status = os_error_message(e), 2
+        elif rejected_value(e): message, status = str(e), 2
         elif isinstance(e, KeyboardInterrupt): message, status = "interrupted", 130
         else: message, status = f"internal error: {type(e).__name__}: {e}" + ("" if debug else " (run again with --debug for the traceback)"), 3
         if debug: traceback.print_exc()

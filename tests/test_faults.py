@@ -199,6 +199,18 @@ def test_exit_statuses_are_documented():
     assert r.returncode == 0
     for line in ("0  success", "1  findings", "2  usage or data error", "3  internal error"): assert line in r.stdout, r.stdout
 
+@pytest.mark.parametrize("option", [["--epochs", "0"], ["--window", "-5"], ["--tokens", "0"], ["--d-model", "7"], ["--seeds", "-1"],
+                                    ["--splits", "x"]], ids=lambda o: " ".join(o))
+def test_bad_option_value_is_a_named_error(tmp_path, capsys, option):
+    "A bad option value (--epochs 0, --window -5, --tokens 0, --d-model 7, --seeds -1, --splits x) -> exit 2 with the check's message, no traceback."
+    from hoi_audit.runner import main
+    data = _mstcn(tmp_path / "data")
+    status = main(["audit", str(data), "--conditions", "video_only", "--splits", "1", "--seeds", "42", "--epochs", "1", "--tokens", "2",
+                   "--d-model", "16", "--out", str(tmp_path / "o"), *option])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err and "internal error" not in err, err
+    assert err.startswith("hoi-audit: error: ") and option[1].lstrip("-") in err.splitlines()[0], err
+
 # ------------------------------------------------------------------------------------------------------------- one writer per output
 
 HOLD = textwrap.dedent("""
