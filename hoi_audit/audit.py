@@ -772,7 +772,8 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
 
 # %% ../nbs/17_audit.ipynb #e3d20739
 def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
-                  *, conditions:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})"}]=None, # comma-separated condition names (default: TABLE1_CONDITIONS)
+                  *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
+                  conditions:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})"}]=None, # comma-separated condition names (default: TABLE1_CONDITIONS)
                   schedule:Annotated[str, {"choices": sorted(QUERY_SCHEDULES)}]="boundary", # when queries are asked (default: at action boundaries)
                   out:str, # a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)
                   store:str|None=None, # result-store folder (default: store/four_condition in the --out folder)
@@ -780,12 +781,12 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
                   **training, # the options of `training_options`
                  ) -> int: # the exit status
     "the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features"
-    from hoi_audit.procedural import read_mstcn
-    dataset = read_mstcn(data_dir)
+    from hoi_audit.procedural import name_config, read_for_command
     conditions = _parse_list(conditions) if conditions else list(TABLE1_CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
     t = training_options(**training)
+    dataset = read_for_command(data_dir, name, t["splits"])   # every input checked before the first unit: one DataError lists all
     splits, seeds, progress, workers = t["splits"], t["seeds"], t["progress"], t["workers"]
     config = replace(t["config"], schedule=schedule)
     paths = CommandOutput.parse(out, "four_condition")
@@ -803,12 +804,13 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
         print(recovery_table(result, window).round(1).to_string())
         records += window_results_records(window, config)
     pins = {"config": sha256_json(config.as_dict())}
-    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=_results_config(config), pins=pins))
+    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=_results_config(config) | name_config(dataset),
+                              pins=pins))
     if {"recognizer_ba", "gt_history"} <= set(conditions):
         iv = intervention_table(result.all_records)
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
         paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=t["scale"],
-                                  config=config.as_dict(), pins=pins))
+                                  config=config.as_dict() | name_config(dataset), pins=pins))
     from hoi_audit.report import write_report   # report imports audit: imported here
     paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 JSON too)
     paths.report()

@@ -512,18 +512,19 @@ def _parse_list(text:str, cast=str) -> list:
     except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
 
 # %% ../nbs/18_controls.ipynb #16ce40dc
-def _setup(experiment:str, data_dir:str, out:str, store:str|None, training:dict) -> tuple:
-    "The dataset, the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale of a subcommand."
-    from hoi_audit.procedural import read_mstcn
-    dataset = read_mstcn(data_dir)
+def _setup(experiment:str, data_dir:str, out:str, store:str|None, training:dict, name:str|None=None) -> tuple:
+    "The dataset (its input checked before any unit), the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale."
+    from hoi_audit.procedural import read_for_command
     t = training_options(**training)
+    dataset = read_for_command(data_dir, name, t["splits"])
     paths = CommandOutput.parse(out, experiment)
     store = ResultStore(Path(store)) if store else paths.store
     return dataset, dict(splits=t["splits"], seeds=t["seeds"], store=store, config=t["config"], progress=t["progress"], workers=t["workers"]), paths, t["scale"]
 
 # %% ../nbs/18_controls.ipynb #525f51d8
-def _finish(paths, experiment:str, records, scale:str, kw:dict, **settings) -> int:
-    config = {**kw["config"].as_dict(), "seeds": list(kw["seeds"]), **settings}
+def _finish(paths, experiment:str, records, scale:str, kw:dict, dataset, **settings) -> int:
+    from hoi_audit.procedural import name_config
+    config = {**kw["config"].as_dict(), "seeds": list(kw["seeds"]), **settings, **name_config(dataset)}
     paths.wrote(write_results(paths.results, experiment, tidy_records(records), scale=scale, config=config,
                               pins={"config": sha256_json(config)}))
     paths.report()
@@ -532,14 +533,15 @@ def _finish(paths, experiment:str, records, scale:str, kw:dict, **settings) -> i
 
 # %% ../nbs/18_controls.ipynb #f0fdb4a9
 def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
-                     *, out:str, # a folder (results/controls.json and store/controls below it) or a .json results file (store/ beside it)
+                     *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
+                     out:str, # a folder (results/controls.json and store/controls below it) or a .json results file (store/ beside it)
                      store:str|None=None, # result-store folder (default: store/controls in the --out folder)
                      controls:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONTROLS)} (default: all)"}]=None, # comma-separated control names (default: all of CONTROLS)
                      recovery:bool=False, # also Table 11: window accuracy, BFR, BA, their drop and GT
                      **training, # the options of `audit.training_options`
                     ) -> int: # the exit status
     "Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder"
-    dataset, kw, paths, scale = _setup("controls", data_dir, out, store, training)
+    dataset, kw, paths, scale = _setup("controls", data_dir, out, store, training, name)
     names = _parse_list(controls) if controls else list(CONTROLS)
     unknown = [c for c in names if c not in CONTROLS]
     if unknown: raise HoiAuditError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
@@ -550,11 +552,12 @@ def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
         recs, table = boundary_information(dataset, **kw)
         print(table.round(1).to_string())
         records += recs.to_dict("records")
-    return _finish(paths, "controls", records, scale, kw, controls=names)
+    return _finish(paths, "controls", records, scale, kw, dataset, controls=names)
 
 # %% ../nbs/18_controls.ipynb #93bc244d
 def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
-                        *, out:str, # a folder (results/sensitivity.json and store/sensitivity below it) or a .json results file (store/ beside it)
+                        *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
+                        out:str, # a folder (results/sensitivity.json and store/sensitivity below it) or a .json results file (store/ beside it)
                         store:str|None=None, # result-store folder (default: store/sensitivity in the --out folder)
                         lengths:str="0,1,2,4,8", # history lengths H (0: video only; empty: no dose)
                         histories:str="gt,ba", # history sources of the dose
@@ -563,7 +566,7 @@ def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/
                         **training, # the options of `audit.training_options`
                        ) -> int: # the exit status
     "Figure 3 / Table 12: history-length dose and controlled history noise"
-    dataset, kw, paths, scale = _setup("sensitivity", data_dir, out, store, training)
+    dataset, kw, paths, scale = _setup("sensitivity", data_dir, out, store, training, name)
     lengths, rates = _parse_list(lengths, int), _parse_list(noise_rates, float)
     histories = _parse_list(histories)
     frames = []
@@ -575,40 +578,42 @@ def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/
         print(sweep_table(noise, "noise_rate", by="metric").round(1).to_string())
         print(noise[noise["metric"] == "history_edit_rate"].groupby("condition")["value"].mean().round(3).to_string())
     if not frames: raise HoiAuditError("nothing to run: give --lengths and/or --noise-rates")
-    return _finish(paths, "sensitivity", pd.concat(frames, ignore_index=True), scale, kw, lengths=lengths, histories=histories,
+    return _finish(paths, "sensitivity", pd.concat(frames, ignore_index=True), scale, kw, dataset, lengths=lengths, histories=histories,
                    noise_rates=rates, noise_seed=noise_seed)
 
 # %% ../nbs/18_controls.ipynb #5e670382
 def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
-                     *, out:str, # a folder (results/horizons.json and store/horizons below it) or a .json results file (store/ beside it)
+                     *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
+                     out:str, # a folder (results/horizons.json and store/horizons below it) or a .json results file (store/ beside it)
                      store:str|None=None, # result-store folder (default: store/horizons in the --out folder)
                      horizons:str="1,2,3,4,5", # comma-separated horizons (actions ahead)
                      **training, # the options of `audit.training_options`
                     ) -> int: # the exit status
     "Table 15: video only / recognizer / GT history for targets h actions ahead"
-    dataset, kw, paths, scale = _setup("horizons", data_dir, out, store, training)
+    dataset, kw, paths, scale = _setup("horizons", data_dir, out, store, training, name)
     horizons = _parse_list(horizons, int)
     r = horizon_audit(dataset, horizons, **kw)
     print(sweep_table(r, "horizon").round(1).to_string())
     print(r[r["metric"] == "gap_act1"][["horizon", "value", "ci_low", "ci_high", "n"]].round(1).to_string(index=False))
-    return _finish(paths, "horizons", r, scale, kw, horizons=horizons)
+    return _finish(paths, "horizons", r, scale, kw, dataset, horizons=horizons)
 
 # %% ../nbs/18_controls.ipynb #cf67a518
 def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
-                           *, out:str, # a folder (results/context_probes.json and store/context_probes below it) or a .json results file (store/ beside it)
+                           *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
+                           out:str, # a folder (results/context_probes.json and store/context_probes below it) or a .json results file (store/ beside it)
                            store:str|None=None, # result-store folder (default: store/context_probes in the --out folder)
                            probe_inputs:str=",".join(PROBE_INPUTS), # comma-separated probe inputs
                            histories:str="gt", # history sources the probes read (gt, ba, ...)
                            **training, # the options of `audit.training_options`
                           ) -> int: # the exit status
     "Table 17: history only / state only / history + state, without window video"
-    dataset, kw, paths, scale = _setup("context_probes", data_dir, out, store, training)
+    dataset, kw, paths, scale = _setup("context_probes", data_dir, out, store, training, name)
     inputs, histories = _parse_list(probe_inputs), _parse_list(histories)
     unknown = [p for p in inputs if p not in PROBE_INPUTS]
     if unknown: raise HoiAuditError(f"unknown probe input(s) {unknown}; probe inputs are {list(PROBE_INPUTS)}")
     r = context_probes(dataset, inputs, histories, **kw)
     print(sweep_table(r, "probe_input", by="history").round(1).to_string())
-    return _finish(paths, "context_probes", r, scale, kw, probe_inputs=inputs, histories=histories)
+    return _finish(paths, "context_probes", r, scale, kw, dataset, probe_inputs=inputs, histories=histories)
 
 # %% ../nbs/18_controls.ipynb #78a55230
 def add_subcommand(subparsers):

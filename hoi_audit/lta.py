@@ -497,7 +497,8 @@ def _floats(text:str) -> tuple:
 
 # %% ../nbs/22_lta.ipynb #127a47bc
 def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
-                *, out:str|None=None, # a folder (results/lta.json and store/lta below it) or a .json results file
+                *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
+                out:str|None=None, # a folder (results/lta.json and store/lta below it) or a .json results file
                 predictions:str|None=None, # write the first seed's predictions here in the reference's format
                 score:str|None=None, # instead of running: score this folder of prediction files (<video>.txt) as the reference does
                 observed:float=0.2, # with --score: the observed fraction the files were made with
@@ -514,8 +515,10 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
                 progress:bool=False, # show a progress bar
                ) -> int: # the exit status
     "standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder"
-    from hoi_audit.procedural import read_mstcn
-    dataset = read_mstcn(data_dir)
+    from hoi_audit.procedural import name_config, read_for_command
+    try: splits = [int(s) for s in splits.replace(",", " ").split()] if splits and not score else None
+    except ValueError: raise HoiAuditError(f"--splits: cannot parse {splits!r} as split numbers") from None
+    dataset = read_for_command(data_dir, name, splits, needs_features=not score)   # every input checked before the first unit
     if score:
         moc, counts = score_prediction_folder(dataset, score, observed)
         print(f"{score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support ({int(counts[1].sum())} frames)")
@@ -524,8 +527,8 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
     kw = {k: v for k, v in {"epochs": epochs, "hidden": hidden, "convention": convention,
                             "observe": _floats(observe) if observe else None, "predict": _floats(predict) if predict else None}.items() if v is not None}
     config = LTAConfig(**kw)
-    splits = [int(s) for s in splits.replace(",", " ").split()] if splits else None
-    seeds = [int(s) for s in seeds.replace(",", " ").split()] if seeds else list(PROTOCOL_SEEDS)
+    try: seeds = [int(s) for s in seeds.replace(",", " ").split()] if seeds else list(PROTOCOL_SEEDS)
+    except ValueError: raise HoiAuditError(f"--seeds: cannot parse {seeds!r} as seeds") from None
     paths = CommandOutput.parse(out, "lta")
     store = ResultStore(Path(store)) if store else paths.store
     result = run_lta(dataset, splits, seeds, config, store, predictions=predictions, n_boot=n_boot, progress=progress)
@@ -533,7 +536,7 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
         print(f"{dataset.name}: MoC (%), mean over splits"); print(result.table["moc"].round(1).to_string())
         print(result.gap.round(2).to_string(index=False))
     paths.wrote(write_results(paths.results, "lta", lta_results_records(result, dataset.name), scale=scale,
-                              config=results_config(config, seeds=seeds), pins={"config": sha256_json(config.as_dict())}))
+                              config=results_config(config, seeds=seeds, **name_config(dataset)), pins={"config": sha256_json(config.as_dict())}))
     paths.report()
     if predictions: print(f"wrote {Path(predictions)}/ (prediction files of seed {min(seeds)})")
     print(f"wrote {store.root}/")

@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from .core import DataError, HoiAuditError, write_results
 from .store import CommandOutput
 from .cli import add_command
-from .procedural import REAL_DATASETS, labels_pins, read_mstcn, real_labels_root
+from .procedural import REAL_DATASETS, labels_pins, name_config, read_for_command, read_mstcn, real_labels_root
 from .queries import next_action_queries, split_queries
 
 # %% auto #0
@@ -202,19 +202,27 @@ def run_decomposition(data_dir, # an MS-TCN folder, a folder of them, or a list 
                       predictors:Sequence[str]|None=None, # predictor names; None: all five
                       scale:str="full", # recorded in the results JSON
                       quiet:bool=False, # do not print the table
+                      name:str|None=None, # the dataset's name when `data_dir` is one MS-TCN folder (default: each folder's name, made safe)
                       **query_kwargs, # options of `next_action_queries`
                      ) -> pd.DataFrame: # the per-split records of every dataset
     "Run the decomposition on every dataset under `data_dir`, print the table, write the results JSON."
+    folders = dataset_folders(data_dir)
+    if name is not None and len(folders) != 1: raise HoiAuditError(f"a name is for one MS-TCN folder; {data_dir} holds {len(folders)}")
+    datasets, problems = [], []
+    for root in folders:   # every folder's input checked before the first is computed
+        try: datasets.append(read_for_command(root, name, splits, needs_features=False))
+        except DataError as e: problems.append(str(e))
+    if problems: raise DataError("\n".join(problems))
     frames, pins = [], {}
-    for root in dataset_folders(data_dir):
-        dataset = read_mstcn(root)
+    for root, dataset in zip(folders, datasets):
         per_split, _ = decomposition(dataset, splits, predictors, **query_kwargs)
         frames.append(per_split); pins.update(labels_pins(root, dataset.name))
     per_split = pd.concat(frames, ignore_index=True)
     if not quiet: print(wide_table(per_split).to_string())
     if out is not None:
+        renamed = {d.name: name_config(d) for d in datasets if name_config(d)}   # datasets not named as their folders
         config = {"queries": "next_action_queries", "predictors": list(per_split["predictor"].unique()), "splits": splits,
-                  **{k: v for k, v in query_kwargs.items()}}
+                  **{k: v for k, v in query_kwargs.items()}, **({"dataset_names": renamed} if renamed else {})}
         records = per_split[["dataset", "split", "predictor", "metric", "value", "n_test"]]
         write_results(out, "decomposition", records, scale=scale, config=config, pins=pins)
     return per_split
@@ -225,6 +233,7 @@ def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-lay
                    # the real labels shipped with hoi_audit instead of DATA_DIR (`REAL_DATASETS`; none named: all)
                    real:Annotated[list[str]|None, {"nargs": "*", "choices": REAL_DATASETS, "metavar": "NAME",
                                                    "help": f"the real labels shipped with hoi_audit instead of DATA_DIR: {', '.join(REAL_DATASETS)} (default: all)"}]=None,
+                   name:str|None=None, # the dataset's name in the results (letters, digits and _.+-; one DATA_DIR folder only); default: the folder's name, made safe
                    out:str, # DIR (writes DIR/results/decomposition.json) or FILE.json (the results file itself)
                    splits:list[int]|None=None, # split numbers (default: every split)
                    predictors:Annotated[list[str]|None, {"choices": sorted(PREDICTORS)}]=None, # predictors (default: all five)
@@ -232,9 +241,10 @@ def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-lay
     "label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped labels"
     if (data_dir is None) == (real is None):
         raise HoiAuditError("probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME ...] (the shipped labels), not both")
+    if name is not None and data_dir is None: raise HoiAuditError("probes: --name names DATA_DIR's dataset; the shipped labels keep theirs")
     data = data_dir if data_dir is not None else [real_labels_root(n) for n in (real or REAL_DATASETS)]
     paths = CommandOutput.parse(out, "decomposition")
-    run_decomposition(data, out=paths.results, splits=splits, predictors=predictors)
+    run_decomposition(data, out=paths.results, splits=splits, predictors=predictors, name=name)
     paths.wrote(paths.results); paths.report()
     return 0
 

@@ -375,7 +375,7 @@ class _DatasetChecks:
         "Read every video (labels, lengths, feature shape and NaN/inf); raise one `DataError` listing every problem, else a per-video summary."
         problems = self._input_problems(splits, needs_features)
         names = self.videos if splits is None else sorted({v for n in splits if n in self.splits for vs in self.splits[n].values() for v in vs})
-        rows, dims = [], {}
+        rows, dims, per_video = [], {}, []
         for name in names:
             v = self.video(name)
             try:
@@ -387,8 +387,9 @@ class _DatasetChecks:
                 t = v.trimmed
                 rows.append({"video": name, "n_frames": v.n_frames, "n_segments": len(v.segments), "feature_dim": dim,
                              "labels_dropped": t.labels_dropped if t else 0, "features_dropped": t.features_dropped if t else 0})
-            except DataError as e: problems.append(str(e))
-        if len(dims) > 1: problems.append(_dims_problem(self.features_dir, dims))
+            except DataError as e: per_video.append(str(e))
+        if len(dims) > 1: problems.append(_dims_problem(self.features_dir, dims))   # the dataset's problems first, then each video's
+        problems += per_video
         if problems: raise DataError(_problem_list(self.root, problems))
         return pd.DataFrame(rows)
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/23_scope.ipynb #c404aa3f
 from __future__ import annotations
-import math
+import math, sys
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Annotated, Mapping, Sequence
@@ -12,7 +12,7 @@ import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, sha256_json, write_json, write_results
 from .store import CommandOutput, ResultStore
 from .audit import AuditConfig, AuditResult, audit_results_records, four_condition_audit, training_options
-from .procedural import read_mstcn
+from .procedural import read_mstcn, safe_name
 from .cli import add_command
 
 # %% auto #0
@@ -98,7 +98,7 @@ class ScopeResult:
 
 # %% ../nbs/23_scope.ipynb #2fd78b37
 def _settings(datasets, cards) -> list:
-    "(name, dataset, card) per setting, in order; folders are opened and their cards read."
+    "(name, dataset, card) per setting, in order; folders are opened (named by their setting, made a store key) and their cards read."
     items = list(datasets.items()) if isinstance(datasets, Mapping) else [(None, d) for d in datasets]
     out = []
     for key, d in items:
@@ -107,7 +107,11 @@ def _settings(datasets, cards) -> list:
         card = card or read_card(root, name=key)
         name = card.name or key or (root.resolve().name if isinstance(d, (str, Path)) else d.name)
         if any(name == n for n, _, _ in out): raise DataError(f"two settings are named {name!r} ({root}); give each a distinct card name")
-        out.append((name, read_mstcn(root, name=name) if isinstance(d, (str, Path)) else d, card))
+        dataset = read_mstcn(root, name=safe_name(name)) if isinstance(d, (str, Path)) else d
+        clash = next((n for n, other, _ in out if other.name == dataset.name and Path(other.root) != Path(dataset.root)), None)
+        if clash is not None:   # one store holds every setting's units: two datasets under one key would overwrite each other
+            raise DataError(f"settings {clash!r} and {name!r} both key their stored results as {dataset.name!r}; give each a distinct card name")
+        out.append((name, dataset, card))
     return out
 
 # %% ../nbs/23_scope.ipynb #f8f3fbe4
@@ -125,9 +129,15 @@ def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping s
     "Tables 4 and 13: the four-condition audit of every setting, one row each."
     missing = {"gt_history", "recognizer_ba"} - set(conditions)
     if missing: raise ValueError(f"the scope table needs the conditions {sorted(missing)} (its gap is GT minus BA)")
+    settings, uses, problems = _settings(datasets, cards), [], []
+    for name, dataset, card in settings:   # every setting's input is checked before the first audit: one DataError lists all
+        uses.append(sorted(splits or dataset.splits)[:max_splits or None] if splits or max_splits else None)   # None: all of the dataset's
+        try:
+            if hasattr(dataset, "preflight"): dataset.preflight(uses[-1], needs_features=True)
+        except DataError as e: problems.append(f"setting {name!r}: {e}")
+    if problems: raise DataError("\n".join(problems))
     rows, audits, used = [], {}, {}
-    for name, dataset, card in _settings(datasets, cards):
-        use = sorted(splits or dataset.splits)[:max_splits or None] if splits or max_splits else None   # None: all of the dataset's
+    for (name, dataset, card), use in zip(settings, uses):
         audits[name] = four_condition_audit(dataset, use, seeds, conditions, store, config, progress=progress, workers=workers)
         rows.append(scope_row(audits[name], dataset, DatasetCard(**{**asdict(card), "name": name})))
         used[name] = card
@@ -213,6 +223,8 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
         key = card.name or Path(d).resolve().name
         if key in cards: raise HoiAuditError(f"two folders are named {key!r}; give --names or card names")
         cards[key] = (d, card)
+    renamed = {k: safe_name(k) for k in cards if safe_name(k) != k}   # a setting's name keys its units: letters, digits and _.+- only
+    for k, v in renamed.items(): print(f"hoi-audit: note: setting {k!r} keys its stored results as {v!r} (letters, digits and _.+- only)", file=sys.stderr)
     t = training_options(**training)
     seeds, config = t["seeds"], t["config"]
     paths = CommandOutput.parse(out, "scope")
@@ -222,7 +234,7 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
     shown = format_scope_table(result.table)
     with pd.option_context("display.width", 250, "display.max_columns", 20): print(shown.to_string())
     cfg = {**config.as_dict(), "seeds": seeds, "max_splits": max_splits, **({"splits": t["splits"]} if t["splits"] else {}),
-           "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)"}
+           "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)", **({"dataset_names": renamed} if renamed else {})}
     paths.wrote(write_results(paths.results, "scope", scope_results_records(result), scale=t["scale"], config=cfg,
                               pins={"config": sha256_json(cfg)}))
     paths.report()
