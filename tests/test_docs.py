@@ -12,7 +12,7 @@ import docs_sources
 
 LIBRARY = sorted((REPO / "nbs").glob("[0-9]*.ipynb"))
 EXPERIMENTS = sorted(p.stem for p in (REPO / "nbs" / "experiments").glob("*.ipynb") if not p.name.startswith((".", "_")))
-SECTIONS = ["Start", "Library stages", "Experiments", "Running on your data", "Running on a cluster"]
+SECTIONS = ["Start", "Library stages", "Experiments", "Running on your data", "Running on a cluster", "Reliability"]
 SOURCES = [*(REPO / "nbs").rglob("*.ipynb"), *(REPO / "docs").rglob("*.*"), REPO / "tools" / "docs_sources.py", REPO / "settings.ini"]
 
 @pytest.fixture(scope="module")
@@ -170,3 +170,13 @@ def test_an_experiment_page_takes_the_current_prose_and_the_runs_outputs(tmp_pat
     code = [c for c in cells if c["cell_type"] == "code"]
     assert code[1]["id"] == "p" and [c["outputs"][0]["text"] for c in code if c["id"] != "p"] == [f"cell {k}" for k in codes]
     assert len(cells) == len(edited["cells"]) + 1 and [f.name for f in (tmp_path / "prose").iterdir()] == ["page.ipynb"]   # no temporary left
+
+
+def test_fault_table_lists_every_fault_test():
+    "docs/reliability.md's fault table is what tools/fault_table.py writes from tests/test_faults.py: a row per test, no row without one."
+    import fault_table
+    page = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
+    assert fault_table.render(page) == page, "docs/reliability.md is out of date: run python tools/fault_table.py"
+    named = set(re.findall(r"\| `(test_\w+)` \|", page))
+    tests = {n for n in re.findall(r"^def (test_\w+)", (REPO / "tests" / "test_faults.py").read_text(), flags=re.M)}
+    assert named == tests and len(tests) >= 33, (sorted(named ^ tests), len(tests))

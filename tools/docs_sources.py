@@ -28,6 +28,7 @@ SECTIONS = [  # sidebar sections: (caption, entries); the library and experiment
     ("Experiments", None),
     ("Running on your data", ["your_data"]),
     ("Running on a cluster", ["on_a_cluster"]),
+    ("Reliability", ["reliability"]),
 ]
 
 def _settings() -> dict:
