@@ -211,6 +211,12 @@ def _pool_init(store_root:str, # the result store's folder
 # %% ../nbs/04_cluster.ipynb #d593a303
 def _pool_unit(i:int) -> dict: return compute_units(_POOL["root"], [_POOL["units"][i]], _POOL["compute"])
 
+# %% ../nbs/04_cluster.ipynb #1e86827b
+def _stop_pool(pool):
+    "End a process pool now: kill its workers (their units stay pending) and cancel the units not started."
+    for process in list((getattr(pool, "_processes", None) or {}).values()): process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
 # %% ../nbs/04_cluster.ipynb #559dee56
 @dataclass(frozen=True)
 class LocalBackend:
@@ -235,9 +241,11 @@ class LocalBackend:
             with cf.ProcessPoolExecutor(min(self.workers, len(todo)), mp_context=mp.get_context("spawn"),
                                         initializer=lib._pool_init, initargs=(str(store.root), payload, os.getpid())) as pool:
                 futures = [pool.submit(lib._pool_unit, i) for i in todo]
-                for f in cf.as_completed(futures):
-                    with contextlib.suppress(cf.process.BrokenProcessPool):
-                        failed += f.result()["failed"]; bar.update()
+                try:
+                    for f in cf.as_completed(futures):
+                        with contextlib.suppress(cf.process.BrokenProcessPool):
+                            failed += f.result()["failed"]; bar.update()
+                except BaseException: _stop_pool(pool); raise   # Ctrl-C: stop now, not after the running units
             todo = [i for i in todo if units[i].path not in failed and store._inspect(units[i])[0] != "done"]
             if todo and rounds == self.max_requeues:
                 raise HoiAuditError(f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} unit(s) are not done (e.g. {units[todo[0]].path})")

@@ -336,7 +336,7 @@ def rejected_value(e:BaseException, # an exception that reached the guard
 
 # %% ../nbs/90_runner.ipynb #2804e490
 def _report_written(log:WriteLog, file):
-    files = log.files
+    files = [p for p in dict.fromkeys(log.files) if p.is_file()]   # once each; a store's scratch files were renamed into its units
     if not files: return
     print(f"hoi-audit: {len(files)} file(s) written before the failure (each is whole; a rerun resumes from the store):", file=file)
     for p in files[:20]: print(f"  {p}", file=file)

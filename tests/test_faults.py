@@ -546,6 +546,33 @@ def test_sigkill_of_audit_with_workers_leaves_no_worker_and_no_resource_tracker(
     assert not left, f"still running {GONE_WITHIN_S:g} s after the command's SIGKILL: {left}"
     print(f"pool: {len(pids)} processes gone {took:.2f} s after the kill")
 
+def test_ctrl_c_of_audit_with_workers_stops_at_once(tiny_mstcn, tmp_path):
+    "Ctrl-C (SIGINT to the process group) of `hoi-audit audit --workers 2` mid-unit -> `hoi-audit: error: interrupted`, exit 130 within seconds, no traceback, no process left."
+    exe = Path(sys.executable).parent / "hoi-audit"
+    proc = subprocess.Popen([str(exe), "audit", str(tiny_mstcn), "--conditions", "recognizer_ba,gt_history", "--splits", "1",
+                             "--seeds", "42,43,44", "--tokens", "2", "--epochs", "500", "--d-model", "16", "--workers", "2",
+                             "--out", str(tmp_path / "out")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    pids = []
+    try:
+        _wait_for(lambda: len(ws := _spawned_workers(proc.pid)) == 2 and all(map(_holds_a_unit, ws)), "2 pool workers computing units",
+                  proc=proc)
+        pids = descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT); started = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - started
+        deadline = time.monotonic() + GONE_WITHIN_S
+        while time.monotonic() < deadline and any(_running(p) for p in pids): time.sleep(0.05)
+        left = [f"{p} {_cmdline(p)[:120]}" for p in pids if _running(p)]
+    finally:
+        if proc.poll() is None: proc.kill(); proc.wait()
+        for p in pids:
+            try: os.kill(p, signal.SIGKILL)
+            except OSError: pass
+    assert proc.returncode == 130 and "hoi-audit: error: interrupted" in err and "Traceback" not in err, err[-3000:]
+    assert took < 10, f"the command took {took:.1f} s to stop (it waited for its running units)"
+    assert not left, left
+
 SUBMITIT_COMMAND = textwrap.dedent("""
     import sys, time
     from pathlib import Path
