@@ -304,7 +304,7 @@ def _problem_list(root:Path, # the dataset folder
     "One `DataError` message for every problem at once: the first `shown` lines, then '... and N more'."
     problems = list(dict.fromkeys(problems))   # one line per distinct problem
     more = f"\n  ... and {len(problems) - shown} more" if len(problems) > shown else ""
-    return f"{root}: {len(problems)} problems\n  " + "\n  ".join(problems[:shown]) + more
+    return f"{root}: {len(problems)} problem{'s' if len(problems) > 1 else ''}\n  " + "\n  ".join(problems[:shown]) + more
 
 # %% ../nbs/10_procedural.ipynb #fb90b9a0
 def _dims_problem(folder:Path, # the features folder
