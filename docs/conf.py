@@ -27,6 +27,7 @@ templates_path = []
 nb_execution_mode = "off"
 nb_output_stderr = "remove"          # progress bars and warnings of the executed experiments
 nb_merge_streams = True
+nb_render_markdown_format = "myst"   # Markdown outputs (the home page's generated tables) rendered as MyST, tables included
 myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "attrs_inline", "attrs_block"]
 myst_heading_anchors = 3
 
