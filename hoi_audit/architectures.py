@@ -249,5 +249,5 @@ FAMILIES = {"tcn": TemporalConvNet, "gru": GRUAnticipator, "ssm": SSMAnticipator
 def _builder(cls):
     return lambda shapes, n_classes, config, seed: cls(n_classes, shapes, config)
 
-for _name, _cls in FAMILIES.items(): register_architecture(_name, network_architecture(_builder(_cls), _name))
+for _name, _cls in FAMILIES.items(): register_architecture(_name, network_architecture(_builder(_cls), _name), replace=True)   # replace: this cell run after the module
 ARCHITECTURE_ORDER = ("transformer", "tcn", "gru", "ssm", "causal_lm", "diffusion")  # Table 19's rows

@@ -11,7 +11,7 @@ from typing import Annotated, Callable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 from .cluster import LocalBackend
-from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_array, sha256_json, write_results
+from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, Registry, sha256_array, sha256_json, write_results
 from .store import _SAFE, CommandOutput, ResultStore, Unit
 from .provenance import Condition
 from .models import (TrainConfig, anticipation_metrics, architecture, check_anticipator, input_blocks, resolve_device, training_device,
@@ -45,13 +45,14 @@ class HistorySource:
         if self.source not in ("recognizer", "oracle"): raise ValueError(f"history source {self.name!r}: source must be 'recognizer' or 'oracle', got {self.source!r}")
 
 # %% ../nbs/17_audit.ipynb #a5f2264d
-HISTORY_SOURCES = {}  # name -> HistorySource
+HISTORY_SOURCES = Registry("history sources")  # name -> HistorySource
 
-def register_history_source(source:HistorySource) -> HistorySource:
-    "Add (or replace) a history source; conditions refer to it by name."
+def register_history_source(source:HistorySource, # its `name` is the name conditions refer to
+                            replace:bool=False, # replace another source of that name
+                           ) -> HistorySource:
+    "Add a history source to `HISTORY_SOURCES`; conditions refer to it by name."
     if not isinstance(source, HistorySource): raise TypeError(f"expected a HistorySource, got {type(source).__name__}")
-    HISTORY_SOURCES[source.name] = source
-    return source
+    return HISTORY_SOURCES.register(source.name, source, replace)
 
 # %% ../nbs/17_audit.ipynb #7975f48b
 def gt_histories(dataset, split, train_q, test_q, config) -> tuple:
@@ -116,13 +117,14 @@ class AuditCondition:
         return Condition(name, sources, deployable="oracle" not in sources)
 
 # %% ../nbs/17_audit.ipynb #5b9d9a63
-CONDITIONS = {}  # name -> AuditCondition, in registration order
+CONDITIONS = Registry("audit conditions")  # name -> AuditCondition, in registration order
 
-def register_condition(condition:AuditCondition) -> AuditCondition:
-    "Add (or replace) an audit condition; audits and the command line find it by name."
+def register_condition(condition:AuditCondition, # its `name` is the name audits and `--conditions` take
+                       replace:bool=False, # replace another condition of that name
+                      ) -> AuditCondition:
+    "Add an audit condition to `CONDITIONS`; audits and the command line find it by name."
     if not isinstance(condition, AuditCondition): raise TypeError(f"expected an AuditCondition, got {type(condition).__name__}")
-    CONDITIONS[condition.name] = condition
-    return condition
+    return CONDITIONS.register(condition.name, condition, replace)
 
 # %% ../nbs/17_audit.ipynb #56b24ba4
 for _c in [AuditCondition("video_only", "Video only", ("video", "state")),
@@ -179,12 +181,14 @@ class QuerySchedule:
         return split_queries(dataset, split, builder=self.builder, window=config.window, **dict(self.options))
 
 # %% ../nbs/17_audit.ipynb #ffa420cd
-QUERY_SCHEDULES = {}  # name -> QuerySchedule
+QUERY_SCHEDULES = Registry("query schedules")  # name -> QuerySchedule
 
-def register_schedule(schedule:QuerySchedule) -> QuerySchedule:
-    "Add (or replace) a query schedule."
-    QUERY_SCHEDULES[schedule.name] = schedule
-    return schedule
+def register_schedule(schedule:QuerySchedule, # its `name` is the name `AuditConfig.schedule` and `--schedule` take
+                      replace:bool=False, # replace another schedule of that name
+                     ) -> QuerySchedule:
+    "Add a query schedule to `QUERY_SCHEDULES`."
+    if not isinstance(schedule, QuerySchedule): raise TypeError(f"expected a QuerySchedule, got {type(schedule).__name__}")
+    return QUERY_SCHEDULES.register(schedule.name, schedule, replace)
 
 # %% ../nbs/17_audit.ipynb #9a36b518
 register_schedule(QuerySchedule("boundary", next_action_queries))

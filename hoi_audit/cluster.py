@@ -9,13 +9,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
-from .core import HoiAuditError, read_json, sha256_bytes, write_bytes, write_json
+from .core import HoiAuditError, read_json, registries, sha256_bytes, write_bytes, write_json
 from .store import ResultStore, Unit
 
 # %% auto #0
-__all__ = ['CLUSTERS', 'BACKEND_ENV', 'REGISTRIES', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards',
-           'backend_spec', 'backend_from_spec', 'use_backend', 'current_backend', 'die_with_parent', 'LocalBackend',
-           'UnitShard', 'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
+__all__ = ['CLUSTERS', 'BACKEND_ENV', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards', 'backend_spec',
+           'backend_from_spec', 'use_backend', 'current_backend', 'die_with_parent', 'LocalBackend', 'UnitShard',
+           'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
 
 # %% ../nbs/04_cluster.ipynb #5d63b0bd
 CLUSTERS = ("slurm", "local", "debug")  # submitit executors: a real scheduler, submitit's local processes, in-process debugging
@@ -179,23 +179,25 @@ def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str
     raise HoiAuditError(f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n" + "\n".join(lines))
 
 # %% ../nbs/04_cluster.ipynb #abb597c8
-REGISTRIES = (("hoi_audit.audit", "HISTORY_SOURCES"), ("hoi_audit.audit", "CONDITIONS"), ("hoi_audit.audit", "QUERY_SCHEDULES"),
-              ("hoi_audit.controls", "CONTROLS"), ("hoi_audit.models", "ARCHITECTURES"))  # (module, dict) that experiments extend at run time
-
 def _pack(units:Sequence[Unit], compute:Callable) -> bytes:
-    "The units, `compute` and the entries of every imported registry, cloudpickled: what a worker process needs."
+    "The units, `compute` and every registry's entries (`core.registries`), cloudpickled: what a worker process needs."
     import cloudpickle
-    registries = {(m, a): dict(getattr(sys.modules[m], a)) for m, a in REGISTRIES if m in sys.modules}
-    return cloudpickle.dumps((list(units), compute, registries))
+    shipped = [(r.name, r.module, dict(r)) for r in reversed(registries())]   # the later of two of a name first
+    return cloudpickle.dumps((list(units), compute, shipped))
 
 # %% ../nbs/04_cluster.ipynb #7ca60a90
 def _unpack(blob:bytes) -> tuple:
     "(units, compute) from `_pack`'s bytes, after adding to this process's registries the entries it lacks."
     import cloudpickle
-    units, compute, registries = cloudpickle.loads(blob)
-    for (m, a), entries in registries.items():
-        registry = getattr(importlib.import_module(m), a)
-        for k, v in entries.items(): registry.setdefault(k, v)
+    units, compute, shipped = cloudpickle.loads(blob)
+    for name, module, entries in shipped:
+        if all(r.name != name for r in registries()) and module not in (None, "__main__") and module not in sys.modules:
+            try: importlib.import_module(module)
+            except ModuleNotFoundError as e:
+                if e.name != module: raise   # skipped only when the module itself is not importable here (a notebook's, a plug-in file's)
+        registry = next((r for r in reversed(registries()) if r.name == name), None)   # the last made under that name
+        for k, v in entries.items():
+            if registry is not None and k not in registry: registry.register(k, v)
     return units, compute
 
 # %% ../nbs/04_cluster.ipynb #3070e95f

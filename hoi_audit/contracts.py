@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal, Protocol, Sequence, runtime_checkable
 import numpy as np
 import pandas as pd
-from .core import HoiAuditError, sha256_array, sha256_file, sha256_json
+from .core import HoiAuditError, Registry, sha256_array, sha256_file, sha256_json
 from .plugins import ContractError, _name, call_user, identity, load_object
 from .episodes import COMMAND_DIM, make_episodes
 from .worldmodel import WorldModel
@@ -28,7 +28,10 @@ class ContextForecasterContract(Protocol):
     def predict(self, context:np.ndarray) -> np.ndarray: ...
 
 # %% ../nbs/42_contracts.ipynb #035c7484
-ROLES = {"world_model": ("rollout",), "encoder": ("encode",), "forecaster": ("predict", "rollout")}  # role -> the methods that make one (any of them)
+ROLES = Registry("plug-in roles")  # role -> the methods that make one (any of them)
+ROLES.register("world_model", ("rollout",))
+ROLES.register("encoder", ("encode",))
+ROLES.register("forecaster", ("predict", "rollout"))
 
 # %% ../nbs/42_contracts.ipynb #36743904
 def build(obj, # an object, a factory (class or callable) or a "module:name" spec

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Callable, Sequence
 import numpy as np
 import pandas as pd
-from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_json, write_results
+from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, Registry, sha256_json, write_results
 from .store import CommandOutput, ResultStore
 from .audit import (training_options, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig, HistorySource, NoisyGT,
                              QuerySchedule, RecognizerHistories, audit_records, history_quality, register_condition,
@@ -295,15 +295,16 @@ class Control:
     cross_test: tuple = () # histories the checkpoints are also tested with (AuditConfig.cross_test)
 
 # %% ../nbs/18_controls.ipynb #0dc12bc2
-CONTROLS = {}  # name -> Control, in Table 2's order
+CONTROLS = Registry("controls")  # name -> Control, in Table 2's order
 
-def register_control(control:Control) -> Control:
-    "Add (or replace) a control."
+def register_control(control:Control, # its `name` is the name `--controls` takes
+                     replace:bool=False, # replace another control of that name
+                    ) -> Control:
+    "Add a control to `CONTROLS`; the conditions it trains must be registered."
     if not isinstance(control, Control): raise TypeError(f"expected a Control, got {type(control).__name__}")
     unknown = [c for c in control.conditions if c not in CONDITIONS]
     if unknown: raise ValueError(f"control {control.name!r}: unknown condition(s) {unknown}")
-    CONTROLS[control.name] = control
-    return control
+    return CONTROLS.register(control.name, control, replace)
 
 # %% ../nbs/18_controls.ipynb #2a944c22
 for _c in [Control("matched", "Matched information regimes", "Primary estimator-relative audit gap", "boundary",

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #0d8f1613
 from __future__ import annotations
-import contextlib, fcntl, hashlib, json, math, os, random, sys, tempfile, time, zipfile
+import collections.abc, contextlib, fcntl, hashlib, json, math, os, random, sys, tempfile, time, zipfile
 from pathlib import Path
 from typing import Mapping
 import numpy as np
@@ -16,7 +16,7 @@ __all__ = ['PROTOCOL_SEEDS', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', '
            'recording_writes', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes', 'write_text',
            'write_json', 'read_json', 'write_npy', 'write_npz', 'write_table', 'save_figure', 'sha256_bytes',
            'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify', 'numeric_environment',
-           'write_results', 'read_results']
+           'write_results', 'read_results', 'RegistryError', 'Registry', 'registries']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -390,3 +390,59 @@ def read_results(path) -> dict:
     if missing: raise DataError(f"{path}: not a results JSON (missing {sorted(missing)})")
     payload["records"] = pd.DataFrame(payload["records"])
     return payload
+
+# %% ../nbs/00_core.ipynb #ee809988
+class RegistryError(DataError, KeyError):
+    "A registry lacks a name, or already holds another entry under it; the message names the registry and the entry."
+    def __str__(self): return str(self.args[0]) if self.args else ""   # not KeyError's quoted repr of the message
+
+# %% ../nbs/00_core.ipynb #fb58ec03
+_REGISTRIES: list = []   # every Registry made in this process, in order (see `registries`)
+_ABSENT = object()
+
+def _same(a, b) -> bool:
+    "Whether two entries are the same one (identical, or equal where comparing them is meaningful)."
+    if a is b: return True
+    try: return bool(a == b)
+    except Exception: return False   # arrays and other objects whose == is not a yes or no
+
+class Registry(collections.abc.Mapping):
+    "An ordered, read-only name -> entry mapping, extended by `register`; its errors name the registry and the entry."
+    def __init__(self, name:str, # what it holds, as its errors and listings say it (e.g. "audit conditions")
+                 module:str|None=None, # the module that makes it (default: the caller's), which a worker lacking it imports
+                ):
+        self.name, self._entries = name, {}
+        self.module = module or sys._getframe(1).f_globals.get("__name__")
+        _REGISTRIES.append(self)
+
+    def register(self, name:str, # the name the entry is found by
+                 entry, # what the registry holds under `name`
+                 replace:bool=False, # replace another entry of that name (it keeps its place in the order)
+                ):
+        "Add `entry` under `name` and return the registered entry; a different entry under a taken name needs `replace`."
+        if not isinstance(name, str) or not name: raise RegistryError(f"{self.name}: a name must be a non-empty string, got {name!r}")
+        old = self._entries.get(name, _ABSENT)
+        if old is not _ABSENT and not replace:
+            if _same(old, entry): return old
+            raise RegistryError(f"{self.name}: {name!r} is registered already, as another entry (pass replace=True to replace it)")
+        self._entries[name] = entry
+        return entry
+
+    def unregister(self, name:str) -> object:
+        "Remove `name` and return its entry."
+        entry = self[name]
+        del self._entries[name]
+        return entry
+
+    def __getitem__(self, name):
+        try: return self._entries[name]
+        except KeyError: raise RegistryError(f"{self.name}: no entry {name!r}; known: {', '.join(self._entries) or 'none'}") from None
+    def __contains__(self, name) -> bool: return name in self._entries
+    def __iter__(self): return iter(self._entries)
+    def __len__(self) -> int: return len(self._entries)
+    def __repr__(self) -> str: return f"Registry({self.name!r}: {', '.join(self._entries)})"
+
+# %% ../nbs/00_core.ipynb #bfc1da77
+def registries() -> list:
+    "Every registry made in this process, in the order they were made."
+    return list(_REGISTRIES)

@@ -20,7 +20,7 @@ from .stats import Interval, student_t_interval
 from .cli import add_command
 
 # %% auto #0
-__all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'CONDITIONS', 'observed_end', 'horizon_end', 'class_counts',
+__all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'TRANSCRIPT_SOURCES', 'observed_end', 'horizon_end', 'class_counts',
            'mean_over_classes', 'write_prediction_file', 'read_prediction_file', 'score_prediction_folder',
            'gt_observed_transcript', 'recognized_frame_labels', 'recognized_observed_transcript', 'LTAConfig',
            'SegmentRNN', 'transcript_tokens', 'training_examples', 'fit_lta_model', 'anticipate', 'lta_counts',
@@ -310,7 +310,7 @@ def anticipate(model:SegmentRNN, # a fitted model
     return out[:end]
 
 # %% ../nbs/22_lta.ipynb #666ebda2
-CONDITIONS = ("recognizer", "gt")  # the observed transcript's source at test time (the reference's decoded / GT switch)
+TRANSCRIPT_SOURCES = ("recognizer", "gt")  # the observed transcript's source at test time (the reference's decoded / GT switch)
 
 def _unit(dataset, split:int, seed:int, config:LTAConfig) -> Unit:
     parts = dataset.splits[split]
@@ -334,7 +334,7 @@ def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) 
             if cut < 1: raise DataError(f"{dataset.root}: video {name} has {n} frames: nothing observed at {alpha:.0%}")
             last = max(horizon_end(n, alpha, b, config.convention) for b in config.predict)
             sources = {"gt": gt_observed_transcript(video, cut), "recognizer": recognized_observed_transcript(recognizer, video, cut, config.min_run)}
-            for condition in CONDITIONS:
+            for condition in TRANSCRIPT_SOURCES:
                 pred = anticipate(model, *sources[condition], cut / alpha, last, max_segments=config.max_segments)
                 arrays[f"{name}|{alpha}|{condition}"] = pred
                 for beta in config.predict:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-from .core import DataError, ProvenanceError, seed_everything
+from .core import DataError, ProvenanceError, Registry, seed_everything
 from .plugins import ContractError, load_object
 from .provenance import Block, Condition
 from .queries import query_block, state_matrix
@@ -422,15 +422,16 @@ def fit_network(build:Callable, # build(shapes, n_classes, config, seed) -> nn.M
     finally: torch.set_num_threads(threads)
 
 # %% ../nbs/15_models.ipynb #e95e4bc0
-ARCHITECTURES = {}  # name -> fit function with `fit_anticipation`'s contract
-def register_architecture(name:str, # the name audits refer to (AuditConfig.architecture)
+ARCHITECTURES = Registry("architectures")  # name -> fit function with `fit_anticipation`'s contract
+
+def register_architecture(name:str, # the name audits refer to (AuditConfig.architecture, `--architecture`)
                           fit:Callable, # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
+                          replace:bool=False, # replace another architecture of that name
                          ) -> Callable:
-    "Register an anticipation architecture under `name` (replacing one of the same name); returns `fit`."
+    "Register an anticipation architecture under `name` in `ARCHITECTURES`; returns `fit`."
     if not callable(fit): raise TypeError(f"architecture {name!r}: fit must be callable, got {type(fit).__name__}")
     if ":" in name: raise ValueError(f"architecture {name!r}: ':' is reserved for 'package.module:factory' user models")
-    ARCHITECTURES[name] = fit
-    return fit
+    return ARCHITECTURES.register(name, fit, replace)
 
 # %% ../nbs/15_models.ipynb #3cc90cb3
 def network_architecture(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module

@@ -4,44 +4,53 @@
 
 # %% ../nbs/06_plugins.ipynb #a21ca63d
 from __future__ import annotations
-import importlib, importlib.util, inspect, os, sys
+import importlib, importlib.util, inspect, os, sys, types
 from pathlib import Path
 import numpy as np
 from .core import HoiAuditError, sha256_file, sha256_json
 
 # %% auto #0
-__all__ = ['CHECKPOINT_SUFFIXES', 'ContractError', 'load_object', 'code_files', 'checkpoint_files', 'identity', 'call_user']
+__all__ = ['CHECKPOINT_SUFFIXES', 'ContractError', 'load_module', 'load_object', 'code_files', 'checkpoint_files', 'identity',
+           'call_user']
 
 # %% ../nbs/06_plugins.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
     "A user object does not keep the contract of its role."
 
+# %% ../nbs/06_plugins.ipynb #77a662c7
+def load_module(spec:str, # "package.module" (importable, or found from the working directory) or "path/to/file.py"
+                name:str|None=None, # what errors call the request (default: `spec`, quoted)
+               ) -> types.ModuleType:
+    "The module `spec` names, imported once; a file's code travels by value to worker processes."
+    spec, name = str(spec), name or repr(str(spec))
+    if spec.endswith(".py") or "/" in spec:
+        path = Path(spec)
+        if not path.is_file(): raise ContractError(f"{name}: {path.resolve()} is not a file")
+        module_name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"   # per file and content: a copy elsewhere reads its own folder
+        if module_name not in sys.modules:
+            loader = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[module_name] = module
+            try: loader.loader.exec_module(module)
+            except Exception as e:
+                del sys.modules[module_name]
+                raise ContractError(f"{name}: importing {path} raised {type(e).__name__}: {e}") from e
+            import cloudpickle
+            cloudpickle.register_pickle_by_value(module)   # units carry the user's code by value to worker processes, which cannot import it
+        return sys.modules[module_name]
+    if os.getcwd() not in sys.path and "" not in sys.path: sys.path.append(os.getcwd())   # as `python -m` would: the user's own package
+    try: return importlib.import_module(spec)
+    except ImportError as e: raise ContractError(f"{name}: cannot import module {spec!r} ({e})") from e
+    except Exception as e: raise ContractError(f"{name}: importing module {spec!r} raised {type(e).__name__}: {e}") from e
+
 # %% ../nbs/06_plugins.ipynb #996dc708
 def load_object(spec:str, # "package.module:name" (importable, or found from the working directory) or "path/to/file.py:name"
                ):
-    "The object named by `spec`; an error says which part could not be found."
+    "The object named by `spec` (its module loaded by `load_module`); an error says which part could not be found."
     module_part, sep, attr = str(spec).rpartition(":")
     if not sep or not module_part or not attr.isidentifier():
         raise ContractError(f"{spec!r}: expected 'package.module:factory' or 'path/to/file.py:factory'")
-    if module_part.endswith(".py") or "/" in module_part:
-        path = Path(module_part)
-        if not path.is_file(): raise ContractError(f"{spec!r}: {path.resolve()} is not a file")
-        name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"   # per file and content: a copy elsewhere reads its own folder
-        if name not in sys.modules:
-            loader = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(loader)
-            sys.modules[name] = module
-            try: loader.loader.exec_module(module)
-            except Exception as e:
-                del sys.modules[name]
-                raise ContractError(f"{spec!r}: importing {path} raised {type(e).__name__}: {e}") from e
-            import cloudpickle
-            cloudpickle.register_pickle_by_value(module)   # units carry the user's code by value to worker processes, which cannot import it
-        module = sys.modules[name]
-    else:
-        if os.getcwd() not in sys.path and "" not in sys.path: sys.path.append(os.getcwd())   # as `python -m` would: the user's own package
-        try: module = importlib.import_module(module_part)
-        except ImportError as e: raise ContractError(f"{spec!r}: cannot import module {module_part!r} ({e})") from e
+    module = load_module(module_part, name=repr(str(spec)))
     if not hasattr(module, attr): raise ContractError(f"{spec!r}: module {module_part!r} has no attribute {attr!r}")
     return getattr(module, attr)
 

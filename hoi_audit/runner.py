@@ -17,13 +17,14 @@ from .core import SCALES, HoiAuditError, OutputError, WriteLog, _ensure_folder, 
 from .store import ResultStore, Unit, stores_below
 from .models import DEVICE_ENV, resolve_device
 from .procedural import LABELS_ENV, labels_cache_dir
+from .plugins import load_module
 
 # %% auto #0
 __all__ = ['EXIT_STATUS', 'DEBUG_ENV', 'STAGE_COMMANDS', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
            'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'run_experiment',
            'reproduce', 'store_roots', 'store_status', 'plan_experiment', 'labels_in_use', 'backend_of',
            'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'os_error_message', 'rejected_value',
-           'run_guarded', 'output_claim', 'main']
+           'run_guarded', 'output_claim', 'plugin_args', 'load_plugins', 'main']
 
 # %% ../nbs/90_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -312,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "and world-model benchmarks.", formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="exit status:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_STATUS.items()))
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=f"on a failure, print the traceback too (anywhere on the line; or set ${DEBUG_ENV}=1)")
+    parser.add_argument("--plugin", action="append", metavar="MODULE", default=argparse.SUPPRESS,
+                        help="import MODULE (a module name or a path/to/file.py) first: the conditions, schedules, controls and "
+                             "architectures it registers reach every command and worker (repeatable; anywhere on the line)")
     sub = parser.add_subparsers(dest="command", required=True)
     for handler in (reproduce_command, plan_command, status_command): add_command(sub, handler)
     for name in STAGE_COMMANDS: importlib.import_module(f"hoi_audit.{name}").add_subcommand(sub)
@@ -374,12 +378,38 @@ def output_claim(args:argparse.Namespace, # the parsed command line
                 for k, v in vars(args).items() if k not in ("_handler", "func", *NOT_SETTINGS)}
     return claim_output(folder, name, settings)
 
+# %% ../nbs/90_runner.ipynb #343916c3
+def plugin_args(argv:Sequence[str], # the command line, without the program's name
+               ) -> tuple[list, list]: # (the MODULE of each `--plugin MODULE` or `--plugin=MODULE`, in order; the line without them)
+    "The plug-ins a command line names, anywhere on it, and the rest of the line."
+    plugins, rest, argv = [], [], list(argv)
+    while argv:
+        a = argv.pop(0)
+        if a == "--plugin":
+            if not argv or argv[0].startswith("-"): raise HoiAuditError("--plugin needs a MODULE (a module name or a path/to/file.py)")
+            plugins.append(argv.pop(0))
+        elif a.startswith("--plugin="): plugins.append(a.partition("=")[2])
+        else: rest.append(a)
+    return plugins, rest
+
+# %% ../nbs/90_runner.ipynb #1db3eb60
+def load_plugins(specs:Sequence[str], # module names or paths of .py files
+                ) -> list: # the imported modules
+    "Import each plug-in module (once); its registrations take effect in this process and, through the registries, in its workers."
+    return [load_module(spec, name=f"--plugin {spec}") for spec in specs]
+
 # %% ../nbs/90_runner.ipynb #57a4eb04
 def main(argv:Sequence[str]|None=None) -> int:
-    "Entry point of the `hoi-audit` command: parse, claim the output, run the subcommand under the guard; the exit status is one of `EXIT_STATUS`."
+    "Entry point of the `hoi-audit` command: import the plug-ins, parse, claim the output, run the subcommand under the guard; the exit status is one of `EXIT_STATUS`."
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    args = build_parser().parse_args([a for a in argv if a != "--debug"])   # --debug anywhere on the line, also after the subcommand
+    argv = [a for a in argv if a != "--debug"]   # --debug anywhere on the line, also after the subcommand
+    def plug_in() -> int:   # before the parser: the names a plug-in registers are choices and --help lines too
+        specs, argv[:] = plugin_args(argv)
+        load_plugins(specs)
+        return 0
+    if status := run_guarded(plug_in, debug=debug): return status
+    args = build_parser().parse_args(argv)
     def command():
         with output_claim(args): return args.func(args)   # inside the guard: an --out the system refuses is a named error too
     return run_guarded(command, debug=debug)

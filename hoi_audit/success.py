@@ -22,15 +22,15 @@ from .worldmodel import WorldModel, check_rollout, train_forecaster
 from .contracts import call_user, check_world_model, user_world_model
 
 # %% auto #0
-__all__ = ['HORIZONS', 'FEATURE_SETS', 'CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands', 'forecast_features',
-           'feature_blocks', 'assemble', 'make_probe', 'fit_probe', 'hard_test_pairs', 'hard_test_index',
-           'seed_mean_metric', 'seed_mean_delta', 'run_success_probes', 'success_table', 'format_table',
-           'success_command', 'add_subcommand']
+__all__ = ['HORIZONS', 'FEATURE_SETS', 'FEATURE_CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands',
+           'forecast_features', 'feature_blocks', 'assemble', 'make_probe', 'fit_probe', 'hard_test_pairs',
+           'hard_test_index', 'seed_mean_metric', 'seed_mean_delta', 'run_success_probes', 'success_table',
+           'format_table', 'success_command', 'add_subcommand']
 
 # %% ../nbs/43_success.ipynb #32dd3ed4
 HORIZONS = (1, 2, 4)  # bins rolled out
 FEATURE_SETS = ("context", "action", "context_action", "forecast", "oracle")  # the five probe inputs
-CONDITIONS = {
+FEATURE_CONDITIONS = {  # feature set -> its provenance condition (the blocks it may read)
     "context": Condition("context", {"video"}),
     "action": Condition("action", {"action"}),
     "context_action": Condition("context_action", {"video", "action"}),
@@ -100,7 +100,7 @@ def feature_blocks(inputs:ProbeInputs, # from probe_inputs
 # %% ../nbs/43_success.ipynb #d9a00330
 def assemble(feature_set:str, blocks:dict) -> np.ndarray:
     "The feature matrix of one set, through its provenance condition."
-    return CONDITIONS[feature_set].assemble(blocks[feature_set])
+    return FEATURE_CONDITIONS[feature_set].assemble(blocks[feature_set])
 
 # %% ../nbs/43_success.ipynb #24cc37ff
 def make_probe(seed:int, # random_state of the SGD classifier

@@ -110,7 +110,7 @@ def test_planted_gap_is_recovered(tmp_path):
                  AuditCondition("history_planted", "planted recognizer history only", ("history",), "planted_merge6"))
         cfg = AuditConfig(train=TrainConfig(d_model=32, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=40, patience=6))
         res = four_condition_audit(ds, seeds=(42,), conditions=conds, config=cfg, store=ResultStore(tmp_path / "s"))
-    finally: HISTORY_SOURCES.pop("planted_merge6")
+    finally: HISTORY_SOURCES.unregister("planted_merge6")
     gap = res.gap.query("metric == 'act1'").iloc[0]
     assert gap["comparison"] == "history_gt - history_planted"
     assert gap["ci_low"] <= exact <= gap["ci_high"], (exact, gap.to_dict())
@@ -125,8 +125,9 @@ def test_killed_audit_resumes_and_results_are_byte_identical(tiny, tmp_path, mon
     calls = []
     from hoi_audit import models
     real_fit = models.ARCHITECTURES["transformer"]
-    monkeypatch.setitem(models.ARCHITECTURES, "transformer", lambda cond, *a, **k: calls.append(cond.name) or real_fit(cond, *a, **k))
-    again = four_condition_audit(tiny, **kw)
+    models.ARCHITECTURES.register("transformer", lambda cond, *a, **k: calls.append(cond.name) or real_fit(cond, *a, **k), replace=True)
+    try: again = four_condition_audit(tiny, **kw)
+    finally: models.ARCHITECTURES.register("transformer", real_fit, replace=True)
     assert calls == ["gt_history"]
     pd.testing.assert_frame_equal(first.records, again.records)
     recs = audit.audit_results_records(again)

@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from hoi_audit.core import DataError, PinMismatch, ProvenanceError, read_results
 from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.episodes import Episodes, make_episodes, write_episodes
-from hoi_audit.success import (CONDITIONS, FEATURE_SETS, ProbeInputs, add_subcommand, assemble, feature_blocks, fit_probe,
+from hoi_audit.success import (FEATURE_CONDITIONS, FEATURE_SETS, ProbeInputs, add_subcommand, assemble, feature_blocks, fit_probe,
                                forecast_features, hard_test_pairs, probe_inputs, run_success_probes)
 from hoi_audit.worldmodel import PersistenceModel, train_forecaster
 
@@ -34,7 +34,7 @@ def test_forecast_set_never_reads_future_latents(ep, horizon):
     future = TrackedArray(inp.future_latents, "future_latents")
     guarded = ProbeInputs(inp.visible, inp.future_commands, future)
     fc = forecast_features(model, guarded.visible, guarded.future_commands)
-    deployable = [fs for fs in FEATURE_SETS if CONDITIONS[fs].deployable]
+    deployable = [fs for fs in FEATURE_SETS if FEATURE_CONDITIONS[fs].deployable]
     blocks = feature_blocks(guarded, fc, deployable)
     for fs in deployable: assemble(fs, blocks)
     assert_never_read(future)
@@ -50,8 +50,8 @@ def test_oracle_blocks_are_refused_by_every_deployable_set(ep):
     assert {b.name for b in oracle_blocks} == {"true_endpoint", "true_delta"}
     for fs in ("context", "action", "context_action", "forecast"):
         with pytest.raises(ProvenanceError, match="true_endpoint"):
-            CONDITIONS[fs].assemble(blocks[fs] + oracle_blocks)
-    assert not CONDITIONS["oracle"].deployable
+            FEATURE_CONDITIONS[fs].assemble(blocks[fs] + oracle_blocks)
+    assert not FEATURE_CONDITIONS["oracle"].deployable
 
 
 def test_feature_values_hand_checked(ep):
