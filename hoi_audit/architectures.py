@@ -249,5 +249,6 @@ FAMILIES = {"tcn": TemporalConvNet, "gru": GRUAnticipator, "ssm": SSMAnticipator
 def _builder(cls):
     return lambda shapes, n_classes, config, seed: cls(n_classes, shapes, config)
 
-for _name, _cls in FAMILIES.items(): register_architecture(_name, network_architecture(_builder(_cls), _name), replace=True)   # replace: this cell run after the module
+# replace=True: in this notebook the cell runs after the module registered the same families
+for _name, _cls in FAMILIES.items(): register_architecture(_name, network_architecture(_builder(_cls), _name), replace=True)
 ARCHITECTURE_ORDER = ("transformer", "tcn", "gru", "ssm", "causal_lm", "diffusion")  # Table 19's rows

@@ -194,7 +194,7 @@ def _unpack(blob:bytes) -> tuple:
         if all(r.name != name for r in registries()) and module not in (None, "__main__") and module not in sys.modules:
             try: importlib.import_module(module)
             except ModuleNotFoundError as e:
-                if e.name != module: raise   # skipped only when the module itself is not importable here (a notebook's, a plug-in file's)
+                if e.name != module: raise   # not importable here (a notebook's, a plug-in file's): skipped
         registry = next((r for r in reversed(registries()) if r.name == name), None)   # the last made under that name
         for k, v in entries.items():
             if registry is not None and k not in registry: registry.register(k, v)

@@ -420,11 +420,12 @@ class Registry(collections.abc.Mapping):
                  replace:bool=False, # replace another entry of that name (it keeps its place in the order)
                 ):
         "Add `entry` under `name` and return the registered entry; a different entry under a taken name needs `replace`."
-        if not isinstance(name, str) or not name: raise RegistryError(f"{self.name}: a name must be a non-empty string, got {name!r}")
+        if not isinstance(name, str) or not name:
+            raise RegistryError(f"{self.name}: a name must be a non-empty string, got {name!r}")
         old = self._entries.get(name, _ABSENT)
         if old is not _ABSENT and not replace:
             if _same(old, entry): return old
-            raise RegistryError(f"{self.name}: {name!r} is registered already, as another entry (pass replace=True to replace it)")
+            raise RegistryError(f"{self.name}: {name!r} is registered already, as another entry (replace=True replaces it)")
         self._entries[name] = entry
         return entry
 
@@ -436,7 +437,8 @@ class Registry(collections.abc.Mapping):
 
     def __getitem__(self, name):
         try: return self._entries[name]
-        except KeyError: raise RegistryError(f"{self.name}: no entry {name!r}; known: {', '.join(self._entries) or 'none'}") from None
+        except KeyError:
+            raise RegistryError(f"{self.name}: no entry {name!r}; known: {', '.join(self._entries) or 'none'}") from None
     def __contains__(self, name) -> bool: return name in self._entries
     def __iter__(self): return iter(self._entries)
     def __len__(self) -> int: return len(self._entries)

@@ -380,13 +380,14 @@ def output_claim(args:argparse.Namespace, # the parsed command line
 
 # %% ../nbs/90_runner.ipynb #343916c3
 def plugin_args(argv:Sequence[str], # the command line, without the program's name
-               ) -> tuple[list, list]: # (the MODULE of each `--plugin MODULE` or `--plugin=MODULE`, in order; the line without them)
+               ) -> tuple[list, list]: # (each `--plugin MODULE` or `--plugin=MODULE`'s MODULE; the line without them)
     "The plug-ins a command line names, anywhere on it, and the rest of the line."
     plugins, rest, argv = [], [], list(argv)
     while argv:
         a = argv.pop(0)
         if a == "--plugin":
-            if not argv or argv[0].startswith("-"): raise HoiAuditError("--plugin needs a MODULE (a module name or a path/to/file.py)")
+            if not argv or argv[0].startswith("-"):
+                raise HoiAuditError("--plugin needs a MODULE (a module name or a path/to/file.py)")
             plugins.append(argv.pop(0))
         elif a.startswith("--plugin="): plugins.append(a.partition("=")[2])
         else: rest.append(a)
@@ -395,7 +396,7 @@ def plugin_args(argv:Sequence[str], # the command line, without the program's na
 # %% ../nbs/90_runner.ipynb #1db3eb60
 def load_plugins(specs:Sequence[str], # module names or paths of .py files
                 ) -> list: # the imported modules
-    "Import each plug-in module (once); its registrations take effect in this process and, through the registries, in its workers."
+    "Import each plug-in module (once): what it registers holds in this process and, through the registries, its workers."
     return [load_module(spec, name=f"--plugin {spec}") for spec in specs]
 
 # %% ../nbs/90_runner.ipynb #57a4eb04
