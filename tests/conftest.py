@@ -90,3 +90,14 @@ def matches_committed(got:bytes, committed:bytes, name:str) -> bool:
         return True
     assert structure(mine) == structure(theirs), f"{name}: regenerated in another numeric environment, its records differ in more than their numbers"
     return False
+
+def write_tiny_mstcn(root:Path, n_videos:int=6, frames:int=60, dim:int=8) -> Path:
+    "A tiny MS-TCN folder with features: SIL + 3 actions, split 1 (4 train, 2 test); a cheap audit runs on it in seconds."
+    import numpy as np
+    from hoi_audit.procedural import write_mstcn
+    rng = np.random.default_rng(0)
+    classes = ["SIL", "take_cup", "pour_milk", "stir_milk"]
+    labels = {f"v{i}": [0] * 10 + [1] * 15 + [2] * 15 + [3] * (frames - 40) for i in range(n_videos)}
+    names = list(labels)
+    return write_mstcn(root, labels, classes, {1: {"train": names[:4], "test": names[4:]}},
+                       features={v: rng.normal(size=(frames, dim)).astype(np.float32) for v in names}, feature_layout="DxT")

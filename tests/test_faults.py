@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, _state, descendants, hoi_audit
+from conftest import REPO, _state, descendants, hoi_audit, write_tiny_mstcn as _mstcn
 from hoi_audit.cluster import ClusterConfig, SlurmBackend, UnitShard
 from hoi_audit.core import (DataError, ManifestError, OutputError, PinMismatch, ProvenanceError, sha256_array, sha256_file, verify,
                             write_bytes, write_json, write_npy)
@@ -269,16 +269,6 @@ def test_claim_of_a_killed_run_does_not_block_the_next(tmp_path):
     assert _claims(out) == []
 
 # ------------------------------------------------------------------------------------------------------------- bad data, named
-
-def _mstcn(root:Path, n_videos:int=6, frames:int=60, dim:int=8) -> Path:
-    "A tiny MS-TCN folder with features: SIL + 3 actions, split 1 (4 train, 2 test)."
-    from hoi_audit.procedural import write_mstcn
-    rng = np.random.default_rng(0)
-    classes = ["SIL", "take_cup", "pour_milk", "stir_milk"]
-    labels = {f"v{i}": [0] * 10 + [1] * 15 + [2] * 15 + [3] * (frames - 40) for i in range(n_videos)}
-    names = list(labels)
-    return write_mstcn(root, labels, classes, {1: {"train": names[:4], "test": names[4:]}},
-                       features={v: rng.normal(size=(frames, dim)).astype(np.float32) for v in names}, feature_layout="DxT")
 
 def _audit(data:Path, out:Path, capsys) -> tuple[int, str]:
     from hoi_audit.runner import main

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hoi_audit.core import DataError, Registry, RegistryError, registries
+from conftest import write_tiny_mstcn as _mstcn
 
 HOI_AUDIT = Path(sys.executable).parent / "hoi-audit"
 
@@ -56,16 +57,6 @@ def test_a_fresh_worker_process_receives_every_registry_by_value(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:2] == ["Video only, shipped | ('video_only', 'shipped_video') | len", "True"], r.stdout
-
-def _mstcn(root:Path, n_videos:int=6, frames:int=60, dim:int=8) -> Path:
-    "A tiny MS-TCN folder with features: SIL + 3 actions, split 1 (4 train, 2 test) (as in test_faults)."
-    from hoi_audit.procedural import write_mstcn
-    rng = np.random.default_rng(0)
-    classes = ["SIL", "take_cup", "pour_milk", "stir_milk"]
-    labels = {f"v{i}": [0] * 10 + [1] * 15 + [2] * 15 + [3] * (frames - 40) for i in range(n_videos)}
-    names = list(labels)
-    return write_mstcn(root, labels, classes, {1: {"train": names[:4], "test": names[4:]}},
-                       features={v: rng.normal(size=(frames, dim)).astype(np.float32) for v in names}, feature_layout="DxT")
 
 PLUGIN = '''
 import os
