@@ -19,7 +19,7 @@ from .models import (TrainConfig, anticipation_metrics, architecture, check_anti
 from . import recovery
 from .queries import check_causality, next_action_queries, scheduled_queries, split_queries
 from .stats import mean_std, paired_gap
-from .cli import add_command
+from .cli import add_command, parse_list
 from .plugins import identity
 
 # %% auto #0
@@ -747,11 +747,6 @@ def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and
         row[f"{key}_std"] = float(result.table.loc[label, "act1_std"]) if present else math.nan
     return pd.DataFrame([row], index=pd.Index([window["dataset"].iloc[0]], name="dataset"))
 
-# %% ../nbs/17_audit.ipynb #b4165344
-def _parse_list(text:str, cast=str) -> list:
-    try: return [cast(x) for x in text.replace(",", " ").split() if x]
-    except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
-
 # %% ../nbs/17_audit.ipynb #7686d18a
 def training_options(splits:str|None=None, # comma-separated split numbers (default: all)
                      seeds:str|None=None, # comma-separated seeds (default: 42,43,44)
@@ -770,7 +765,7 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
     train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=resolve_device(device))
     if train.device != "cpu": training_device(train)   # these commands train on this machine: a missing GPU is said before any unit
     if ":" in architecture: check_anticipator(architecture)   # a user's network keeps the contract (shapes, seeding, provenance, batch independence, learning) before any unit
-    return dict(splits=_parse_list(splits, int) if splits else None, seeds=_parse_list(seeds, int) if seeds else list(PROTOCOL_SEEDS),
+    return dict(splits=parse_list(splits, int, "--splits") if splits else None, seeds=parse_list(seeds, int, "--seeds") if seeds else list(PROTOCOL_SEEDS),
                 config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
                 scale=scale, workers=workers, progress=progress)
 
@@ -786,7 +781,7 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
                  ) -> int: # the exit status
     "the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features"
     from hoi_audit.procedural import name_config, read_for_command
-    conditions = _parse_list(conditions) if conditions else list(TABLE1_CONDITIONS)
+    conditions = parse_list(conditions, str, "--conditions") if conditions else list(TABLE1_CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
     t = training_options(**training)

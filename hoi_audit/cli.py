@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from .core import HoiAuditError
 
 # %% auto #0
-__all__ = ['parameter_docs', 'argument_spec', 'run_command', 'add_command']
+__all__ = ['parameter_docs', 'argument_spec', 'run_command', 'add_command', 'parse_list']
 
 # %% ../nbs/05_cli.ipynb #5a1d0c3e
 def parameter_docs(func:Callable) -> dict:
@@ -99,3 +99,12 @@ def add_command(subparsers, # the `add_subparsers()` object of the `hoi-audit` p
             p.add_argument(*names, **kw)
     p.set_defaults(_handler=func, func=run_command)   # `args.func(args)` runs it, as argparse's own subcommand idiom does
     return p
+
+# %% ../nbs/05_cli.ipynb #bf44bf25
+def parse_list(text:str, # e.g. "1,2" or "42 43"
+               cast:Callable=str, # the type of each item (int, float, str)
+               option:str|None=None, # the option it came from, named in the error
+              ) -> list:
+    "The items of a comma- or space-separated option value, each cast; a bad item is a `HoiAuditError` naming the option and the text."
+    try: return [cast(x) for x in text.replace(",", " ").split() if x]
+    except ValueError as e: raise HoiAuditError(f"{option + ': ' if option else ''}cannot parse {text!r}: {e}") from None

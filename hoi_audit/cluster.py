@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
-from .core import HoiAuditError, read_json, registries, sha256_bytes, write_bytes, write_json
+from .core import HoiAuditError, _alive, read_json, registries, sha256_bytes, write_bytes, write_json
 from .store import ResultStore, Unit
 
 # %% auto #0
@@ -132,18 +132,6 @@ def current_backend():
     if _CURRENT: return _CURRENT[-1]
     spec = os.environ.get(BACKEND_ENV)
     return backend_from_spec(spec) if spec else None
-
-# %% ../nbs/04_cluster.ipynb #1e0c86c6
-def _alive(pid:int, # a process id
-          ) -> bool:
-    "Whether process `pid` runs; a zombie (ended, not yet reaped by its parent) does not."
-    if Path("/proc/self/stat").exists():
-        try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X", "x")
-        except (OSError, IndexError): return False
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: pass
-    return True
 
 # %% ../nbs/04_cluster.ipynb #e6f127ed
 _WATCHED = set()   # (this process, the parent it watches): one watchdog each, also in a forked child that inherits the set

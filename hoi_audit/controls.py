@@ -17,7 +17,7 @@ from .audit import (training_options, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDUL
                              register_history_source, register_schedule, window_accuracy_records)
 from .queries import action_segments, next_action_queries
 from .stats import gap_table, mean_std
-from .cli import add_command
+from .cli import add_command, parse_list
 
 # %% auto #0
 __all__ = ['PROBE_INPUTS', 'INTEGER_COLUMNS', 'CONTROLS', 'RECOVERY_CONDITIONS', 'last_actions', 'LastActionsGT',
@@ -507,11 +507,6 @@ def sweep_table(records:pd.DataFrame, # records with a factor column
     per = r.groupby(["dataset", by, factor, "split"], sort=False)["value"].mean()
     return per.groupby(level=["dataset", by, factor], sort=False).mean().unstack(factor)
 
-# %% ../nbs/18_controls.ipynb #d2bc56f9
-def _parse_list(text:str, cast=str) -> list:
-    try: return [cast(x) for x in text.replace(",", " ").split() if x]
-    except ValueError as e: raise HoiAuditError(f"cannot parse {text!r}: {e}") from None
-
 # %% ../nbs/18_controls.ipynb #16ce40dc
 def _setup(experiment:str, data_dir:str, out:str, store:str|None, training:dict, name:str|None=None) -> tuple:
     "The dataset (its input checked before any unit), the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale."
@@ -543,7 +538,7 @@ def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
                     ) -> int: # the exit status
     "Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder"
     dataset, kw, paths, scale = _setup("controls", data_dir, out, store, training, name)
-    names = _parse_list(controls) if controls else list(CONTROLS)
+    names = parse_list(controls) if controls else list(CONTROLS)
     unknown = [c for c in names if c not in CONTROLS]
     if unknown: raise HoiAuditError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
     result = run_controls(dataset, names, **kw)
@@ -568,8 +563,8 @@ def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/
                        ) -> int: # the exit status
     "Figure 3 / Table 12: history-length dose and controlled history noise"
     dataset, kw, paths, scale = _setup("sensitivity", data_dir, out, store, training, name)
-    lengths, rates = _parse_list(lengths, int), _parse_list(noise_rates, float)
-    histories = _parse_list(histories)
+    lengths, rates = parse_list(lengths, int), parse_list(noise_rates, float)
+    histories = parse_list(histories)
     frames = []
     if lengths:
         dose = history_dose(dataset, lengths, histories, **kw); frames.append(dose)
@@ -592,7 +587,7 @@ def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
                     ) -> int: # the exit status
     "Table 15: video only / recognizer / GT history for targets h actions ahead"
     dataset, kw, paths, scale = _setup("horizons", data_dir, out, store, training, name)
-    horizons = _parse_list(horizons, int)
+    horizons = parse_list(horizons, int)
     r = horizon_audit(dataset, horizons, **kw)
     print(sweep_table(r, "horizon").round(1).to_string())
     print(r[r["metric"] == "gap_act1"][["horizon", "value", "ci_low", "ci_high", "n"]].round(1).to_string(index=False))
@@ -609,7 +604,7 @@ def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTru
                           ) -> int: # the exit status
     "Table 17: history only / state only / history + state, without window video"
     dataset, kw, paths, scale = _setup("context_probes", data_dir, out, store, training, name)
-    inputs, histories = _parse_list(probe_inputs), _parse_list(histories)
+    inputs, histories = parse_list(probe_inputs), parse_list(histories)
     unknown = [p for p in inputs if p not in PROBE_INPUTS]
     if unknown: raise HoiAuditError(f"unknown probe input(s) {unknown}; probe inputs are {list(PROBE_INPUTS)}")
     r = context_probes(dataset, inputs, histories, **kw)

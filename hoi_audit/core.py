@@ -132,10 +132,16 @@ def _folder_locked(folder:Path):
     try: fcntl.flock(fd, fcntl.LOCK_EX); yield
     finally: os.close(fd)
 
-def _alive(pid:int) -> bool:
-    try: os.kill(pid, 0); return True
+def _alive(pid:int, # a process id
+          ) -> bool:
+    "Whether process `pid` runs; a zombie (ended, not yet reaped by its parent) does not."
+    if Path("/proc/self/stat").exists():
+        try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X", "x")
+        except (OSError, IndexError): return False
+    try: os.kill(pid, 0)
     except ProcessLookupError: return False
-    except PermissionError: return True
+    except PermissionError: pass
+    return True
 
 def _holders(text:str) -> list[dict]:
     "The runs named in a claim (one JSON line each) whose process is still alive."

@@ -17,7 +17,7 @@ from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, seed_everything, sh
 from .store import CommandOutput, ResultStore, Unit
 from .recovery import WindowRecognizer, feature_windows, window_starts
 from .stats import Interval, student_t_interval
-from .cli import add_command
+from .cli import add_command, parse_list
 
 # %% auto #0
 __all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'TRANSCRIPT_SOURCES', 'observed_end', 'horizon_end', 'class_counts',
@@ -516,8 +516,7 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
                ) -> int: # the exit status
     "standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder"
     from hoi_audit.procedural import name_config, read_for_command
-    try: splits = [int(s) for s in splits.replace(",", " ").split()] if splits and not score else None
-    except ValueError: raise HoiAuditError(f"--splits: cannot parse {splits!r} as split numbers") from None
+    splits = parse_list(splits, int, "--splits") if splits and not score else None
     dataset = read_for_command(data_dir, name, splits, needs_features=not score)   # every input checked before the first unit
     if score:
         moc, counts = score_prediction_folder(dataset, score, observed)
@@ -527,8 +526,7 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
     kw = {k: v for k, v in {"epochs": epochs, "hidden": hidden, "convention": convention,
                             "observe": _floats(observe) if observe else None, "predict": _floats(predict) if predict else None}.items() if v is not None}
     config = LTAConfig(**kw)
-    try: seeds = [int(s) for s in seeds.replace(",", " ").split()] if seeds else list(PROTOCOL_SEEDS)
-    except ValueError: raise HoiAuditError(f"--seeds: cannot parse {seeds!r} as seeds") from None
+    seeds = parse_list(seeds, int, "--seeds") if seeds else list(PROTOCOL_SEEDS)
     paths = CommandOutput.parse(out, "lta")
     store = ResultStore(Path(store)) if store else paths.store
     result = run_lta(dataset, splits, seeds, config, store, predictions=predictions, n_boot=n_boot, progress=progress)
