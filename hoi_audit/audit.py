@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Callable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
-from .cluster import LocalBackend
+from .cluster import LocalBackend, current_backend
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, Registry, sha256_array, sha256_json, write_results
 from .store import _SAFE, CommandOutput, ResultStore, Unit
 from .provenance import Condition
@@ -257,7 +257,7 @@ class RecognizerHistories:
             rec = self._fit(dataset, split, config, folds)
             (workdir / "recognizer.pkl").write_bytes(pickle.dumps(rec, protocol=5))
             return {"folds": folds, "train_videos": len(rec.train_videos)}
-        self.store.run([unit], compute, progress=False)
+        self.store.run([unit], compute, progress=False, backend=current_backend())
         return pickle.loads((self.store.files(unit) / "recognizer.pkl").read_bytes())
 
     def _all_train_member(self, dataset, split:int, config:AuditConfig, key:tuple):
@@ -365,7 +365,7 @@ def _histories(dataset, split, train_q, test_q, name, config, history_fn, store)
         quality = {part: {"history_edit_rate": history_edit_rate(h, q["history"]), "history_item_acc": history_item_accuracy(h, q["history"])}
                    for part, h, q in (("train", tr, train_q), ("test", te, test_q))}
         return {"train": [list(map(int, h)) for h in tr], "test": [list(map(int, h)) for h in te], "quality": quality}
-    r = store.run([unit], compute, progress=False)[0]
+    r = store.run([unit], compute, progress=False, backend=current_backend())[0]
     return {"train": [tuple(h) for h in r["train"]], "test": [tuple(h) for h in r["test"]], "quality": r["quality"]}
 
 # %% ../nbs/17_audit.ipynb #e161ea86
@@ -385,7 +385,7 @@ def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, 
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_backend(history_fn, store)
     if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    backend = LocalBackend(workers) if workers > 1 else None   # k processes share each split's pending units (hoi_audit.cluster)
+    backend = LocalBackend(workers) if workers > 1 else current_backend()   # k processes share each split's pending units (hoi_audit.cluster)
     return conds, splits, fit, store, history_fn, backend
 
 # %% ../nbs/17_audit.ipynb #8389e839
@@ -721,7 +721,7 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
         split = u.key["split"]
         rec = history_fn.recognizer(dataset, split, replace(config, cross_fit=False))   # the all-train recognizer; no fold models needed
         return {"value": rec.window_accuracy(dataset, dataset.splits[split]["test"]), "n_videos": len(dataset.splits[split]["test"])}
-    out = store.run(units, compute, progress=progress, desc=f"{dataset.name} window accuracy")
+    out = store.run(units, compute, progress=progress, desc=f"{dataset.name} window accuracy", backend=current_backend())
     return pd.DataFrame([{"dataset": dataset.name, "split": u.key["split"], "metric": "window_acc", "value": float(r["value"]),
                           "n_videos": int(r["n_videos"])} for u, r in zip(units, out)])
 

@@ -15,6 +15,8 @@ from .episodes import COMMAND_DIM, make_episodes
 from .worldmodel import WorldModel
 from .encoder import FrameEncoder, PooledMotionEncoder
 from .cli import add_command
+from .models import check_anticipator
+from . import architectures  # noqa: F401 (registers the built-in families, which `check --role anticipator NAME` may name)
 
 # %% auto #0
 __all__ = ['ROLES', 'CHECK_ROLES', 'ContextForecasterContract', 'build', 'LabelFreeEpisodes', 'user_world_model',
@@ -235,7 +237,6 @@ def check_model(role:str, # one of CHECK_ROLES
         return f"code {(ident.get('code_sha256') or ident['source_sha256'] or 'interactive')[:12]}, {len(files)} checkpoint(s)" + (f" ({', '.join(files)})" if files else "")
     if not step("identity (code, checkpoints)", named): return pd.DataFrame(rows)
     if role == "anticipator":
-        from hoi_audit.models import check_anticipator
         report = {}
         if step("contract (shapes, determinism, seeding, batch independence, learning, input subsets, provenance)", lambda: report.update(check_anticipator(spec)) or "all hold"):
             rows += [{"check": k, "result": "pass", "detail": str(v)} for k, v in report.items()]

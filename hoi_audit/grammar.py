@@ -250,14 +250,13 @@ def transcript_queries(transcript:Sequence, # the non-background actions of a vi
 # %% ../nbs/11_grammar.ipynb #fc4e674e
 def _as_grammar(source) -> Grammar:
     if isinstance(source, Grammar): return source
-    if isinstance(source, str):   # a preset name: presets live in hoi_audit.synthetic, which builds on this module
-        from hoi_audit.synthetic import preset
-        return preset(source).grammar
-    if hasattr(source, "grammar"): return source.grammar
-    raise TypeError(f"expected a Grammar, a preset name or a synthetic dataset, got {type(source).__name__}")
+    if hasattr(source, "grammar") and isinstance(source.grammar, Grammar): return source.grammar
+    hint = f": for a preset, pass hoi_audit.synthetic.preset({source!r})" if isinstance(source, str) else ""
+    raise TypeError(f"expected a Grammar or something with a .grammar (a preset, a synthetic dataset), "
+                    f"got {type(source).__name__}{hint}")
 
 # %% ../nbs/11_grammar.ipynb #5f675c0b
-def query_weights(source, # a Grammar, a preset name or a SyntheticDataset
+def query_weights(source, # a Grammar, or a preset or SyntheticDataset (its .grammar)
                   predictor:str, # one of PREDICTORS
                   include_first:bool, # is the first action (empty history) a query?
                  ) -> dict:
@@ -269,7 +268,7 @@ def query_weights(source, # a Grammar, a preset name or a SyntheticDataset
     return W
 
 # %% ../nbs/11_grammar.ipynb #403cc598
-def bayes_accuracy(source, # a Grammar, a preset name or a SyntheticDataset
+def bayes_accuracy(source, # a Grammar, or a preset or SyntheticDataset (its .grammar)
                    predictor:str, # one of PREDICTORS
                    include_first:bool, # is the first action (empty history) a query?
                    top_k:int=1, # Act@k: a query is correct if the target is among the k best guesses
@@ -281,7 +280,7 @@ def bayes_accuracy(source, # a Grammar, a preset name or a SyntheticDataset
     return sum(sum(sorted(w.values(), reverse=True)[:top_k]) for w in W.values()) / total
 
 # %% ../nbs/11_grammar.ipynb #71baa55d
-def bayes_table(source, # a Grammar, a preset name or a SyntheticDataset
+def bayes_table(source, # a Grammar, or a preset or SyntheticDataset (its .grammar)
                 top_k:Sequence=(1, 5), # the k of Act@k
                ) -> pd.DataFrame:
     "Exact Bayes Act@k of every predictor, with and without the first query: tidy (predictor, include_first, top_k, value)."

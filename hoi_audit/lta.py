@@ -15,6 +15,7 @@ from torch import nn
 from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, seed_everything, sha256_json, write_text, write_results,
                             write_npz)
 from .store import CommandOutput, ResultStore, Unit
+from .cluster import current_backend
 from .recovery import WindowRecognizer, feature_windows, window_starts
 from .stats import Interval, student_t_interval
 from .cli import add_command, parse_list
@@ -360,7 +361,7 @@ def lta_counts(dataset, # a `ProceduralDataset` with features
     if not seeds: raise DataError("no seeds")
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_lta_")))
     units = [_unit(dataset, s, seed, config) for s in splits for seed in seeds]
-    results = store.run(units, lambda u, w: _compute_unit(dataset, u.key["split"], u.key["seed"], config, w), progress=progress, desc="lta")
+    results = store.run(units, lambda u, w: _compute_unit(dataset, u.key["split"], u.key["seed"], config, w), progress=progress, desc="lta", backend=current_backend())
     rows = [{"split": u.key["split"], "seed": u.key["seed"], **r} for u, res in zip(units, results) for r in res["rows"]]
     out = pd.DataFrame(rows, columns=["split", "seed", "video", "observed", "beta", "condition", "correct", "total"])
     out.attrs.update(units=units, store=store)

@@ -467,8 +467,8 @@ def architecture(name:str, # a registered name, or a user's 'package.module:fact
                 ) -> Callable:
     "The fit function of a registered architecture, or of a user's network factory."
     if ":" in name: return user_architecture(name)
-    if name not in ARCHITECTURES: import hoi_audit.architectures  # noqa: F401 (registers the other built-in families)
-    if name not in ARCHITECTURES: raise DataError(f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture), "
+    if name not in ARCHITECTURES: raise DataError(f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture; "
+                                                  "the other built-in families register on `import hoi_audit.architectures`), "
                                                   "or a user model as 'package.module:factory'")
     return ARCHITECTURES[name]
 

@@ -14,6 +14,7 @@ import pandas as pd
 from .core import (CANDIDATE_ORDER_SEED, PROTOCOL_SEEDS, DataError, HoiAuditError, PinMismatch, sha256_array,
                             sha256_json, verify, write_npz, write_results)
 from .store import CommandOutput, ExperimentPaths, Unit
+from .cluster import current_backend
 from .cli import add_command
 from .provenance import TrackedArray
 from .stats import bootstrap_interval
@@ -507,7 +508,7 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
         return {e: rank_metrics(energies[e], cs.recorded).drop(columns=["lower", "tied"]).mean().to_dict() for e in energies}
 
     store = paths.store
-    store.run(units, score, progress=progress, desc="ranking units")
+    store.run(units, score, progress=progress, desc="ranking units", backend=current_backend())
     per_query, records = _method_records(store, units, models, cs, n_boot)
     records += _comparison_records(per_query, models, comparisons, n_boot)
     settings = {**(config or {}), "n_queries": len(cs), "pool": len(pool), "n_boot": n_boot, "seeds": list(seeds),

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_store.ipynb #42a376c3
 from __future__ import annotations
-import contextlib, fcntl, importlib, json, os, re, shutil, sys, uuid
+import contextlib, fcntl, json, os, re, shutil, sys, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -261,7 +261,7 @@ class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid
             compute:Callable, # compute(unit, workdir) -> JSON-able result; may write files into workdir
             progress:bool=True, # show a progress bar
             desc:str|None=None, # its label
-            backend=None, # who computes the pending units (`hoi_audit.cluster`); None: the current one, by default this process
+            backend=None, # who computes the pending units (a backend of `hoi_audit.cluster`); None: this process
            ) -> list:
         "Compute every unit that is not done (skipping finished ones) and return all results, read back from the store."
         units = list(units)
@@ -277,10 +277,8 @@ class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid
                 print(f"{self.root}: {len(copied)} unit(s) copied from other stores below {self.peers} (the same key, config and inputs), "
                       "not computed again", file=sys.stderr)
                 pending = [u for u in pending if u.path not in copied]
-        if pending:
-            if backend is None:   # the backends build on the store, so their module is imported when first needed
-                backend = importlib.import_module("hoi_audit.cluster").current_backend()
-            if backend is not None: backend.run_units(self, pending, compute, desc=desc or self.root.name, progress=progress)
+        if pending and backend is not None:   # the caller chooses it (the backends build on the store: no import here)
+            backend.run_units(self, pending, compute, desc=desc or self.root.name, progress=progress)
         from tqdm import tqdm
         bar = tqdm(total=len(units), desc=desc or self.root.name, disable=not progress, mininterval=1.0, file=sys.stderr)
         deferred = []

@@ -14,6 +14,7 @@ from scipy.optimize import linear_sum_assignment
 from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, seed_everything, sha256_array, sha256_file,
                             sha256_json, write_npy, write_results)
 from .store import CommandOutput, ExperimentPaths, Unit
+from .cluster import current_backend
 from .cli import add_command
 from .provenance import Block, Condition, derive_block
 from .episodes import Episodes, make_episodes, read_episodes
@@ -208,7 +209,7 @@ def _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, tr
         return {"fingerprint": fingerprint, "trained_on": getattr(wm, "trained_on", None), "loss_history": getattr(wm, "history", None)}
 
     fc_units = [_forecaster_unit(s, fc_config, train_pin) for s in sorted({fc_seed(s) for s in seeds})]
-    store.run(fc_units, forecast_unit, progress=progress, desc="forecasters")
+    store.run(fc_units, forecast_unit, progress=progress, desc="forecasters", backend=current_backend())
 
 # %% ../nbs/43_success.ipynb #1de55208
 def _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train, held, hard, train_pin, held_pin, progress) -> tuple[list, dict]:
@@ -233,7 +234,7 @@ def _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train,
                                 **({"forecaster": {**fc_config, "seed": fc_seed(s)}} if fs == "forecast" else {})},
                         inputs={"train_full": train_pin, "heldout": held_pin})
                    for h in horizons for fs in feature_sets for s in seeds]
-    scores = store.run(probe_units, probe_unit, progress=progress, desc="probes")
+    scores = store.run(probe_units, probe_unit, progress=progress, desc="probes", backend=current_backend())
     records = [{**u.key, "test_set": test, "metric": m, "value": v}
                for u, r in zip(probe_units, scores) for test in ("full", "hard") for m, v in r[test].items()]
     proba = {tuple(u.key.values()): np.load(store.files(u) / "p_heldout.npy") for u in probe_units}

@@ -147,20 +147,20 @@ def test_bayes_accuracy_matches_monte_carlo(name, include_first):
     grammar = preset(name).grammar
     mc = _monte_carlo(grammar, include_first, n=3000, seed=10 * PRESET_NAMES.index(name) + include_first)
     for predictor, (held_out, in_sample) in mc.items():
-        exact = bayes_accuracy(name, predictor, include_first=include_first)
+        exact = bayes_accuracy(preset(name), predictor, include_first=include_first)
         assert abs(exact - held_out) < 0.025, (name, predictor, exact, held_out)
         assert exact <= in_sample + 0.02, (name, predictor, exact, in_sample)      # a plug-in fit on the sample can only do better
-    assert bayes_accuracy(name, "bigram", include_first=include_first) == bayes_accuracy(name, "latest_action", include_first=include_first)
+    assert bayes_accuracy(preset(name), "bigram", include_first=include_first) == bayes_accuracy(preset(name), "latest_action", include_first=include_first)
 
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
 def test_bayes_values_are_ordered(name):
     "More of the history can only help the Bayes predictor."
-    acc = {p: bayes_accuracy(name, p, include_first=False) for p in PREDICTORS}
+    acc = {p: bayes_accuracy(preset(name), p, include_first=False) for p in PREDICTORS}
     eps = 1e-12   # equal values may differ in the last bits (different summation orders)
     assert acc["majority"] <= acc["latest_action"] + eps <= acc["full_history"] + 2 * eps <= acc["full_history_and_task"] + 3 * eps <= 1 + 4 * eps
     assert acc["completed_set"] <= acc["full_history"] + eps
-    assert bayes_accuracy(name, "full_history", include_first=False, top_k=5) >= acc["full_history"]
+    assert bayes_accuracy(preset(name), "full_history", include_first=False, top_k=5) >= acc["full_history"]
 
 
 @pytest.mark.parametrize("name", PRESET_NAMES)
