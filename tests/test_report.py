@@ -3,6 +3,7 @@ import argparse, json, re
 from html.parser import HTMLParser
 import numpy as np, pandas as pd, pytest
 from scipy import stats
+import hoi_audit
 from hoi_audit import audit, report
 from hoi_audit.core import DataError, write_results
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
@@ -51,17 +52,55 @@ def test_report_has_every_section_and_the_numbers(audited, capsys):
     assert f"wrote {page}" in capsys.readouterr().out
     html = page.read_text()
     p = _Sections(); p.feed(html)
-    assert p.ids == list(report.REPORT_SECTIONS) and p.depth == 0
+    payload = json.loads(results.read_text())
+    ds = payload["records"][0]["dataset"]                              # one dataset: one dataset section, its steps inside
+    assert p.ids == list(report.REPORT_SECTIONS) + [f"dataset-{ds}"] + [f"{ds}-{k}" for k in report.DATASET_SECTIONS]
+    assert p.depth == 0
     assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html and "<script" not in html   # self-contained, static
-    recs = pd.DataFrame(json.loads(results.read_text())["records"])
+    recs = pd.DataFrame(payload["records"])
     gap = recs[recs["metric"] == "gap_act1"].iloc[0]
     assert f"ΔPH = {gap['value']:+.1f}" in html and f"[{gap['ci_low']:+.1f}, {gap['ci_high']:+.1f}]" in html
-    from hoi_audit.core import sha256_folder
-    assert sha256_folder(data) in html                                 # the data fingerprint
+    from hoi_audit.core import sha256_file, sha256_folder
+    assert sha256_folder(data) in html                                 # the data fingerprint (--data, one dataset)
+    assert payload["pins"]["config"] in html and sha256_file(results) in html   # the config the audit pinned, the file
+    assert f"hoi_audit {hoi_audit.__version__}" in html
     assert "user model" in html and "user_model.py:make_model" in html   # the model audited
     assert "<b>not run</b>: Context-only" in html and "<b>run</b>: the 2x2" in html
     section = lambda sid: re.search(f'<section id="{sid}">(.*?)</section>', html, re.S).group(1)
-    assert "history_edit_rate" in section("recovery") and "Test GT - test recognizer".lower() in section("intervention").lower()
+    assert "history_edit_rate" in section(f"{ds}-recovery") and "edit distance / annotated length (can exceed 1)" in html
+    assert "normalised" not in html
+    assert "test GT - test recognizer" in section(f"{ds}-intervention")
+    verdict = re.search(f'<div class="verdict" data-dataset="{ds}">(.*?)</div>', html, re.S).group(1)
+    assert ("excludes 0" in verdict) == (gap["ci_low"] > 0 or gap["ci_high"] < 0) and f"n = {int(gap['n'])} splits" in verdict
+
+def _with(results, tmp_path, **extra):
+    "A copy of a committed results JSON, with top-level keys added as the audit will record them."
+    payload = json.loads(results.read_text()) | extra
+    out = tmp_path / "four_condition.json"; out.write_text(json.dumps(payload)); return out
+
+def test_report_reads_what_the_results_json_records(tmp_path):
+    "conditions, the embedded 2x2, pins.config_sha256 and per-dataset pins.data are read from the JSON itself."
+    small = REPO / "results" / "four_condition.json"
+    payload = json.loads(small.read_text())
+    datasets = sorted({r["dataset"] for r in payload["records"]})
+    conditions = {name: {"label": f"{c.label} [recorded]", "inputs": list(c.inputs), "history": c.history,
+                         "sources": sorted(c.sources()), "deployable": c.deployable} for name, c in report.CONDITIONS.items()}
+    iv = json.loads((REPO / "results" / "intervention_2x2.json").read_text())["records"]
+    pins = {"config_sha256": "c0" * 32, "data": {ds: f"{i:x}" * 64 for i, ds in enumerate(datasets, 10)}}
+    html = report.write_report(_with(small, tmp_path, conditions=conditions, intervention={"records": iv}, pins=pins)).read_text()
+    assert "GT transcript (oracle) [recorded]" in html and "read from the results JSON&#x27;s conditions" in html
+    assert "embedded in four_condition.json" in html and "c0" * 32 in html
+    assert all(f"{i:x}" * 64 in html for i, _ in enumerate(datasets, 10))
+    assert "not recorded" not in html.split('<section id="verdict">')[0].split("data fingerprint")[1]
+
+def test_report_refuses_a_changed_2x2(tmp_path):
+    "A 2x2 referenced with a SHA-256 that is not the file's: a DataError naming the file."
+    small = REPO / "results" / "four_condition.json"
+    (tmp_path / "iv.json").write_text((REPO / "results" / "intervention_2x2.json").read_text())
+    ok = _with(small, tmp_path, intervention_ref={"path": "iv.json", "sha256": report.sha256_file(tmp_path / "iv.json")})
+    assert "iv.json, referenced by four_condition.json, SHA-256 checked" in report.write_report(ok).read_text()
+    changed = _with(small, tmp_path, intervention_ref={"path": "iv.json", "sha256": "0" * 64})
+    with pytest.raises(DataError, match=r"iv.json: SHA-256 [0-9a-f]{64} is not the 0{64}"): report.write_report(changed)
 
 def test_report_errors_name_the_file(tmp_path):
     with pytest.raises(DataError, match="no such results JSON"): report.write_report(tmp_path / "missing.json")
