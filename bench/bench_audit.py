@@ -88,7 +88,8 @@ def main():
           f"about half if two units run at once on the 2 cores; writing the features once: {n_videos * write_s / 60:.0f} min")
 
 def _audit_worker(root, store_dir):
-    from hoi_audit.audit import AuditConfig, four_condition_audit
+    from hoi_audit.conditions import AuditConfig
+    from hoi_audit.tables import four_condition_audit
     from hoi_audit.core import PROTOCOL_SEEDS
     from hoi_audit.store import ResultStore
     four_condition_audit(read_mstcn(root, name="synthetic_breakfast"), seeds=PROTOCOL_SEEDS, config=AuditConfig(n_tokens=4, train=TrainConfig()),

@@ -37,7 +37,8 @@ machine's load average is printed too: on shared cores a wall time is only as go
 import argparse, json, os, tempfile, time
 from dataclasses import replace
 from pathlib import Path
-from hoi_audit.audit import AuditConfig, RecognizerHistories, audit_records, split_audit_queries
+from hoi_audit.conditions import AuditConfig, RecognizerHistories
+from hoi_audit.engine import audit_records, split_audit_queries
 from hoi_audit.core import PROTOCOL_SEEDS
 from hoi_audit.grammar import expected_queries
 from hoi_audit.models import TrainConfig
@@ -124,7 +125,7 @@ def measure_batching(ds, device:str, steps:int=60) -> dict:
     "ms per optimizer step of the split's gt_history network: one network, and 1 and 3 networks stacked and vmapped (torch.func)."
     import copy, numpy as np, torch, torch.nn.functional as F
     from torch.func import functional_call, grad_and_value, stack_module_state, vmap
-    from hoi_audit.audit import CONDITIONS
+    from hoi_audit.conditions import CONDITIONS
     from hoi_audit.models import AnticipationModel, _standardise, input_blocks, video_window_tokens
     config = full_scale_config()
     train_q, _ = split_audit_queries(ds, SPLIT, config)

@@ -1,6 +1,6 @@
 """Calibrate the synthetic presets and real-label mode to the paper's numbers, print the table, draw figures/calibration.png.
 
-Targets (hoi_audit.synthetic.PAPER_TARGETS): Table 3's window-recognition accuracy (Breakfast 44.4, 50 Salads 74.7, GTEA 99.6;
+Targets (hoi_audit.calibration.PAPER_TARGETS): Table 3's window-recognition accuracy (Breakfast 44.4, 50 Salads 74.7, GTEA 99.6;
 within 2 points) and Table 1's Breakfast video-only Act@1 (21.7; within 3 points). The procedure is the one documented in
 nbs/12_synthetic.ipynb ("Calibration"): on the calibration split (split 1 of a CALIBRATION_SEED dataset, a seeded subset of its
 videos), `calibrate_feature_spec` searches `frame_noise` (GTEA: `current_signal`) for the window accuracy, then (Breakfast)
@@ -30,11 +30,14 @@ import matplotlib.pyplot as plt
 from hoi_audit.core import save_figure, sha256_json
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.recovery import WindowRecognizer
-from hoi_audit.audit import AuditConfig, four_condition_audit
+from hoi_audit.conditions import AuditConfig
+from hoi_audit.tables import four_condition_audit
 from hoi_audit.models import TrainConfig
-from hoi_audit.synthetic import (CALIBRATION_SEED, CalibrationResult, PAPER_TARGETS, FeatureSpec, calibrate_feature_spec, calibration_split,
-                                 real_label_calibration_videos, real_label_feature_spec, synthesize_features_for_labels,
-                                 synthetic_dataset, write_synthetic)
+from hoi_audit.features import FeatureSpec
+from hoi_audit.synthetic import synthesize_features_for_labels, synthetic_dataset, write_synthetic
+from hoi_audit.calibration import (CALIBRATION_SEED, CalibrationResult, PAPER_TARGETS,
+                                   calibrate_feature_spec, calibration_split, real_label_calibration_videos,
+                                   real_label_feature_spec)
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = ("breakfast", "50salads", "gtea", "breakfast_labels", "50salads_labels", "gtea_labels")

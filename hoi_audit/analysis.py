@@ -13,7 +13,8 @@ import torch
 from torch import nn
 from .core import DataError
 from .models import architecture, input_blocks, video_window_tokens
-from .audit import CONDITIONS, HISTORY_SOURCES, AuditConfig, RecognizerHistories, split_audit_queries
+from .conditions import CONDITIONS, HISTORY_SOURCES, AuditConfig, RecognizerHistories
+from .engine import split_audit_queries
 
 # %% auto #0
 __all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'TrainedConditions', 'train_conditions', 'frequency_terciles',
@@ -36,7 +37,7 @@ def train_conditions(dataset, # a `ProceduralDataset` with features
                      conditions:Sequence[str]=("gt_history", "recognizer_ba"), # audit condition names (CONDITIONS)
                      config:AuditConfig=AuditConfig(), # the audit's settings (architecture, budget, recognizer)
                      seed:int=42, # the training seed
-                     history_fn=None, # the recognizer backend (default: `audit.RecognizerHistories()`)
+                     history_fn=None, # the recognizer backend (default: `conditions.RecognizerHistories()`)
                     ) -> TrainedConditions:
     "Train one model per condition on a split exactly as the audit does (same queries, histories, blocks, architecture and budget)."
     conds = [CONDITIONS[c] for c in conditions]

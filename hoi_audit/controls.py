@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, Registry, sha256_json, write_results
 from .store import CommandOutput, ResultStore
-from .audit import (training_options, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig, HistorySource, NoisyGT,
-                             QuerySchedule, RecognizerHistories, audit_records, history_quality, register_condition,
-                             register_history_source, register_schedule, window_accuracy_records)
+from .conditions import (training_options, CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition, AuditConfig,
+                                  HistorySource, NoisyGT, QuerySchedule, RecognizerHistories, register_condition,
+                                  register_history_source, register_schedule)
+from .engine import audit_records, history_quality, window_accuracy_records
 from .queries import action_segments, next_action_queries
 from .stats import gap_table, mean_std
 from .cli import add_command, parse_list
@@ -56,7 +57,7 @@ def _recognizer_key(config:AuditConfig) -> tuple:
 # %% ../nbs/18_controls.ipynb #79848467
 class ControlHistories:
     "The controls' recognizer backend: 'ba'/'bfr' from an inner backend (the audit's by default), '<kind>_last<H>' as their H most recent actions."
-    def __init__(self, inner:Callable|None=None, # the backend that recovers the base kinds (default: `audit.RecognizerHistories()`)
+    def __init__(self, inner:Callable|None=None, # the backend that recovers the base kinds (default: `conditions.RecognizerHistories()`)
                 ):
         self.inner, self._cache = inner or RecognizerHistories(), {}
 
@@ -67,7 +68,7 @@ class ControlHistories:
         return getattr(self.inner, 'name', type(self.inner).__name__)
 
     def use_store(self, store) -> ControlHistories:
-        "The inner backend keeps its recognizer fits in `store` (`audit.history_backend`)."
+        "The inner backend keeps its recognizer fits in `store` (`conditions.history_backend`)."
         if callable(getattr(self.inner, "use_store", None)): self.inner.use_store(store)
         return self
 
@@ -174,7 +175,7 @@ def _side(records:pd.DataFrame, side) -> pd.DataFrame:
     return r
 
 # %% ../nbs/18_controls.ipynb #ae61b97c
-def pair_records(records:pd.DataFrame, # from `audit.audit_records` (every test, with test_history)
+def pair_records(records:pd.DataFrame, # from `engine.audit_records` (every test, with test_history)
                  oracle, # the oracle side: a condition name, or (condition, test_history)
                  non_oracle, # the matched non-oracle side, same form
                  metric:str="act1", # the metric compared
@@ -534,7 +535,7 @@ def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
                      store:str|None=None, # result-store folder (default: store/controls in the --out folder)
                      controls:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONTROLS)} (default: all)"}]=None, # comma-separated control names (default: all of CONTROLS)
                      recovery:bool=False, # also Table 11: window accuracy, BFR, BA, their drop and GT
-                     **training, # the options of `audit.training_options`
+                     **training, # the options of `conditions.training_options`
                     ) -> int: # the exit status
     "Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder"
     dataset, kw, paths, scale = _setup("controls", data_dir, out, store, training, name)
@@ -559,7 +560,7 @@ def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/
                         histories:str="gt,ba", # history sources of the dose
                         noise_rates:str="0.8,0.6,0.4,0.2,0.1,0", # edit probabilities of the noisy GT history (empty: no noise sweep)
                         noise_seed:int=0, # seed of the corruption
-                        **training, # the options of `audit.training_options`
+                        **training, # the options of `conditions.training_options`
                        ) -> int: # the exit status
     "Figure 3 / Table 12: history-length dose and controlled history noise"
     dataset, kw, paths, scale = _setup("sensitivity", data_dir, out, store, training, name)
@@ -583,7 +584,7 @@ def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
                      out:str, # a folder (results/horizons.json and store/horizons below it) or a .json results file (store/ beside it)
                      store:str|None=None, # result-store folder (default: store/horizons in the --out folder)
                      horizons:str="1,2,3,4,5", # comma-separated horizons (actions ahead)
-                     **training, # the options of `audit.training_options`
+                     **training, # the options of `conditions.training_options`
                     ) -> int: # the exit status
     "Table 15: video only / recognizer / GT history for targets h actions ahead"
     dataset, kw, paths, scale = _setup("horizons", data_dir, out, store, training, name)
@@ -600,7 +601,7 @@ def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTru
                            store:str|None=None, # result-store folder (default: store/context_probes in the --out folder)
                            probe_inputs:str=",".join(PROBE_INPUTS), # comma-separated probe inputs
                            histories:str="gt", # history sources the probes read (gt, ba, ...)
-                           **training, # the options of `audit.training_options`
+                           **training, # the options of `conditions.training_options`
                           ) -> int: # the exit status
     "Table 17: history only / state only / history + state, without window video"
     dataset, kw, paths, scale = _setup("context_probes", data_dir, out, store, training, name)

@@ -11,7 +11,8 @@ from typing import Annotated, Mapping, Sequence
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, sha256_json, write_json, write_results
 from .store import CommandOutput, ResultStore
-from .audit import AuditConfig, AuditResult, audit_results_records, four_condition_audit, training_options
+from .conditions import AuditConfig, training_options
+from .tables import AuditResult, audit_results_records, four_condition_audit
 from .procedural import read_mstcn, safe_name
 from .cli import add_command
 
@@ -212,7 +213,7 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
                   names:str|None=None, # setting names, one per folder (comma-separated); default: card.json, else the folder's name
                   max_splits:int|None=None, # use each dataset's first k splits (default: all)
                   store:str|None=None, # result-store folder (default: store/scope in the --out folder)
-                  **training, # the options of `audit.training_options` (its `splits` are the same split numbers of every folder)
+                  **training, # the options of `conditions.training_options` (its `splits` are the same split numbers of every folder)
                  ) -> int: # the exit status
     "the cross-setting scope table (Tables 4 and 13): the four-condition audit of several MS-TCN folders"
     n = len(data_dirs)

@@ -3,7 +3,7 @@ import numpy as np, pandas as pd, pytest, torch
 from torch import nn
 from hoi_audit.analysis import (ablation_table, error_analysis, frequency_terciles, stream_attribution, train_conditions,
                                 transition_probabilities)
-from hoi_audit.audit import AuditConfig
+from hoi_audit.conditions import AuditConfig
 from hoi_audit.provenance import Block, Condition
 from hoi_audit.models import Anticipator, TrainConfig
 from hoi_audit.procedural import read_mstcn

@@ -1,8 +1,12 @@
 "The audit: validity on planted data, restart, results JSON, the command line."
 import argparse, json, shutil
 import numpy as np, pandas as pd, pytest
-import hoi_audit.audit as audit
-from hoi_audit.audit import AuditConfig, CONDITIONS, four_condition_audit, intervention_2x2, add_subcommand
+from hoi_audit import engine, tables
+from hoi_audit.queries import split_queries
+from hoi_audit.core import HoiAuditError
+from hoi_audit.conditions import AuditConfig, CONDITIONS
+from hoi_audit.tables import four_condition_audit, intervention_2x2
+from hoi_audit.commands import add_subcommands
 from hoi_audit.core import DataError, read_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
@@ -44,7 +48,7 @@ def test_gt_history_approaches_bayes(tmp_path):
     res = four_condition_audit(ds, splits=[1], seeds=(42,), conditions=("gt_history", "context_only"), config=cfg, store=ResultStore(tmp_path / "s"))
     acc = res.table.loc["GT transcript (oracle)", "act1"] / 100
     bayes = bayes_accuracy(syn, "full_history", include_first=True)     # the query rule of queries.next_action_queries
-    n = audit.split_queries(ds, 1, window=cfg.window)[1].shape[0]
+    n = split_queries(ds, 1, window=cfg.window)[1].shape[0]
     se = np.sqrt(bayes * (1 - bayes) / n)
     assert abs(acc - bayes) <= 3 * se, (acc, bayes, se)
     # context-only sees the history and a causal state (elapsed frames carry nothing beyond the history here: durations depend on the
@@ -90,7 +94,7 @@ class MergedRecognizer:
 
 def test_planted_gap_is_recovered(tmp_path):
     "No video cue, a recognizer channel with a known confusion: the audit's gap interval covers the exact gap."
-    from hoi_audit.audit import AuditCondition, HistorySource, register_history_source, HISTORY_SOURCES
+    from hoi_audit.conditions import AuditCondition, HistorySource, register_history_source, HISTORY_SOURCES
     syn = synthetic_dataset("breakfast", "small", seed=0, dim=16, next_signal=0.0)
     ds = read_mstcn(write_synthetic(syn, tmp_path / "small"))
     mapping = merged_groups(ds.classes, ds.background, 6)
@@ -130,9 +134,9 @@ def test_killed_audit_resumes_and_results_are_byte_identical(tiny, tmp_path, mon
     finally: models.ARCHITECTURES.register("transformer", real_fit, replace=True)
     assert calls == ["gt_history"]
     pd.testing.assert_frame_equal(first.records, again.records)
-    recs = audit.audit_results_records(again)
+    recs = tables.audit_results_records(again)
     a = audit.write_results(tmp_path / "a.json", "four_condition", recs, config=CFG.as_dict())
-    b = audit.write_results(tmp_path / "b.json", "four_condition", audit.audit_results_records(first), config=CFG.as_dict())
+    b = audit.write_results(tmp_path / "b.json", "four_condition", tables.audit_results_records(first), config=CFG.as_dict())
     assert a.read_bytes() == b.read_bytes()
 
 def test_intervention_uses_fixed_checkpoints(tiny, tmp_path):
@@ -146,7 +150,7 @@ def test_intervention_uses_fixed_checkpoints(tiny, tmp_path):
     assert iv.table.loc["Recognizer", "Test: recognizer"] == pytest.approx(res.table.loc["Recognizer history, boundary-aware", "act1"])
 
 def _cli(*argv):
-    p = argparse.ArgumentParser(); sub = p.add_subparsers(); add_subcommand(sub)
+    p = argparse.ArgumentParser(); sub = p.add_subparsers(); add_subcommands(sub)
     args = p.parse_args(["audit", *argv])
     return args.func(args)
 
@@ -216,8 +220,8 @@ class FailsOnSeed43:
 
 def test_a_failing_unit_is_named_and_the_others_are_done(tiny, tmp_path, monkeypatch):
     store = ResultStore(tmp_path / "store")
-    monkeypatch.setattr(audit, "architecture", lambda name, _fit=audit.architecture: FailsOnSeed43(_fit(name)))
-    with pytest.raises(audit.HoiAuditError, match="seed 43 diverged"):
+    monkeypatch.setattr(engine, "architecture", lambda name, _fit=engine.architecture: FailsOnSeed43(_fit(name)))
+    with pytest.raises(HoiAuditError, match="seed 43 diverged"):
         four_condition_audit(tiny, splits=[1], seeds=(42, 43), conditions=PAIR, config=CFG, store=store, history_fn=noisy_recognizer(0.3), workers=2)
     assert store.status()["state"].value_counts().to_dict() == {"done": 2 + 1, "failed": 2}   # seed 42 of both conditions, the BA history
     with pytest.raises(ValueError, match="workers must be"): four_condition_audit(tiny, seeds=(42,), workers=0)
@@ -239,7 +243,7 @@ def test_committed_full_scale_results_against_the_planted_ceiling_and_a_referenc
     paired Student-t interval of its own per-split records (scipy as the reference), and its video-only row on the calibration target."""
     from pathlib import Path
     from scipy import stats as st
-    from hoi_audit.synthetic import PAPER_TARGETS
+    from hoi_audit.calibration import PAPER_TARGETS
     path = Path(__file__).resolve().parents[1] / "results" / "full" / "four_condition.json"
     r = read_results(path)
     assert r["scale"] == "full"

@@ -3,8 +3,9 @@ import argparse, json
 from dataclasses import replace
 import numpy as np, pandas as pd, pytest
 from scipy import stats
-import hoi_audit.audit as audit
-from hoi_audit.audit import AuditConfig, CONDITIONS, HISTORY_SOURCES
+from hoi_audit import conditions, engine, tables
+from hoi_audit.queries import split_queries
+from hoi_audit.conditions import AuditConfig, CONDITIONS, HISTORY_SOURCES
 from hoi_audit.controls import *
 from hoi_audit.core import DataError, HoiAuditError, ProvenanceError, read_results
 from hoi_audit.provenance import Block
@@ -59,10 +60,10 @@ def test_the_controls_take_the_audits_units_from_a_peer_store(tiny, tmp_path, mo
     audit's store as a peer, as experiments of one output folder have, the controls train nothing and recover nothing, and their records
     are the audit's."""
     kw, root = dict(splits=[1, 2], seeds=(42,), config=CFG), tmp_path / "store"
-    first = audit.four_condition_audit(tiny, conditions=["recognizer_ba", "gt_history"], store=ResultStore(root / "four_condition", peers=root), **kw)
+    first = tables.four_condition_audit(tiny, conditions=["recognizer_ba", "gt_history"], store=ResultStore(root / "four_condition", peers=root), **kw)
     def refuse(*args, **kwargs): raise AssertionError("a unit that a peer store holds was computed again")
     monkeypatch.setattr(audit, "architecture", lambda name: refuse)
-    monkeypatch.setattr(audit.RecognizerHistories, "__call__", refuse)
+    monkeypatch.setattr(conditions.RecognizerHistories, "__call__", refuse)
     res = run_controls(tiny, ["matched"], store=ResultStore(root / "controls", peers=root), **kw)
     copied = [m for m in (root / "controls").rglob("manifest.json") if "copied_from" in json.loads(m.read_text())]
     assert len(copied) == 2 * (1 + 2), copied            # per split: the recovered BA history and the two trainings
@@ -81,11 +82,11 @@ def test_dose_at_full_length_and_zero_noise_are_the_gt_model(tiny, tmp_path):
     kw = dict(splits=[1, 2], seeds=(42,), store=store, config=CFG)
     dose = history_dose(tiny, (0, longest), ("gt",), **kw)
     noise = noise_sweep(tiny, (0.0,), **kw)
-    plain = audit.audit_records(tiny, [1, 2], (42,), ["gt_history"], ResultStore(tmp_path / "p"), replace(CFG, cross_test=()))
+    plain = engine.audit_records(tiny, [1, 2], (42,), ["gt_history"], ResultStore(tmp_path / "p"), replace(CFG, cross_test=()))
     gt = plain.query("metric == 'act1'")["value"].tolist()
     assert dose.query("history_length == @longest")["value"].tolist() == gt
     assert noise.query("condition == 'noise_0' and metric == 'act1'")["value"].tolist() == gt
-    video = audit.audit_records(tiny, [1, 2], (42,), ["video_only"], ResultStore(tmp_path / "p"), replace(CFG, cross_test=()))
+    video = engine.audit_records(tiny, [1, 2], (42,), ["video_only"], ResultStore(tmp_path / "p"), replace(CFG, cross_test=()))
     assert dose.query("history_length == 0")["value"].tolist() == video.query("metric == 'act1'")["value"].tolist()
 
 def test_noise_edit_rate_is_the_planted_rate(tiny):
@@ -104,7 +105,7 @@ def test_gt_dose_lies_between_the_latest_action_and_full_history_bayes(tmp_path)
     dose = history_dose(ds, (1,), ("gt",), splits=[1], seeds=(42,), store=ResultStore(tmp_path / "s"), config=cfg)
     acc = dose["value"].iloc[0] / 100
     latest, full = bayes_accuracy(syn, "latest_action", include_first=True), bayes_accuracy(syn, "full_history", include_first=True)
-    n = len(audit.split_queries(ds, 1, window=32)[1])
+    n = len(split_queries(ds, 1, window=32)[1])
     se = np.sqrt(full * (1 - full) / n)
     assert latest < full - 0.05, (latest, full)               # the bounds are informative on this preset
     assert latest - 3 * se <= acc <= full + 3 * se, (latest, acc, full, se)
@@ -122,7 +123,7 @@ def test_horizon_targets_are_the_hth_action_ahead(tiny):
 
 def test_horizon_one_is_the_next_action_audit(tiny, tmp_path):
     hz = horizon_audit(tiny, (1,), splits=[1, 2], seeds=(42,), store=ResultStore(tmp_path / "s"), config=CFG)
-    plain = audit.audit_records(tiny, [1, 2], (42,), ["video_only", "recognizer_ba", "gt_history"], ResultStore(tmp_path / "p"),
+    plain = engine.audit_records(tiny, [1, 2], (42,), ["video_only", "recognizer_ba", "gt_history"], ResultStore(tmp_path / "p"),
                                 replace(CFG, cross_test=()))
     mine = hz.query("metric == 'act1'").set_index(["split", "condition"])["value"].sort_index()
     ref = plain.query("metric == 'act1'").set_index(["split", "condition"])["value"].sort_index()

@@ -30,34 +30,69 @@ def test_library_notebook_declares_its_module(nb):
     cells = json.loads(nb.read_text())["cells"]
     assert re.search(r"#\|\s*default_exp\s+\w+", "".join(cells[0]["source"])), f"{nb.name}: first cell must be #| default_exp"
 
-NUMBERED = re.compile(r"^(\d+)[a-z]?_")
+NUMBERED = re.compile(r"^(\d+)([a-z]?)_")
 
-def module_numbers() -> dict:
-    "module -> the number of the notebook that exports it."
+def stage_key(nb: Path) -> tuple:
+    "A library notebook's place in the stage map: its number, then its letter (17a_conditions < 17b_engine < 17c_tables < 18_controls)."
+    m = NUMBERED.match(nb.name)
+    return (int(m[1]), m[2])
+
+def module_keys() -> dict:
+    "module -> the stage key of the notebook that exports it."
     out = {}
     for nb in LIBRARY:
         m = re.search(r"#\|\s*default_exp\s+(\w+)", "".join(json.loads(nb.read_text())["cells"][0]["source"]))
-        if m: out[m[1]] = int(NUMBERED.match(nb.name)[1])
+        if m: out[m[1]] = stage_key(nb)
     return out
 
-def upward_imports(nb: Path, numbers: dict) -> list[str]:
-    "Module-level `from hoi_audit.x import` / `from .x import` in exported cells that name a module of a higher-numbered notebook."
-    bad, mine = [], int(NUMBERED.match(nb.name)[1])
+def named_modules(tree: ast.AST, modules: dict) -> list[tuple[str, str]]:
+    """(module, how) for every package module the code names: a `from`/`import` anywhere (module level or inside a function), and
+    `importlib.import_module`/`__import__` of a string. A module built from parts (an f-string naming hoi_audit) is reported as '?'."""
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            mod = n.module or ""
+            if n.level == 1 or mod == "hoi_audit" or mod.startswith("hoi_audit."):
+                base = mod.removeprefix("hoi_audit").lstrip(".")
+                if base: out.append((base.split(".")[0], "import"))
+                else: out += [(a.name, "import") for a in n.names if a.name in modules]
+        elif isinstance(n, ast.Import):
+            out += [(a.name.split(".")[1], "import") for a in n.names if a.name.startswith("hoi_audit.")]
+        elif isinstance(n, ast.Call) and n.args and (getattr(n.func, "attr", None) == "import_module" or getattr(n.func, "id", None) in ("import_module", "__import__")):
+            arg = n.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("hoi_audit."):
+                out.append((arg.value.split(".")[1], "importlib"))
+            elif isinstance(arg, ast.JoinedStr) and any(isinstance(v, ast.Constant) and "hoi_audit" in str(v.value) for v in arg.values):
+                out.append(("?", "importlib of a module built from a string"))
+    return out
+
+def upward_imports(nb: Path, keys: dict) -> list[str]:
+    "Exported code that imports (at any depth, or through importlib) a module of a later notebook, or one it cannot name."
+    bad, mine = [], stage_key(nb)
     for cell in json.loads(nb.read_text())["cells"]:
         src = "".join(cell["source"])
         if cell["cell_type"] != "code" or not EXPORT.search(src): continue
-        for m in re.finditer(r"^from (?:hoi_audit\.|\.)(\w+) import", src, re.M):   # not indented: module level
-            if numbers.get(m[1], -1) > mine: bad.append(f"{m[1]} ({numbers[m[1]]})")
-        for m in re.finditer(r"^from (?:hoi_audit|\.) import ([\w, ]+)", src, re.M):
-            bad += [f"{x} ({numbers[x]})" for x in (n.strip() for n in m[1].split(",")) if numbers.get(x, -1) > mine]
+        for mod, how in named_modules(ast.parse(src), keys):
+            if mod == "?" or keys.get(mod, (-1, "")) > mine: bad.append(f"{mod} ({how}, stage {keys.get(mod)})")
     return bad
 
 @pytest.mark.parametrize("nb", LIBRARY, ids=lambda p: p.name)
 def test_stages_read_in_dependency_order(nb):
-    "A notebook's module imports (at module level) only modules of lower-numbered notebooks, so the stage map reads in order."
+    """A notebook's module imports only modules of earlier notebooks: at module level, inside functions, and through importlib,
+    so the stage map reads in order at run time too (no circle is closed by a late import)."""
     assert NUMBERED.match(nb.name), f"{nb.name}: a library notebook's name starts with its number"
-    assert not upward_imports(nb, module_numbers()), f"{nb.name} imports later stages: {upward_imports(nb, module_numbers())}"
+    assert not upward_imports(nb, module_keys()), f"{nb.name} imports later stages: {upward_imports(nb, module_keys())}"
+
+def test_the_dependency_check_sees_late_and_string_imports():
+    "The check above can fail: a function-level import, an importlib string and an f-string module are each caught."
+    keys = {"core": (0, ""), "report": (19, ""), "tables": (17, "c")}
+    code = ("def f():\n    from hoi_audit.report import write_report\n"
+            "def g():\n    importlib.import_module('hoi_audit.report')\n"
+            "def h(name):\n    importlib.import_module(f'hoi_audit.{name}')\n")
+    found = named_modules(ast.parse(code), keys)
+    assert found == [("report", "import"), ("report", "importlib"), ("?", "importlib of a module built from a string")]
+    assert [m for m, _ in found if m == "?" or keys.get(m, (-1, "")) > keys["tables"]] == ["report", "report", "?"]
 
 def test_notebook_numbers_are_unique():
-    numbers = [NUMBERED.match(nb.name)[1] for nb in LIBRARY]
-    assert len(numbers) == len(set(numbers)), sorted(numbers)
+    keys = [stage_key(nb) for nb in LIBRARY]
+    assert len(keys) == len(set(keys)), sorted(keys)

@@ -6,7 +6,8 @@ from hoi_audit.core import DataError
 from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.procedural import Video, read_mstcn, write_mstcn
 from hoi_audit.queries import next_action_queries, scheduled_queries
-from hoi_audit.synthetic import FeatureSpec, synthetic_dataset, synthesize_features_for_labels, write_synthetic
+from hoi_audit.features import FeatureSpec
+from hoi_audit.synthetic import synthetic_dataset, synthesize_features_for_labels, write_synthetic
 from hoi_audit.recovery import (CrossFittedRecognizer, WindowRecognizer, collapse_window_labels, edit_distance, feature_windows, history_edit_rate,
                                 noisy_history, recover_history_boundary_aware, recover_history_boundary_free,
                                 window_accuracy_table, window_labels)

@@ -22,19 +22,19 @@ def test_registry_refuses_a_second_entry_and_names_itself_and_the_entry():
     assert registries()[-1] is r and r.module == __name__
 
 def test_every_registry_is_one_type_named_by_what_it_holds():
-    from hoi_audit import audit, contracts, controls, lta, models, success
-    named = [(audit.HISTORY_SOURCES, "history sources"), (audit.CONDITIONS, "audit conditions"), (audit.QUERY_SCHEDULES, "query schedules"),
+    from hoi_audit import conditions, contracts, controls, lta, models, success
+    named = [(conditions.HISTORY_SOURCES, "history sources"), (conditions.CONDITIONS, "audit conditions"), (conditions.QUERY_SCHEDULES, "query schedules"),
              (controls.CONTROLS, "controls"), (models.ARCHITECTURES, "architectures"), (contracts.ROLES, "plug-in roles")]
     for registry, name in named:
         assert isinstance(registry, Registry) and registry.name == name and any(r is registry for r in registries())
-    assert list(audit.CONDITIONS)[:5] == ["video_only", "recognizer_bfr", "recognizer_ba", "gt_history", "context_only"]
+    assert list(conditions.CONDITIONS)[:5] == ["video_only", "recognizer_bfr", "recognizer_ba", "gt_history", "context_only"]
     assert list(controls.CONTROLS) == ["matched", "fixed_checkpoint", "no_video_provenance", "boundary_independent"]
     assert not hasattr(success, "CONDITIONS") and not hasattr(lta, "CONDITIONS")            # one CONDITIONS: the audit's
     assert set(success.FEATURE_CONDITIONS) == set(success.FEATURE_SETS) and lta.TRANSCRIPT_SOURCES == ("recognizer", "gt")
 
 def test_a_fresh_worker_process_receives_every_registry_by_value(tmp_path):
     "Entries registered at run time (in a module the worker has not imported yet, and in a registry of a module of the user's) reach it."
-    from hoi_audit.audit import AuditCondition, CONDITIONS, register_condition
+    from hoi_audit.conditions import AuditCondition, CONDITIONS, register_condition
     from hoi_audit.cluster import _pack
     from hoi_audit.controls import CONTROLS, Control, register_control
     cond = register_condition(AuditCondition("shipped_video", "Video only, shipped", ("video", "state")))
@@ -49,7 +49,7 @@ def test_a_fresh_worker_process_receives_every_registry_by_value(tmp_path):
         from hoi_audit.cluster import _unpack
         assert "hoi_audit.controls" not in sys.modules
         units, compute = _unpack(open({str(tmp_path / 'blob.pkl')!r}, "rb").read())
-        from hoi_audit.audit import CONDITIONS
+        from hoi_audit.conditions import CONDITIONS
         from hoi_audit.controls import CONTROLS
         print(CONDITIONS["shipped_video"].label, "|", CONTROLS["shipped"].conditions, "|", compute.__name__)
         print("hoi_audit.contracts" in sys.modules)   # the plug-in roles' module: imported, since no entry imported it
@@ -60,7 +60,7 @@ def test_a_fresh_worker_process_receives_every_registry_by_value(tmp_path):
 
 PLUGIN = '''
 import os
-from hoi_audit.audit import AuditCondition, register_condition
+from hoi_audit.conditions import AuditCondition, register_condition
 from hoi_audit.models import fit_anticipation, register_architecture
 
 def fit_logged(*args, **kwargs):
@@ -97,7 +97,7 @@ def test_plugin_registrations_reach_the_command_line_and_every_worker(tmp_path):
 
 def test_a_plugin_that_cannot_be_imported_is_a_named_error(tmp_path, capsys):
     from hoi_audit.runner import main
-    (tmp_path / "typo.py").write_text("from hoi_audit.audit import register_condtion\n")
+    (tmp_path / "typo.py").write_text("from hoi_audit.conditions import register_condtion\n")
     assert main(["status", str(tmp_path), f"--plugin={tmp_path / 'typo.py'}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"hoi-audit: error: --plugin {tmp_path / 'typo.py'}: importing") and "register_condtion" in err, err

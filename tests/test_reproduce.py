@@ -161,7 +161,7 @@ def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_pa
                     "the committed file; regenerate them here with `make reproduce`")
 
 def recognizer_fits(out:Path) -> list:
-    "Every recognizer-fit unit (`audit.recognizer_fit_unit`) in the stores below `out`: (its path, whether it was copied from a peer store)."
+    "Every recognizer-fit unit (`conditions.recognizer_fit_unit`) in the stores below `out`: (its path, whether it was copied from a peer store)."
     fits = []
     for store in store_roots(out):
         for manifest in (store / "units").rglob("manifest.json"):

@@ -9,14 +9,16 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from hoi_audit.audit import AuditConfig, four_condition_audit
+from hoi_audit.conditions import AuditConfig
+from hoi_audit.tables import four_condition_audit
 from hoi_audit.core import DataError, HoiAuditError, read_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.scope import (CARD_FILE, PAPER_SCOPE, DatasetCard, add_subcommand, format_scope_table, read_card, scope_results_records,
                              scope_table, write_card)
-from hoi_audit.synthetic import preset, synthetic_dataset, write_synthetic
+from hoi_audit.presets import preset
+from hoi_audit.synthetic import synthetic_dataset, write_synthetic
 from hoi_audit.grammar import AnyOrder, Choice, Seq, bayes_accuracy
 from conftest import REPO
 

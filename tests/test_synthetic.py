@@ -11,9 +11,11 @@ from hoi_audit.core import DataError, read_json, sha256_folder
 from hoi_audit.procedural import read_mstcn
 from hoi_audit.recovery import WindowRecognizer
 from dataclasses import replace
-from hoi_audit.synthetic import (CALIBRATION_SEED, PAPER_TARGETS, PRESETS, FeatureSpec, calibrate_feature_spec, calibrate_knob,
-                                 calibration_split, preset, real_label_feature_spec, synthesize_features_for_labels,
-                                 synthetic_dataset, write_synthetic)
+from hoi_audit.features import FeatureSpec
+from hoi_audit.presets import PRESETS, preset
+from hoi_audit.synthetic import synthesize_features_for_labels, synthetic_dataset, write_synthetic
+from hoi_audit.calibration import (CALIBRATION_SEED, PAPER_TARGETS, calibrate_feature_spec, calibrate_knob,
+                                   calibration_split, real_label_feature_spec)
 from hoi_audit.grammar import PREDICTORS, Grammar, Task, bayes_accuracy, bayes_table, seq
 
 PRESET_NAMES = ("breakfast", "50salads", "gtea")
@@ -273,7 +275,7 @@ def test_next_action_cue_is_planted_and_can_be_switched_off():
     "At the end of a segment the latent feature leans toward the next action's prototype, by next_signal."
     labels = np.repeat([0, 1, 2, 0], [5, 200, 200, 5])
     spec = FeatureSpec(dim=32, latent_dim=8, frame_noise=0.0, segment_noise=0.0, participant_shift=0, camera_shift=0, next_signal=0.5)
-    from hoi_audit.synthetic import synthesize_features
+    from hoi_audit.features import synthesize_features
     x = synthesize_features(labels, spec, 3, background=[0])
     mu, latent = spec.prototypes(3), (spec.embedding() @ x).T
     np.testing.assert_allclose(latent[204], mu[1] + 0.5 * mu[2], atol=1e-4)    # last frame of action 1: full cue of action 2
@@ -367,7 +369,7 @@ def test_frozen_knobs_are_the_calibrated_ones_in_the_notebook():
 def test_bayes_values_in_the_notebook_do_not_depend_on_feature_knobs(name):
     "The exact Bayes values depend on the grammar only: any feature knobs, any size, give the numbers the notebook documents."
     documented = {r["predictor"].strip("`"): float(r[name]) for r in _notebook_table("| predictor | breakfast |")}
-    reference = bayes_table(name)
+    reference = bayes_table(preset(name))
     for size, knobs in [("full", {}), ("small", {}), ("tiny", dict(frame_noise=9.0, next_signal=0.0, current_signal=0.1, dim=32))]:
         table = bayes_table(synthetic_dataset(name, size, seed=3, **knobs))
         pd.testing.assert_frame_equal(table, reference)
