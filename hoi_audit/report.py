@@ -244,7 +244,7 @@ INTERVENTION_REQUIRED = {"": ("split", "train_history", "test_history", "metric"
                          "contrast_": ("ci_low", "ci_high", "n")}  # intervention_2x2: what the report reads
 AUDIT_CONFIG = {"architecture": "label", "train": "object", "cross_fit": "flag"}  # config keys the report reads, where present
 
-# %% ../nbs/19_report.ipynb #9b6f5cff
+# %% ../nbs/19_report.ipynb #f0af4136
 def load_intervention(payload:dict, # the audit's results JSON as parsed
                       path, # the file it came from (a reference resolves beside it)
                      ) -> dict: # payload (checked, records a DataFrame; None: not found), source (in words), file, sha256
@@ -284,7 +284,7 @@ def load_intervention(payload:dict, # the audit's results JSON as parsed
     return none | {"source": f"not found: neither embedded nor referenced in {path.name}, and no "
                              f"{' or '.join(f.name for f in candidates)} beside it"}
 
-# %% ../nbs/19_report.ipynb #05dad443
+# %% ../nbs/19_report.ipynb #298430a6
 CONDITION_FIELDS = {
     "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "inputs": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of input names"),
@@ -293,7 +293,7 @@ CONDITION_FIELDS = {
     "deployable": (lambda v: isinstance(v, bool), "true or false"),
 }  # a results JSON's conditions.<name> field -> (test, what is expected)
 
-# %% ../nbs/19_report.ipynb #168ecd32
+# %% ../nbs/19_report.ipynb #544ec44a
 def recorded_conditions(payload:dict, # a results JSON as parsed
                         path, # the file it came from (named in the error)
                        ) -> dict|None: # name -> label, inputs, history, sources, deployable; None where it records none
@@ -314,7 +314,7 @@ def recorded_conditions(payload:dict, # a results JSON as parsed
     if problems: raise DataError(f"{path}: its conditions are not readable:\n  " + "\n  ".join(problems))
     return conds
 
-# %% ../nbs/19_report.ipynb #18a9231d
+# %% ../nbs/19_report.ipynb #5d10d7fe
 def condition_info(names, # the condition names the records use
                    recorded:dict|None=None, # `recorded_conditions`: the results JSON's own (None: it records none)
                   ) -> dict: # name -> label, inputs, history, sources, deployable (None: unknown), from (where it was read)
@@ -329,10 +329,10 @@ def condition_info(names, # the condition names the records use
         else: out[n] = {"label": n, "inputs": [], "history": None, "sources": [], "deployable": None, "from": "not recorded"}
     return out
 
-# %% ../nbs/19_report.ipynb #d0ea9819
+# %% ../nbs/19_report.ipynb #9173a5dc
 NO_DATASET = "(no dataset recorded)"  # the dataset of records that name none
 
-# %% ../nbs/19_report.ipynb #164b6d63
+# %% ../nbs/19_report.ipynb #fcf9768a
 def with_dataset(records:pd.DataFrame, # records, with or without a `dataset` column
                 ) -> pd.DataFrame: # a copy with a dataset on every row
     "The records with a dataset on every row (NO_DATASET where they name none), so that no step can pool two datasets."
@@ -371,21 +371,21 @@ def table1_intervals(records:pd.DataFrame, # the audit's records (dataset, condi
     return pd.DataFrame(rows, columns=["dataset", "condition", "label", "metric", "mean", "std", "ci_low", "ci_high",
                                        "n_splits"])
 
-# %% ../nbs/19_report.ipynb #7ddad58e
+# %% ../nbs/19_report.ipynb #eeb925db
 def _audited_conditions(records:pd.DataFrame) -> list[str]:
     "The conditions with Table 1 scores (not a gap's a-b, not the window recognizer), in the records' order."
     scored = records["metric"].isin(METRICS) & records["split"].map(lambda s: s != "all")
     names = records.loc[scored, "condition"].dropna()
     return list(dict.fromkeys(names[~names.astype(str).str.contains("-") | names.isin(CONDITIONS)]))
 
-# %% ../nbs/19_report.ipynb #4ef2ff73
+# %% ../nbs/19_report.ipynb #6f55935f
 METRIC_NAMES = {"act1": "Act@1", "act5": "Act@5", "verb1": "Verb@1"}  # a Table 1 metric -> how the prose names it
 
 RECOVERY_NAMES = {"history_edit_rate": "edit distance / annotated length (can exceed 1)",
                   "history_item_acc": "annotated items recovered in order / annotated length",
                   "window_acc": "recognizer window accuracy (%)"}  # recovery metric -> its name on the page
 
-# %% ../nbs/19_report.ipynb #4da27da6
+# %% ../nbs/19_report.ipynb #13c2d452
 def recovery_quality(records:pd.DataFrame, # one dataset's records
                      condition:str, # the recognizer condition whose recovered histories are read
                      part:str="test", # which videos' histories ('test', 'train'); records without a part are used as they are
@@ -406,7 +406,7 @@ def _primary_gap(gaps:pd.DataFrame) -> dict|None:
     act1 = gaps[gaps["metric"] == "gap_act1"]
     return act1.iloc[0].to_dict() if len(act1) else None
 
-# %% ../nbs/19_report.ipynb #13008943
+# %% ../nbs/19_report.ipynb #de0672f4
 CONTROLS = {"context_only": "Context-only (oracle history and state, no window video): how much of the score needs no video",
             "context_only_recognizer": "Context-only with recognizer context: the deployable counterpart of the context-only row",
             "context_only_elapsed_fraction": "Elapsed fraction (needs the video's length: oracle): what a length leak is worth",
@@ -414,12 +414,12 @@ CONTROLS = {"context_only": "Context-only (oracle history and state, no window v
             "noisy_gt_history": "GT history with 20% edits (oracle-derived): sensitivity to history quality",
             "video_only": "Video only: the floor without any history"}  # condition -> what the control shows
 
-# %% ../nbs/19_report.ipynb #0e7ece96
+# %% ../nbs/19_report.ipynb #61dc284a
 def _number(v) -> float|None:
     "A record's number, None where it is missing (None or NaN)."
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
-# %% ../nbs/19_report.ipynb #6163bbcd
+# %% ../nbs/19_report.ipynb #fea03f26
 def verdict_facts(records:pd.DataFrame, # one dataset's records (`load_audit(...)["records"]` of that dataset)
                   conditions:dict|None=None, # `condition_info` (None: the package's registry)
                   intervention:pd.DataFrame|None=None, # that dataset's 2x2 records (None: not run)
@@ -455,7 +455,7 @@ def verdict_facts(records:pd.DataFrame, # one dataset's records (`load_audit(...
         facts["context_only"] = {"score": context, "share": 100 * context / facts["gap"]["oracle_score"]}
     return facts
 
-# %% ../nbs/19_report.ipynb #893bafd1
+# %% ../nbs/19_report.ipynb #5d520d7b
 def _claim(g:dict) -> str:
     "What the gap licenses, chosen by its interval (computed from the record's ci_low and ci_high)."
     if g["excludes_zero"] is None:
@@ -510,7 +510,7 @@ def verdict_text(f:dict, # from `verdict_facts`
                    f"{q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}.")
     return out
 
-# %% ../nbs/19_report.ipynb #269788be
+# %% ../nbs/19_report.ipynb #5ac989b7
 def data_fingerprints(audit:dict, # from `load_audit`
                       data_fingerprint:str|None=None, # SHA-256 of the --data folder (attributed only to a one-dataset audit)
                      ) -> dict: # dataset -> (fingerprint or None, where it came from)
@@ -525,7 +525,7 @@ def data_fingerprints(audit:dict, # from `load_audit`
         else: out[ds] = (None, "not recorded in the results JSON; --data DATA_DIR fingerprints a one-dataset audit's folder")
     return out
 
-# %% ../nbs/19_report.ipynb #d8eede1f
+# %% ../nbs/19_report.ipynb #ed2775c2
 def pin_rows(audit:dict, # from `load_audit`
              data_fingerprint:str|None=None, # SHA-256 of the --data folder, if given
             ) -> list[tuple]: # (what, value or None: not recorded, note), in the header's order
@@ -562,7 +562,7 @@ def pin_rows(audit:dict, # from `load_audit`
     rows.append(("2x2 intervention", audit["intervention_sha256"] or embedded, audit["intervention_source"]))
     return rows
 
-# %% ../nbs/19_report.ipynb #a73811ff
+# %% ../nbs/19_report.ipynb #f8b0fefb
 REPORT_SECTIONS = {"pins": "Pinned inputs", "verdict": "Verdict, per dataset",
                    "figure": "Act@1 per condition, one panel per dataset",
                    "setup": "Model and training budget (shared by every dataset)"}  # page-level section id -> heading, in order
@@ -572,7 +572,7 @@ DATASET_SECTIONS = {"audited": "What was audited", "table1": "Table 1: scores wi
                     "recovery": "History-recovery quality", "controls": "Controls run and not run",
                     "checklist": "Checklist"}  # per-dataset section id (<dataset>-<id>) -> heading, in order
 
-# %% ../nbs/19_report.ipynb #0b35debd
+# %% ../nbs/19_report.ipynb #92390f3e
 def _cell(v, integer:bool=False, digits:int=1) -> str:
     "One table cell: missing as a dash, a flag as yes/no, a whole count as an integer, a measurement with `digits` decimals."
     if v is None or (isinstance(v, float) and math.isnan(v)): return "–"
@@ -586,14 +586,14 @@ def _html_table(df:pd.DataFrame, digits:int=1) -> str:
     "A table of the page: counts, splits and seeds (by `field_kind`) as integers, other numbers with `digits` decimals."
     integer = {c: field_kind(str(c)) in ("count", "integer", "split") for c in df.columns}
     formatters = {c: (lambda v, i=integer[c]: _cell(v, i, digits)) for c in df.columns}
-    return df.to_html(index=False, formatters=formatters, border=0, classes="t", escape=True)
+    return df.to_html(index=False, formatters=formatters, na_rep="–", border=0, classes="t", escape=True)
 
-# %% ../nbs/19_report.ipynb #fc4b2473
+# %% ../nbs/19_report.ipynb #38425a08
 def _slug(dataset:str) -> str:
     "A dataset's name as part of an HTML id."
     return re.sub(r"[^\w.+-]", "_", dataset)
 
-# %% ../nbs/19_report.ipynb #b67e29ba
+# %% ../nbs/19_report.ipynb #7faadade
 def _intervention_of(audit:dict, dataset:str) -> pd.DataFrame|None:
     "One dataset's 2x2 records (None: not run for it, or not attributable to it)."
     iv = audit["intervention"]
@@ -603,7 +603,7 @@ def _intervention_of(audit:dict, dataset:str) -> pd.DataFrame|None:
     elif audit["records"]["dataset"].nunique() > 1: return None
     return r if len(r) else None
 
-# %% ../nbs/19_report.ipynb #fa154d46
+# %% ../nbs/19_report.ipynb #77837782
 def verdicts(audit:dict, # from `load_audit`
             ) -> dict: # dataset -> `verdict_facts` of its records alone
     "Each dataset's verdict facts, from its own records, 2x2 and conditions."
@@ -612,7 +612,7 @@ def verdicts(audit:dict, # from `load_audit`
     return {ds: verdict_facts(records[records["dataset"] == ds], info, _intervention_of(audit, ds))
             for ds in sorted(records["dataset"].unique())}
 
-# %% ../nbs/19_report.ipynb #d27d3d6e
+# %% ../nbs/19_report.ipynb #a74ddc47
 def _pins_section(rows:list) -> str:
     "The header's list of pins (`pin_rows`)."
     item = lambda what, value, note: (f"<li><b>{escape(what)}</b>: " +
@@ -620,7 +620,7 @@ def _pins_section(rows:list) -> str:
                                       (f" ({escape(note)})" if note else "") + "</li>")
     return '<ul class="pins">' + "".join(item(*r) for r in rows) + "</ul>"
 
-# %% ../nbs/19_report.ipynb #607e1402
+# %% ../nbs/19_report.ipynb #b847608c
 def _summary_table(facts:dict) -> pd.DataFrame:
     "The one table across datasets: one row per dataset, each copied from its verdict facts; nothing averaged."
     rows = []
@@ -628,14 +628,15 @@ def _summary_table(facts:dict) -> pd.DataFrame:
         g = f["gap"] or {}
         signed = lambda v: f"{v:+.1f}" if v is not None else "–"
         rows.append({"dataset": ds, "privileged condition": g.get("oracle"), "matched with": g.get("non_oracle"),
-                     "gap": f"ΔPH = {signed(g['value'])} {METRIC_NAMES.get(g['base'], g['base'])}" if g else "–",
+                     "metric": METRIC_NAMES.get(g["base"], g["base"]) if g else "–",
+                     "ΔPH (points)": signed(g["value"]) if g else "–",
                      "95% interval": f"[{signed(g['ci_low'])}, {signed(g['ci_high'])}]" if g else "–", "n": g.get("n"),
                      "interval excludes 0": {True: "yes", False: "no", None: "no interval"}[g.get("excludes_zero")]
                      if g else "no gap", "controls run": f"{len(f['controls_run'])} of {len(CONTROLS)}",
                      "2x2": "run" if f["intervention_run"] else "not run"})
     return pd.DataFrame(rows)
 
-# %% ../nbs/19_report.ipynb #73209c3a
+# %% ../nbs/19_report.ipynb #34e86977
 def _verdict_section(facts:dict) -> str:
     "One verdict block per dataset, then (with several datasets) the summary table across them, labelled as such."
     blocks = "".join(f'<div class="verdict" data-dataset="{escape(ds)}"><h3>Dataset: {escape(ds)}</h3>' +
@@ -672,7 +673,7 @@ def _figure_png(table:pd.DataFrame, # `table1_intervals` of every dataset
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110, metadata={"Software": None}); plt.close(fig)
     return buf.getvalue()
 
-# %% ../nbs/19_report.ipynb #5378d3a1
+# %% ../nbs/19_report.ipynb #993b5da6
 def _setup_section(payload:dict) -> str:
     "The model and the training budget every condition of every dataset shares (from the results JSON's config)."
     config = payload["config"]
@@ -753,7 +754,7 @@ def _recovery_section(records:pd.DataFrame, # one dataset's records
     q["part"] = q["part"].fillna("–") if "part" in q else "–"
     per_split = q.groupby(["condition", "part", "metric", "split"])["value"].mean()
     table = per_split.groupby(["condition", "part", "metric"]).mean().unstack("metric")
-    table = table[[m for m in RECOVERY_NAMES if m in table]].rename(columns=RECOVERY_NAMES)
+    table = table[[m for m in RECOVERY_NAMES if m in table]].rename(columns=RECOVERY_NAMES).rename_axis(columns=None)
     table["n_splits"] = per_split.reset_index().groupby(["condition", "part"])["split"].nunique()
     return ("<p>How close the recovered histories are to the annotated ones, on the videos the recognizer was trained "
             "around (train, out of fold) and on test videos; mean over splits. <code>history_edit_rate</code> is the total "
@@ -798,7 +799,7 @@ def _checklist_section(records:pd.DataFrame, # one dataset's records
     return ("<p>In the spirit of the REFORMS checklist and model cards.</p><ul>" +
             "".join(f"<li>{'&#10003;' if ok else '&#10007;'} {escape(t)}</li>" for t, ok in checks) + "</ul>")
 
-# %% ../nbs/19_report.ipynb #cee82ebb
+# %% ../nbs/19_report.ipynb #0d4e7775
 def _dataset_section(dataset:str, # the dataset's name
                      body:dict, # DATASET_SECTIONS id -> its HTML
                     ) -> str:
