@@ -4,14 +4,14 @@
 
 # %% ../nbs/06_plugins.ipynb #a21ca63d
 from __future__ import annotations
-import importlib, importlib.util, inspect, os, sys, types
+import importlib, importlib.util, inspect, json, os, sys, types
 from pathlib import Path
 import numpy as np
 from .core import HoiAuditError, sha256_file, sha256_json
 
 # %% auto #0
-__all__ = ['CHECKPOINT_SUFFIXES', 'ContractError', 'load_module', 'load_object', 'code_files', 'checkpoint_files', 'identity',
-           'call_user']
+__all__ = ['PLUGINS_ENV', 'CHECKPOINT_SUFFIXES', 'ContractError', 'load_module', 'load_object', 'plugins_environment',
+           'load_env_plugins', 'code_files', 'checkpoint_files', 'identity', 'call_user']
 
 # %% ../nbs/06_plugins.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
@@ -53,6 +53,27 @@ def load_object(spec:str, # "package.module:name" (importable, or found from the
     module = load_module(module_part, name=repr(str(spec)))
     if not hasattr(module, attr): raise ContractError(f"{spec!r}: module {module_part!r} has no attribute {attr!r}")
     return getattr(module, attr)
+
+# %% ../nbs/06_plugins.ipynb #4291d856
+PLUGINS_ENV = "HOI_AUDIT_PLUGINS"  # JSON list of [spec, folder]: the plug-ins a command loaded, for the kernels it starts
+
+def plugins_environment(specs, # module names or paths of .py files, as given on the command line
+                       ) -> dict: # {PLUGINS_ENV: ...}, or {} when there are none
+    "The environment that hands a command's plug-ins to the processes it starts (`load_env_plugins` reads it)."
+    if not specs: return {}
+    entries = [[str(Path(s).resolve()) if s.endswith(".py") or "/" in s else s, os.getcwd()] for s in map(str, specs)]
+    return {PLUGINS_ENV: json.dumps(entries)}
+
+# %% ../nbs/06_plugins.ipynb #f01ceeb5
+def load_env_plugins(environ:dict|None=None, # the environment (default: os.environ)
+                    ) -> list: # the imported modules
+    "Import the plug-ins `$HOI_AUDIT_PLUGINS` names (set by `hoi-audit --plugin` for the kernels it starts), as the command did."
+    raw = (os.environ if environ is None else environ).get(PLUGINS_ENV) or "[]"
+    try: entries = [(str(s), str(d)) for s, d in json.loads(raw)]
+    except (ValueError, TypeError): raise HoiAuditError(f"${PLUGINS_ENV}={raw!r}: expected a JSON list of [module or file, folder]") from None
+    for _, folder in entries:
+        if folder not in sys.path: sys.path.append(folder)   # where the command looked for a module name
+    return [load_module(spec, name=f"--plugin {spec}") for spec, _ in entries]
 
 # %% ../nbs/06_plugins.ipynb #55ca67ce
 def _name(obj) -> str:

@@ -17,15 +17,15 @@ from .core import SCALES, HoiAuditError, OutputError, WriteLog, _ensure_folder, 
 from .store import ResultStore, Unit, stores_below
 from .models import DEVICE_ENV, resolve_device
 from .procedural import LABELS_ENV, labels_cache_dir
-from .plugins import load_module
+from .plugins import PLUGINS_ENV, load_module, plugins_environment
 from .commands import add_subcommands
 
 # %% auto #0
-__all__ = ['EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments', 'notebook_parameters',
-           'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'run_experiment', 'reproduce', 'store_roots',
-           'store_status', 'plan_experiment', 'labels_in_use', 'backend_of', 'reproduce_command', 'status_command',
-           'plan_command', 'build_parser', 'os_error_message', 'rejected_value', 'run_guarded', 'output_claim',
-           'plugin_args', 'load_plugins', 'main']
+__all__ = ['PLUGINS_CELL', 'EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
+           'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'with_plugins',
+           'run_experiment', 'reproduce', 'store_roots', 'store_status', 'plan_experiment', 'labels_in_use',
+           'backend_of', 'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'os_error_message',
+           'rejected_value', 'run_guarded', 'output_claim', 'plugin_args', 'load_plugins', 'main']
 
 # %% ../nbs/95_runner.ipynb #1570eac8
 def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
@@ -95,6 +95,22 @@ def device_in_env(device:str|None, # 'auto', 'cpu' or 'cuda'; None changes nothi
     "Make `device` (resolved here: 'auto' is CUDA where torch sees it) the default `TrainConfig.device` in the notebooks' kernels, through `$HOI_AUDIT_DEVICE`."
     return _environment_variable(DEVICE_ENV, None if device is None else resolve_device(device))
 
+# %% ../nbs/95_runner.ipynb #74c98035
+PLUGINS_CELL = """# injected by hoi-audit --plugin: the command's plug-ins, loaded in this kernel as in the command
+from hoi_audit.plugins import load_env_plugins
+_plugins = load_env_plugins()"""
+
+def with_plugins(notebook, # an experiment notebook
+                 folder:Path, # where the copy goes
+                ) -> Path:
+    "A copy of `notebook` whose first cell (tagged `injected-plugins`, as papermill tags its parameters) loads the command's plug-ins."
+    import nbformat
+    nb = nbformat.read(str(notebook), as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(PLUGINS_CELL, metadata={"tags": ["injected-plugins"]}))
+    copy = _ensure_folder(Path(folder)) / Path(notebook).name
+    nbformat.write(nb, str(copy))
+    return copy
+
 # %% ../nbs/95_runner.ipynb #23236ddd
 def run_experiment(notebook, # the experiment notebook
                    out, # the output root
@@ -119,8 +135,10 @@ def run_experiment(notebook, # the experiment notebook
     def shared_now(): return {p: p.stat().st_mtime_ns for p in (out / "raw" / "shared").glob("*/*")}   # generated inputs (ExperimentPaths.data)
     before, shared_before = figures_now(), shared_now()
     try:
-        pm.execute_notebook(str(notebook), str(partial), parameters={**params, "scale": scale, "out_dir": str(out)},
-                            cwd=str(notebook.parent), progress_bar=progress, log_output=False)
+        with tempfile.TemporaryDirectory(prefix="hoi_audit_nb_") as tmp:
+            source = with_plugins(notebook, Path(tmp)) if os.environ.get(PLUGINS_ENV) else notebook
+            pm.execute_notebook(str(source), str(partial), parameters={**params, "scale": scale, "out_dir": str(out)},
+                                cwd=str(notebook.parent), progress_bar=progress, log_output=False)
     except pm.PapermillExecutionError as e:
         os.replace(partial, failed)
         raise HoiAuditError(f"experiment {notebook.stem} failed in cell {e.exec_count} ({e.ename}: {e.evalue}); "
@@ -196,7 +214,8 @@ def plan_experiment(name:str, # an experiment notebook's name
     if unknown: raise HoiAuditError(f"{notebook}: unknown parameter(s) {unknown}")
     complete = True
     with backend_in_env(PlanBackend()), tempfile.TemporaryDirectory() as tmp:
-        try: pm.execute_notebook(str(notebook), str(Path(tmp) / notebook.name), parameters={**params, "scale": scale, "out_dir": str(out)},
+        source = with_plugins(notebook, Path(tmp) / "source") if os.environ.get(PLUGINS_ENV) else notebook   # a plug-in's units too
+        try: pm.execute_notebook(str(source), str(Path(tmp) / notebook.name), parameters={**params, "scale": scale, "out_dir": str(out)},
                                  cwd=str(notebook.parent), progress_bar=False, log_output=False)
         except pm.PapermillExecutionError as e:
             if e.ename != "PlanStop": raise HoiAuditError(f"experiment {name} failed while planning ({e.ename}: {e.evalue})") from None
@@ -407,6 +426,7 @@ def main(argv:Sequence[str]|None=None) -> int:
     def plug_in() -> int:   # before the parser: the names a plug-in registers are choices and --help lines too
         specs, argv[:] = plugin_args(argv)
         load_plugins(specs)
+        os.environ.update(plugins_environment(specs))   # and to the notebook kernels `reproduce` starts (`with_plugins`)
         return 0
     if status := run_guarded(plug_in, debug=debug): return status
     args = build_parser().parse_args(argv)

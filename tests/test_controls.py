@@ -6,7 +6,10 @@ from scipy import stats
 from hoi_audit import conditions, engine, tables
 from hoi_audit.queries import split_queries
 from hoi_audit.conditions import AuditConfig, CONDITIONS, HISTORY_SOURCES
+from hoi_audit.datasets import *
+from hoi_audit.pairing import *
 from hoi_audit.controls import *
+from hoi_audit.sweeps import *
 from hoi_audit.core import DataError, HoiAuditError, ProvenanceError, read_results
 from hoi_audit.provenance import Block
 from hoi_audit.store import ResultStore

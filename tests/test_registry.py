@@ -106,3 +106,26 @@ def test_a_plugin_that_cannot_be_imported_is_a_named_error(tmp_path, capsys):
     assert "--plugin no_such_plugin_module: cannot import module 'no_such_plugin_module'" in capsys.readouterr().err
     assert main(["status", str(tmp_path), "--plugin"]) == 2
     assert "--plugin needs a MODULE" in capsys.readouterr().err
+
+
+def test_a_plugin_reaches_the_notebook_kernels_of_reproduce(tmp_path, monkeypatch):
+    "`hoi-audit --plugin` -> the kernels `reproduce` starts load the plug-in too (an injected first cell), so its registrations hold there."
+    from hoi_audit.plugins import plugins_environment
+    from hoi_audit.runner import run_experiment
+    plug = tmp_path / "kernelplug.py"
+    plug.write_text("from hoi_audit.conditions import AuditCondition, register_condition\n"
+                    "register_condition(AuditCondition('kernel_cond', 'from a plug-in', ('history', 'state'), 'gt'))\n")
+    nbs = tmp_path / "nbs"; nbs.mkdir()
+    cells = [{"id": "params", "cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "scale = 'small'\nout_dir = '.'", "outputs": [],
+              "execution_count": None},
+             {"id": "probe", "cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source":
+              "import json, pathlib\nfrom hoi_audit.conditions import CONDITIONS\n"
+              "p = pathlib.Path(out_dir) / 'results' / 'probe_plugin.json'; p.parent.mkdir(parents=True, exist_ok=True)\n"
+              "p.write_text(json.dumps({'has': 'kernel_cond' in CONDITIONS}))"}]
+    (nbs / "probe_plugin.ipynb").write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "python3",
+                                            "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}))
+    has = lambda out: json.loads((out / "results" / "probe_plugin.json").read_text())["has"]
+    run_experiment(nbs / "probe_plugin.ipynb", tmp_path / "without", progress=False)
+    for k, v in plugins_environment([str(plug)]).items(): monkeypatch.setenv(k, v)
+    run_experiment(nbs / "probe_plugin.ipynb", tmp_path / "with", progress=False)
+    assert (has(tmp_path / "without"), has(tmp_path / "with")) == (False, True)
