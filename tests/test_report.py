@@ -4,7 +4,8 @@ from html.parser import HTMLParser
 import numpy as np, pandas as pd, pytest
 from scipy import stats
 import hoi_audit
-from hoi_audit import audit, report
+from hoi_audit import report
+from hoi_audit.runner import main
 from hoi_audit.core import DataError, write_results
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
 from conftest import REPO
@@ -26,9 +27,9 @@ def audited(tmp_path_factory):
     root = tmp_path_factory.mktemp("rep")
     data = write_synthetic(synthetic_dataset("breakfast", "tiny", seed=0), root / "breakfast")
     spec = f"{REPO / 'tests' / 'user_model.py'}:make_model"
-    args = _parser(audit).parse_args(["audit", str(data), "--architecture", spec, "--conditions", "video_only,recognizer_ba,gt_history",
-                                      "--splits", "1,2", "--seeds", "42", "--epochs", "6", "--window", "16", "--tokens", "2", "--out", str(root / "out")])
-    assert args.func(args) == 0
+    assert main(["audit", str(data), "--architecture", spec, "--conditions", "video_only,recognizer_ba,gt_history",   # the
+                 "--splits", "1,2", "--seeds", "42", "--epochs", "6", "--window", "16", "--tokens", "2",   # command line,
+                 "--out", str(root / "out")]) == 0                                           # wherever its handler lives
     return data, root / "out" / "results" / "four_condition.json", spec
 
 def test_user_model_audit_from_the_command_line(audited):
