@@ -251,7 +251,7 @@ def transcript_queries(transcript:Sequence, # the non-background actions of a vi
 def _as_grammar(source) -> Grammar:
     if isinstance(source, Grammar): return source
     if hasattr(source, "grammar") and isinstance(source.grammar, Grammar): return source.grammar
-    hint = f": for a preset, pass hoi_audit.synthetic.preset({source!r})" if isinstance(source, str) else ""
+    hint = f": for a preset, pass hoi_audit.presets.preset({source!r})" if isinstance(source, str) else ""
     raise TypeError(f"expected a Grammar or something with a .grammar (a preset, a synthetic dataset), "
                     f"got {type(source).__name__}{hint}")
 

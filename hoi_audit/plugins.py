@@ -54,7 +54,7 @@ def load_object(spec:str, # "package.module:name" (importable, or found from the
     if not hasattr(module, attr): raise ContractError(f"{spec!r}: module {module_part!r} has no attribute {attr!r}")
     return getattr(module, attr)
 
-# %% ../nbs/06_plugins.ipynb #4291d856
+# %% ../nbs/06_plugins.ipynb #560d77eb
 PLUGINS_ENV = "HOI_AUDIT_PLUGINS"  # JSON list of [spec, folder]: the plug-ins a command loaded, for the kernels it starts
 
 def plugins_environment(specs, # module names or paths of .py files, as given on the command line
@@ -64,7 +64,7 @@ def plugins_environment(specs, # module names or paths of .py files, as given on
     entries = [[str(Path(s).resolve()) if s.endswith(".py") or "/" in s else s, os.getcwd()] for s in map(str, specs)]
     return {PLUGINS_ENV: json.dumps(entries)}
 
-# %% ../nbs/06_plugins.ipynb #f01ceeb5
+# %% ../nbs/06_plugins.ipynb #dc6d9016
 def load_env_plugins(environ:dict|None=None, # the environment (default: os.environ)
                     ) -> list: # the imported modules
     "Import the plug-ins `$HOI_AUDIT_PLUGINS` names (set by `hoi-audit --plugin` for the kernels it starts), as the command did."

@@ -12,7 +12,8 @@ import pandas as pd
 from . import __version__
 from .core import SCALES, DataError, OutputError, sha256_file, sha256_folder, sha256_json, write_text
 from .cli import add_command
-from .audit import CONDITIONS, METRICS
+from .conditions import CONDITIONS
+from .tables import METRICS
 from .stats import mean_std, student_t_interval
 
 # %% auto #0
@@ -551,7 +552,7 @@ def pin_rows(audit:dict, # from `load_audit`
     if data_fingerprint is not None and len(datasets) > 1:
         rows.append(("--data folder SHA-256", data_fingerprint,
                      "computed now; the results hold several datasets, so it is not attributed to one"))
-    registry = (f"this package's registry (hoi_audit.audit.CONDITIONS, hoi_audit {__version__}), which may differ "
+    registry = (f"this package's registry (hoi_audit.conditions.CONDITIONS, hoi_audit {__version__}), which may differ "
                 "from the one that ran the audit")
     fallback = [c for c in _audited_conditions(audit["records"]) if not recorded or c not in recorded]
     rows.append(("conditions", "results JSON" if recorded else None,

@@ -95,7 +95,7 @@ def device_in_env(device:str|None, # 'auto', 'cpu' or 'cuda'; None changes nothi
     "Make `device` (resolved here: 'auto' is CUDA where torch sees it) the default `TrainConfig.device` in the notebooks' kernels, through `$HOI_AUDIT_DEVICE`."
     return _environment_variable(DEVICE_ENV, None if device is None else resolve_device(device))
 
-# %% ../nbs/95_runner.ipynb #74c98035
+# %% ../nbs/95_runner.ipynb #668a5768
 PLUGINS_CELL = """# injected by hoi-audit --plugin: the command's plug-ins, loaded in this kernel as in the command
 from hoi_audit.plugins import load_env_plugins
 _plugins = load_env_plugins()"""
@@ -391,7 +391,8 @@ def output_claim(args:argparse.Namespace, # the parsed command line
     out = getattr(args, "out", None)
     if not out or (Path(out).exists() and not Path(out).is_dir()): return contextlib.nullcontext()   # the command names that problem itself
     out = Path(out)
-    folder, name = (out.parent, f"{args.command}.{out.stem}") if out.suffix.lower() == ".json" else (out, args.command)
+    is_file = out.suffix.lower() in (".json", ".html", ".htm")   # a results file, or `report`'s page: claimed in its folder
+    folder, name = (out.parent, f"{args.command}.{out.stem}") if is_file else (out, args.command)
     settings = {k: v if isinstance(v, (str, int, float, bool, list, type(None))) else str(v)
                 for k, v in vars(args).items() if k not in ("_handler", "func", *NOT_SETTINGS)}
     return claim_output(folder, name, settings)
