@@ -38,6 +38,7 @@ check-export: venv
 	after=$$(find hoi_audit -name '*.py' | sort | xargs sha256sum); \
 	if [ "$$before" != "$$after" ]; then echo "nbdev_export changed hoi_audit/: commit the exported library (never edit hoi_audit/*.py by hand)"; diff <(echo "$$before") <(echo "$$after"); exit 1; fi; \
 	echo "hoi_audit/ is in sync with nbs/"
+	@$(BIN)/python tools/format_notebooks.py --check   # lines of about 100 characters: ruff format, docments kept (tools/ruff.toml)
 
 # library notebooks only: experiment notebooks run through papermill (make reproduce, tests/test_reproduce.py)
 nbtest: venv

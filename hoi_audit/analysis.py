@@ -24,12 +24,13 @@ __all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'TrainedConditions', 'train_
 @dataclass
 class TrainedConditions:
     "A split's queries, the histories by source, and one trained model per condition (for error analysis and attribution)."
-    split: int # the split
-    train_q: pd.DataFrame # training queries
-    test_q: pd.DataFrame # test queries
-    histories: dict # source ('gt', 'ba') -> (train, test) histories
-    models: dict # condition name -> trained model (`models.Anticipator`)
-    test_blocks: dict # condition name -> its test blocks
+
+    split: int  # the split
+    train_q: pd.DataFrame  # training queries
+    test_q: pd.DataFrame  # test queries
+    histories: dict  # source ('gt', 'ba') -> (train, test) histories
+    models: dict  # condition name -> trained model (`models.Anticipator`)
+    test_blocks: dict  # condition name -> its test blocks
 
 # %% ../nbs/21_analysis.ipynb #22cb223d
 def train_conditions(dataset, # a `ProceduralDataset` with features
@@ -64,17 +65,25 @@ def train_conditions(dataset, # a `ProceduralDataset` with features
     return TrainedConditions(split, train_q, test_q, hist, models, test_blocks)
 
 # %% ../nbs/21_analysis.ipynb #56da0266
-def frequency_terciles(train_targets, # target class per training query
-                      test_targets, # target class per test query
-                     ) -> pd.Series: # per test query: 'rarest', 'middle' or 'commonest'
+def frequency_terciles(
+    train_targets,  # target class per training query
+    test_targets,  # target class per test query
+) -> pd.Series:  # per test query: 'rarest', 'middle' or 'commonest'
     "Test queries in three bins by their target class's training count; whole classes stay together (ranked by count, then class id), cut at thirds of the test queries."
     counts = pd.Series(np.asarray(train_targets)).value_counts()
     test = pd.Series(np.asarray(test_targets))
     count_of = test.map(counts).fillna(0)
-    order = pd.DataFrame({"cls": test, "count": count_of}).groupby("cls")["count"].agg(["first", "size"]).sort_values(["first"], kind="stable")
-    before = order["size"].cumsum() - order["size"]          # test queries of rarer classes
+    order = (
+        pd.DataFrame({"cls": test, "count": count_of})
+        .groupby("cls")["count"]
+        .agg(["first", "size"])
+        .sort_values(["first"], kind="stable")
+    )
+    before = order["size"].cumsum() - order["size"]  # test queries of rarer classes
     bin_of = np.minimum((3 * before / len(test)).astype(int), 2)
-    return test.map(pd.Series(np.array(["rarest", "middle", "commonest"])[bin_of.to_numpy()], index=order.index))
+    return test.map(
+        pd.Series(np.array(["rarest", "middle", "commonest"])[bin_of.to_numpy()], index=order.index)
+    )
 
 # %% ../nbs/21_analysis.ipynb #56d43ca2
 START = -1  # the "previous action" of a query with an empty history
@@ -89,50 +98,90 @@ def transition_probabilities(train_q:pd.DataFrame, # training queries (history, 
     return np.array([float(probs.at[p, y]) if p in probs.index and y in probs.columns else 0.0 for p, y in zip(prev(test_q), test_q["target"])])
 
 # %% ../nbs/21_analysis.ipynb #0e12c7cf
-TRANSITION_BINS = {"rare": (0.0, 0.1), "medium": (0.1, 0.5), "frequent": (0.5, 1.0 + 1e-9)}  # bin -> [low, high) of P(a_{i+1} | a_i)
+TRANSITION_BINS = {
+    "rare": (0.0, 0.1),
+    "medium": (0.1, 0.5),
+    "frequent": (0.5, 1.0 + 1e-9),
+}  # bin -> [low, high) of P(a_{i+1} | a_i)
 
-def error_analysis(trained:TrainedConditions, # from `train_conditions` (its gt_history model)
-                   condition:str="gt_history", # the model analysed (the paper: privileged GT history)
-                  ) -> pd.DataFrame: # Table 20: factor, bin, bin_mean (train count or probability), act1, n
+
+def error_analysis(
+    trained: TrainedConditions,  # from `train_conditions` (its gt_history model)
+    condition: str = "gt_history",  # the model analysed (the paper: privileged GT history)
+) -> pd.DataFrame:  # Table 20: factor, bin, bin_mean (train count or probability), act1, n
     "Table 20: Act@1 of the model by target-class-frequency tercile and by transition-probability bin."
     q = trained.test_q
-    correct = trained.models[condition].predict_logits(trained.test_blocks[condition]).argmax(1) == q["target"].to_numpy()
+    correct = (
+        trained.models[condition].predict_logits(trained.test_blocks[condition]).argmax(1)
+        == q["target"].to_numpy()
+    )
     counts = pd.Series(trained.train_q["target"].to_numpy()).value_counts()
     freq = frequency_terciles(trained.train_q["target"], q["target"])
     p = transition_probabilities(trained.train_q, q)
     rows = []
     for name in ("rarest", "middle", "commonest"):
         m = (freq == name).to_numpy()
-        rows.append({"factor": "target_frequency", "bin": name, "bin_mean": float(q["target"][m].map(counts).fillna(0).mean()) if m.any() else math.nan,
-                     "act1": 100 * float(correct[m].mean()) if m.any() else math.nan, "n": int(m.sum())})
+        rows.append(
+            {
+                "factor": "target_frequency",
+                "bin": name,
+                "bin_mean": float(q["target"][m].map(counts).fillna(0).mean())
+                if m.any()
+                else math.nan,
+                "act1": 100 * float(correct[m].mean()) if m.any() else math.nan,
+                "n": int(m.sum()),
+            }
+        )
     for name, (lo, hi) in TRANSITION_BINS.items():
         m = (p >= lo) & (p < hi)
-        rows.append({"factor": "transition_probability", "bin": name, "bin_mean": float(p[m].mean()) if m.any() else math.nan,
-                     "act1": 100 * float(correct[m].mean()) if m.any() else math.nan, "n": int(m.sum())})
+        rows.append(
+            {
+                "factor": "transition_probability",
+                "bin": name,
+                "bin_mean": float(p[m].mean()) if m.any() else math.nan,
+                "act1": 100 * float(correct[m].mean()) if m.any() else math.nan,
+                "n": int(m.sum()),
+            }
+        )
     return pd.DataFrame(rows)
 
 # %% ../nbs/21_analysis.ipynb #c33d2b98
-ABLATIONS = {"zero_video": "video", "zero_history": "history", "zero_state": "state"}  # ablation -> the stream it blanks
+ABLATIONS = {
+    "zero_video": "video",
+    "zero_history": "history",
+    "zero_state": "state",
+}  # ablation -> the stream it blanks
 
-def _blank(inputs:dict, stream:str) -> dict:
+
+def _blank(inputs: dict, stream: str) -> dict:
     "The stream at its training mean (standardised inputs are 0 there) or, for the history, all padding (an empty history)."
     return {k: torch.zeros_like(v) if k == stream else v for k, v in inputs.items()}
 
 # %% ../nbs/21_analysis.ipynb #f8ff4d4c
-def _embedding_hooks(model:nn.Module, history:torch.Tensor, store:list) -> list:
+def _embedding_hooks(model: nn.Module, history: torch.Tensor, store: list) -> list:
     "Hooks that keep the output of every embedding that reads the history tensor (the history's continuous input)."
+
     def hook(module, args, out):
-        if args and args[0] is history: out.retain_grad(); store.append(out)
+        if args and args[0] is history:
+            out.retain_grad()
+            store.append(out)
+
     return [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, nn.Embedding)]
 
 # %% ../nbs/21_analysis.ipynb #6383db45
-def stream_attribution(model, # a trained `models.Anticipator`
-                       blocks:Sequence, # its test blocks
-                      ) -> pd.DataFrame: # per query and stream: |grad x input| summed over the stream, and its share (%)
+def stream_attribution(
+    model,  # a trained `models.Anticipator`
+    blocks: Sequence,  # its test blocks
+) -> pd.DataFrame:  # per query and stream: |grad x input| summed over the stream, and its share (%)
     "Gradient x input of the predicted class's logit, per input stream: the float inputs directly, the history at its token embeddings."
     inputs = model.torch_inputs(blocks)
-    net = copy.deepcopy(model.model).double().eval()   # float64: a standardised value far outside the training range (a constant training column) overflows float32 gradients
-    x = {k: v.double().requires_grad_(True) if v.is_floating_point() else v for k, v in inputs.items()}
+    net = (
+        copy.deepcopy(model.model).double().eval()
+    )  # float64: a standardised value far outside the training range (a constant training column) overflows float32 gradients
+    x = {
+        k: v.double().requires_grad_(True) if v.is_floating_point() else v
+        for k, v in inputs.items()
+    }
     kept = []
     hooks = _embedding_hooks(net, x["history"], kept) if "history" in x else []
     try:
@@ -140,21 +189,27 @@ def stream_attribution(model, # a trained `models.Anticipator`
         chosen = logits.gather(1, logits.argmax(1, keepdim=True)).sum()
         chosen.backward()
     finally:
-        for h in hooks: h.remove()
+        for h in hooks:
+            h.remove()
     out = {}
     for k, v in x.items():
         if k == "history":
-            if not kept: raise DataError("stream_attribution: the network reads the history through no nn.Embedding; no history attribution")
+            if not kept:
+                raise DataError(
+                    "stream_attribution: the network reads the history through no nn.Embedding; no history attribution"
+                )
             out[k] = sum((e * e.grad).abs().flatten(1).sum(1) for e in kept).detach().numpy()
-        else: out[k] = (v * v.grad).abs().flatten(1).sum(1).detach().numpy()
+        else:
+            out[k] = (v * v.grad).abs().flatten(1).sum(1).detach().numpy()
     a = pd.DataFrame(out)
     shares = 100 * a.div(a.sum(axis=1).replace(0, np.nan), axis=0)
     return pd.concat({"attribution": a, "share": shares}, axis=1)
 
 # %% ../nbs/21_analysis.ipynb #bacfc1b8
-def ablation_table(trained:TrainedConditions, # from `train_conditions`
-                   conditions:Sequence[str]=("gt_history", "recognizer_ba"), # the models compared (columns)
-                  ) -> pd.DataFrame: # Table 21: rows full / zero_* (Act@1) and grad_x_input_* (mean share %), one column per condition
+def ablation_table(
+    trained: TrainedConditions,  # from `train_conditions`
+    conditions: Sequence[str] = ("gt_history", "recognizer_ba"),  # the models compared (columns)
+) -> pd.DataFrame:  # Table 21: rows full / zero_* (Act@1) and grad_x_input_* (mean share %), one column per condition
     "Table 21: Act@1 of each trained model with one stream blanked, and the mean grad x input share of each stream."
     y = trained.test_q["target"].to_numpy()
     table = {}
@@ -164,7 +219,10 @@ def ablation_table(trained:TrainedConditions, # from `train_conditions`
         with torch.no_grad():
             col = {"full": 100 * float((model.model(**inputs).argmax(1).numpy() == y).mean())}
             for name, stream in ABLATIONS.items():
-                if stream in inputs: col[name] = 100 * float((model.model(**_blank(inputs, stream)).argmax(1).numpy() == y).mean())
+                if stream in inputs:
+                    col[name] = 100 * float(
+                        (model.model(**_blank(inputs, stream)).argmax(1).numpy() == y).mean()
+                    )
         shares = stream_attribution(model, trained.test_blocks[c])["share"].mean()
         col |= {f"grad_x_input_{k}": float(v) for k, v in shares.items()}
         table[c] = col

@@ -8,7 +8,13 @@ import math
 from typing import Mapping
 import torch
 from torch import nn
-from .models import INPUTS, VECTOR_INPUTS, TrainConfig, network_architecture, register_architecture
+from hoi_audit.models import (
+    INPUTS,
+    VECTOR_INPUTS,
+    TrainConfig,
+    network_architecture,
+    register_architecture,
+)
 
 # %% auto #0
 __all__ = ['FAMILIES', 'ARCHITECTURE_ORDER', 'InputSequence', 'TemporalConvNet', 'GRUAnticipator', 'DiagonalSSM',
@@ -243,12 +249,27 @@ class DiffusionAnticipator(nn.Module):
         return self.decode(x0)
 
 # %% ../nbs/16_architectures.ipynb #3710d73f
-FAMILIES = {"tcn": TemporalConvNet, "gru": GRUAnticipator, "ssm": SSMAnticipator, "causal_lm": CausalLMAnticipator,
-            "diffusion": DiffusionAnticipator}  # name -> network class (n_classes, shapes, config); the transformer is models.AnticipationModel
+FAMILIES = {
+    "tcn": TemporalConvNet,
+    "gru": GRUAnticipator,
+    "ssm": SSMAnticipator,
+    "causal_lm": CausalLMAnticipator,
+    "diffusion": DiffusionAnticipator,
+}  # name -> network class (n_classes, shapes, config); the transformer is models.AnticipationModel
+
 
 def _builder(cls):
     return lambda shapes, n_classes, config, seed: cls(n_classes, shapes, config)
 
+
 # replace=True: in this notebook the cell runs after the module registered the same families
-for _name, _cls in FAMILIES.items(): register_architecture(_name, network_architecture(_builder(_cls), _name), replace=True)
-ARCHITECTURE_ORDER = ("transformer", "tcn", "gru", "ssm", "causal_lm", "diffusion")  # Table 19's rows
+for _name, _cls in FAMILIES.items():
+    register_architecture(_name, network_architecture(_builder(_cls), _name), replace=True)
+ARCHITECTURE_ORDER = (
+    "transformer",
+    "tcn",
+    "gru",
+    "ssm",
+    "causal_lm",
+    "diffusion",
+)  # Table 19's rows

@@ -16,133 +16,241 @@ __all__ = ['CALIBRATION_SEED', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'Calibrat
            'real_label_calibration_videos', 'calibrate_feature_spec', 'real_label_feature_spec']
 
 # %% ../nbs/12d_calibration.ipynb #ec3c8c02
-CALIBRATION_SEED = 1000 # dataset / feature seed of the calibration split (experiments use 0: the values are not fitted on them)
+CALIBRATION_SEED = 1000  # dataset / feature seed of the calibration split (experiments use 0: the values are not fitted on them)
 
-PAPER_TARGETS = { # (dataset, metric) -> (paper value, tolerance) in percent: Table 3's window accuracy, Table 1's video-only Act@1
-    ("breakfast", "window_acc"): (44.4, 2.0), ("50salads", "window_acc"): (74.7, 2.0), ("gtea", "window_acc"): (99.6, 2.0),
-    ("breakfast", "video_only_act1"): (21.7, 3.0)}
+PAPER_TARGETS = {  # (dataset, metric) -> (paper value, tolerance) in percent: Table 3's window accuracy, Table 1's video-only Act@1
+    ("breakfast", "window_acc"): (44.4, 2.0),
+    ("50salads", "window_acc"): (74.7, 2.0),
+    ("gtea", "window_acc"): (99.6, 2.0),
+    ("breakfast", "video_only_act1"): (21.7, 3.0),
+}
 
 # %% ../nbs/12d_calibration.ipynb #e32c0c98
 @dataclass(frozen=True)
 class CalibrationResult:
     "One knob's search: the value chosen, what it measured, and every (knob, measured) pair in evaluation order."
-    knob: str # the FeatureSpec field searched
-    target: float # the value aimed at
-    tolerance: float # |measured - target| allowed
-    value: float # the chosen knob value
-    measured: float # the metric at `value`
-    curve: tuple # ((knob value, measured), ...) in evaluation order
+
+    knob: str  # the FeatureSpec field searched
+    target: float  # the value aimed at
+    tolerance: float  # |measured - target| allowed
+    value: float  # the chosen knob value
+    measured: float  # the metric at `value`
+    curve: tuple  # ((knob value, measured), ...) in evaluation order
 
     @property
-    def within(self) -> bool: return abs(self.measured - self.target) <= self.tolerance
+    def within(self) -> bool:
+        return abs(self.measured - self.target) <= self.tolerance
+
     def as_dict(self) -> dict:
-        return {"knob": self.knob, "target": self.target, "tolerance": self.tolerance, "value": self.value,
-                "measured": self.measured, "within": self.within, "curve": [list(p) for p in self.curve]}
+        return {
+            "knob": self.knob,
+            "target": self.target,
+            "tolerance": self.tolerance,
+            "value": self.value,
+            "measured": self.measured,
+            "within": self.within,
+            "curve": [list(p) for p in self.curve],
+        }
 
 # %% ../nbs/12d_calibration.ipynb #cb230cee
-def calibrate_knob(evaluate:Callable, # knob value -> measured metric (a full pipeline run, or a cheap stand-in)
-                   lo:float, # one end of the starting bracket
-                   hi:float, # the other end
-                   target:float, # the metric value to hit
-                   tolerance:float, # |measured - target| that counts as a hit
-                   max_evals:int=8, # evaluation budget (each may write and fit a dataset)
-                   knob:str="knob", # the knob's name (for the result)
-                   floor:float=0.0, # the knob never goes below this when the bracket widens
-                   stop_fraction:float=0.5, # stop once a measurement is within this fraction of the tolerance
-                  ) -> CalibrationResult:
+def calibrate_knob(
+    evaluate: Callable,  # knob value -> measured metric (a full pipeline run, or a cheap stand-in)
+    lo: float,  # one end of the starting bracket
+    hi: float,  # the other end
+    target: float,  # the metric value to hit
+    tolerance: float,  # |measured - target| that counts as a hit
+    max_evals: int = 8,  # evaluation budget (each may write and fit a dataset)
+    knob: str = "knob",  # the knob's name (for the result)
+    floor: float = 0.0,  # the knob never goes below this when the bracket widens
+    stop_fraction: float = 0.5,  # stop once a measurement is within this fraction of the tolerance
+) -> CalibrationResult:
     "A 1-D bracketing search for a monotone, noisy metric: widen the bracket, then Illinois regula falsi with a bisection guard."
     curve = []
+
     def f(x):
-        curve.append((float(x), float(evaluate(float(x))))); return curve[-1][1]
-    def done(): return len(curve) >= max_evals or any(abs(m - target) <= stop_fraction * tolerance for _, m in curve)
+        curve.append((float(x), float(evaluate(float(x)))))
+        return curve[-1][1]
+
+    def done():
+        return len(curve) >= max_evals or any(
+            abs(m - target) <= stop_fraction * tolerance for _, m in curve
+        )
+
     lo, hi = sorted((float(lo), float(hi)))
     flo = f(lo)
     fhi = f(hi) if not done() else flo
-    while not done() and (flo - target) * (fhi - target) > 0:     # not bracketed: widen towards the target
+    while (
+        not done() and (flo - target) * (fhi - target) > 0
+    ):  # not bracketed: widen towards the target
         rising = fhi >= flo
-        if (target > fhi) == rising: lo, flo, hi = hi, fhi, hi + (hi - lo); fhi = f(hi)
-        elif lo > floor: hi, fhi, lo = lo, flo, max(floor, lo - (hi - lo)); flo = f(lo)
-        else: break                                                 # the floor is reached: the target is out of range
+        if (target > fhi) == rising:
+            lo, flo, hi = hi, fhi, hi + (hi - lo)
+            fhi = f(hi)
+        elif lo > floor:
+            hi, fhi, lo = lo, flo, max(floor, lo - (hi - lo))
+            flo = f(lo)
+        else:
+            break  # the floor is reached: the target is out of range
     side = 0
     while not done() and (flo - target) * (fhi - target) <= 0 and fhi != flo:
-        w = 0.1 * (hi - lo)                                         # guard: stay off the ends so the bracket always shrinks
+        w = 0.1 * (hi - lo)  # guard: stay off the ends so the bracket always shrinks
         x = min(max(lo + (target - flo) * (hi - lo) / (fhi - flo), lo + w), hi - w)
         fx = f(x)
         if (fx - target) * (flo - target) > 0:
             lo, flo = x, fx
-            if side == -1: fhi = target + (fhi - target) / 2        # Illinois: halve the stale end's pull
+            if side == -1:
+                fhi = target + (fhi - target) / 2  # Illinois: halve the stale end's pull
             side = -1
         else:
             hi, fhi = x, fx
-            if side == 1: flo = target + (flo - target) / 2
+            if side == 1:
+                flo = target + (flo - target) / 2
             side = 1
     value, measured = min(curve, key=lambda p: (abs(p[1] - target), p[0]))
     return CalibrationResult(knob, float(target), float(tolerance), value, measured, tuple(curve))
 
 # %% ../nbs/12d_calibration.ipynb #afa612a9
-def _subset(names:Sequence, n:int|None, seed:int, part:str) -> list:
+def _subset(names: Sequence, n: int | None, seed: int, part: str) -> list:
     names = sorted(names)
-    if n is None or n >= len(names): return names
-    return sorted(_rng(seed, "calibration", part).choice(names, size=int(n), replace=False).tolist())
+    if n is None or n >= len(names):
+        return names
+    return sorted(
+        _rng(seed, "calibration", part).choice(names, size=int(n), replace=False).tolist()
+    )
 
 # %% ../nbs/12d_calibration.ipynb #eeab8f70
-def calibration_split(name:str, # preset: "breakfast", "50salads" or "gtea"
-                      size:str="full", # the size whose knobs are calibrated
-                      n_train:int|None=None, # keep this many of split 1's train videos (None: all)
-                      n_test:int|None=None, # ... and of its test videos
-                      seed:int=CALIBRATION_SEED, # the dataset seed (not the experiments' 0)
-                      split:int=1, # the split used for calibration
-                      **feature_knobs, # FeatureSpec overrides (the knob being searched)
-                     ) -> SyntheticDataset:
+def calibration_split(
+    name: str,  # preset: "breakfast", "50salads" or "gtea"
+    size: str = "full",  # the size whose knobs are calibrated
+    n_train: int | None = None,  # keep this many of split 1's train videos (None: all)
+    n_test: int | None = None,  # ... and of its test videos
+    seed: int = CALIBRATION_SEED,  # the dataset seed (not the experiments' 0)
+    split: int = 1,  # the split used for calibration
+    **feature_knobs,  # FeatureSpec overrides (the knob being searched)
+) -> SyntheticDataset:
     "The calibration split: one split of a calibration-seed dataset, reduced to a seeded subset of its train and test videos."
     ds = synthetic_dataset(name, size, seed, **feature_knobs)
     train = _subset(ds.splits[split]["train"], n_train, seed, "train")
     test = _subset(ds.splits[split]["test"], n_test, seed, "test")
     keep = set(train) | set(test)
-    return replace(ds, videos=tuple(v for v in ds.videos if v.name in keep), splits={split: {"train": train, "test": test}})
+    return replace(
+        ds,
+        videos=tuple(v for v in ds.videos if v.name in keep),
+        splits={split: {"train": train, "test": test}},
+    )
 
 # %% ../nbs/12d_calibration.ipynb #3e984064
-def real_label_calibration_videos(labels_root, # a real MS-TCN label folder
-                                  n_train:int|None=None, # keep this many of split 1's train videos (None: all)
-                                  n_test:int|None=None, # ... and of its test videos
-                                  seed:int=CALIBRATION_SEED, # seed of the subset
-                                  split:int=1, # the split used for calibration
-                                 ) -> list:
+def real_label_calibration_videos(
+    labels_root,  # a real MS-TCN label folder
+    n_train: int | None = None,  # keep this many of split 1's train videos (None: all)
+    n_test: int | None = None,  # ... and of its test videos
+    seed: int = CALIBRATION_SEED,  # seed of the subset
+    split: int = 1,  # the split used for calibration
+) -> list:
     "Real-label mode's calibration videos: the same seeded subset rule on the real split bundles (for `synthesize_features_for_labels`)."
     parts = read_splits(Path(labels_root) / "splits")[split]
-    return sorted(_subset(parts["train"], n_train, seed, "train") + _subset(parts["test"], n_test, seed, "test"))
+    return sorted(
+        _subset(parts["train"], n_train, seed, "train")
+        + _subset(parts["test"], n_test, seed, "test")
+    )
 
 # %% ../nbs/12d_calibration.ipynb #e2bfcb9e
-def calibrate_feature_spec(base:FeatureSpec, # the knobs held fixed
-                           knob:str, # the FeatureSpec field to search, e.g. "frame_noise"
-                           metric:Callable, # FeatureSpec -> measured value (writes/opens a calibration split and runs the pipeline)
-                           target:float, # the value to hit
-                           tolerance:float, # |measured - target| that counts as a hit
-                           lo:float, # starting bracket
-                           hi:float,
-                           **search, # calibrate_knob options (max_evals, stop_fraction, ...)
-                          ) -> tuple: # (CalibrationResult, the FeatureSpec with the chosen value)
+def calibrate_feature_spec(
+    base: FeatureSpec,  # the knobs held fixed
+    knob: str,  # the FeatureSpec field to search, e.g. "frame_noise"
+    metric: Callable,  # FeatureSpec -> measured value (writes/opens a calibration split and runs the pipeline)
+    target: float,  # the value to hit
+    tolerance: float,  # |measured - target| that counts as a hit
+    lo: float,  # starting bracket
+    hi: float,
+    **search,  # calibrate_knob options (max_evals, stop_fraction, ...)
+) -> tuple:  # (CalibrationResult, the FeatureSpec with the chosen value)
     "Search one knob of `base` so that `metric` hits `target`; the other knobs stay as they are."
-    if knob not in FeatureSpec.__dataclass_fields__ or knob in ("dim", "latent_dim", "seed"): raise ValueError(f"{knob!r} is not a feature knob")
-    result = calibrate_knob(lambda x: metric(replace(base, **{knob: x})), lo, hi, target, tolerance, knob=knob, **search)
+    if knob not in FeatureSpec.__dataclass_fields__ or knob in ("dim", "latent_dim", "seed"):
+        raise ValueError(f"{knob!r} is not a feature knob")
+    result = calibrate_knob(
+        lambda x: metric(replace(base, **{knob: x})), lo, hi, target, tolerance, knob=knob, **search
+    )
     return result, replace(base, **{knob: result.value})
 
 # %% ../nbs/12d_calibration.ipynb #f0b18cde
-REAL_LABEL_FEATURES = { # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
-    "breakfast": {"small": dict(dim=64, current_signal=1.0, next_signal=0.36, segment_noise=1.1, frame_noise=4.003747, participant_shift=0.5, camera_shift=0.3),
-                  "full": dict(dim=2048, current_signal=1.0, next_signal=0.0, end_fade=0.35, segment_noise=1.1, frame_noise=2.1, participant_shift=0.5, camera_shift=0.3)},
-    "50salads": {"small": dict(dim=64, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0),
-                 "full": dict(dim=2048, current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=1.561416, participant_shift=0.3, camera_shift=0.0)},
-    "gtea": {"small": dict(dim=64, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0),
-             "full": dict(dim=2048, current_signal=4.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0)}}
+REAL_LABEL_FEATURES = {  # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
+    "breakfast": {
+        "small": dict(
+            dim=64,
+            current_signal=1.0,
+            next_signal=0.36,
+            segment_noise=1.1,
+            frame_noise=4.003747,
+            participant_shift=0.5,
+            camera_shift=0.3,
+        ),
+        "full": dict(
+            dim=2048,
+            current_signal=1.0,
+            next_signal=0.0,
+            end_fade=0.35,
+            segment_noise=1.1,
+            frame_noise=2.1,
+            participant_shift=0.5,
+            camera_shift=0.3,
+        ),
+    },
+    "50salads": {
+        "small": dict(
+            dim=64,
+            current_signal=1.0,
+            next_signal=0.25,
+            segment_noise=1.1,
+            frame_noise=2.0,
+            participant_shift=0.3,
+            camera_shift=0.0,
+        ),
+        "full": dict(
+            dim=2048,
+            current_signal=1.0,
+            next_signal=0.25,
+            segment_noise=1.1,
+            frame_noise=1.561416,
+            participant_shift=0.3,
+            camera_shift=0.0,
+        ),
+    },
+    "gtea": {
+        "small": dict(
+            dim=64,
+            current_signal=4.0,
+            next_signal=0.25,
+            segment_noise=0.05,
+            frame_noise=0.5,
+            participant_shift=0.2,
+            camera_shift=0.0,
+        ),
+        "full": dict(
+            dim=2048,
+            current_signal=4.0,
+            next_signal=0.25,
+            segment_noise=0.05,
+            frame_noise=0.5,
+            participant_shift=0.2,
+            camera_shift=0.0,
+        ),
+    },
+}
 
-def real_label_feature_spec(name:str, # "breakfast", "50salads" or "gtea" (the real label folder's dataset)
-                            size:str="full", # "small" (64-d) or "full" (2048-d, like I3D)
-                            seed:int=0, # feature seed (the calibration used CALIBRATION_SEED)
-                            **overrides, # FeatureSpec overrides
-                           ) -> FeatureSpec:
+
+def real_label_feature_spec(
+    name: str,  # "breakfast", "50salads" or "gtea" (the real label folder's dataset)
+    size: str = "full",  # "small" (64-d) or "full" (2048-d, like I3D)
+    seed: int = 0,  # feature seed (the calibration used CALIBRATION_SEED)
+    **overrides,  # FeatureSpec overrides
+) -> FeatureSpec:
     "The calibrated `FeatureSpec` of real-label mode (`synthesize_features_for_labels`) for a dataset and size."
-    if name not in REAL_LABEL_FEATURES: raise ValueError(f"no real-label features for {name!r}; known: {sorted(REAL_LABEL_FEATURES)}")
+    if name not in REAL_LABEL_FEATURES:
+        raise ValueError(
+            f"no real-label features for {name!r}; known: {sorted(REAL_LABEL_FEATURES)}"
+        )
     sizes = REAL_LABEL_FEATURES[name]
-    if size not in sizes: raise ValueError(f"real-label mode has sizes {sorted(sizes)}, not {size!r}")
+    if size not in sizes:
+        raise ValueError(f"real-label mode has sizes {sorted(sizes)}, not {size!r}")
     return FeatureSpec(**{**sizes[size], "seed": seed, **overrides})

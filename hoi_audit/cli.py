@@ -37,41 +37,48 @@ def _unwrap(anno) -> tuple:
     if get_origin(anno) is Annotated:
         anno, *meta = get_args(anno)
         for m in meta:
-            if isinstance(m, dict): extra.update(m)
+            if isinstance(m, dict):
+                extra.update(m)
     if get_origin(anno) in (typing.Union, types.UnionType):
         args = [a for a in get_args(anno) if a is not type(None)]
-        if len(args) == 1: anno = args[0]
+        if len(args) == 1:
+            anno = args[0]
     return anno, extra
 
 # %% ../nbs/05_cli.ipynb #6d296cea
-def argument_spec(name:str, # the parameter's name
-                  param, # its `parameter_docs(func)` entry: `anno`, `default`, `docment`, `kind`
-                 ) -> tuple[tuple, dict]:
+def argument_spec(
+    name: str,  # the parameter's name
+    param,  # its `parameter_docs(func)` entry: `anno`, `default`, `docment`, `kind`
+) -> tuple[tuple, dict]:
     "The option strings and `add_argument` keywords of one parameter (see the table above)."
     anno, extra = _unwrap(param.anno)
     names = tuple(extra.pop("names", ()))
     kw = {"help": param.docment}
     empty = inspect.Parameter.empty
     if param.default is empty and param.kind is not inspect.Parameter.KEYWORD_ONLY:
-        names = names or (name,)                                   # positional: argparse takes its dest from the name
+        names = names or (name,)  # positional: argparse takes its dest from the name
     else:
         names, kw["dest"] = names or ("--" + name.replace("_", "-"),), name
-        if param.default is empty: kw["required"] = True
-        else: kw["default"] = param.default
+        if param.default is empty:
+            kw["required"] = True
+        else:
+            kw["default"] = param.default
     if anno is bool:
-        if param.default is not False: raise HoiAuditError(f"parameter {name!r}: a switch must default to False (store_true)")
+        if param.default is not False:
+            raise HoiAuditError(f"parameter {name!r}: a switch must default to False (store_true)")
         kw["action"] = "store_true"
     elif get_origin(anno) is Literal:
         kw["choices"] = list(get_args(anno))
         kw["type"] = type(kw["choices"][0])
     elif get_origin(anno) in (list, tuple, Sequence):
         kw["nargs"], kw["type"] = "+", (get_args(anno) or (str,))[0]
-    elif anno in (int, float, str, Path): kw["type"] = anno
+    elif anno in (int, float, str, Path):
+        kw["type"] = anno
     kw.update(extra)
     return names, kw
 
 # %% ../nbs/05_cli.ipynb #19bb5ee2
-def run_command(args:argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
     "Call the handler that `add_command` registered for the parsed subcommand with the parsed options as keywords."
     kwargs = {k: v for k, v in vars(args).items() if k not in ("_handler", "func", "command")}
     return args._handler(**kwargs)
@@ -101,10 +108,15 @@ def add_command(subparsers, # the `add_subparsers()` object of the `hoi-audit` p
     return p
 
 # %% ../nbs/05_cli.ipynb #bf44bf25
-def parse_list(text:str, # e.g. "1,2" or "42 43"
-               cast:Callable=str, # the type of each item (int, float, str)
-               option:str|None=None, # the option it came from, named in the error
-              ) -> list:
+def parse_list(
+    text: str,  # e.g. "1,2" or "42 43"
+    cast: Callable = str,  # the type of each item (int, float, str)
+    option: str | None = None,  # the option it came from, named in the error
+) -> list:
     "The items of a comma- or space-separated option value, each cast; a bad item is a `HoiAuditError` naming the option and the text."
-    try: return [cast(x) for x in text.replace(",", " ").split() if x]
-    except ValueError as e: raise HoiAuditError(f"{option + ': ' if option else ''}cannot parse {text!r}: {e}") from None
+    try:
+        return [cast(x) for x in text.replace(",", " ").split() if x]
+    except ValueError as e:
+        raise HoiAuditError(
+            f"{option + ': ' if option else ''}cannot parse {text!r}: {e}"
+        ) from None

@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from .core import DataError, HoiAuditError, write_json, write_table, sha256_file
-from .decode import BinSpec, damage_samples, decode_with_damage, observation_bins, sample_indices
+from hoi_audit.decode import (
+    BinSpec,
+    damage_samples,
+    decode_with_damage,
+    observation_bins,
+    sample_indices,
+)
 
 # %% auto #0
 __all__ = ['CLIP_PRESETS', 'NOUNS', 'EPIC_COLUMNS', 'ClipPreset', 'clip_preset', 'verb_looks', 'verb_successor',
@@ -21,45 +27,72 @@ __all__ = ['CLIP_PRESETS', 'NOUNS', 'EPIC_COLUMNS', 'ClipPreset', 'clip_preset',
 @dataclass(frozen=True)
 class ClipPreset:
     "Sizes of an EPIC-like dataset."
-    n_participants:int # one video per participant
-    actions_per_video:int # annotated actions per video
-    n_verbs:int # verb classes
-    size:int = 64 # frame height and width (px)
-    fps:int = 12 # frames per second
-    min_seconds:float = 2.0 # shortest action
-    max_seconds:float = 3.5 # longest action
-    verbs_per_participant:float = 0.8 # fraction of the verbs a participant performs
-    p_follow:float = 0.7 # probability that the next verb is the current one's successor
-    noise:float = 4.0 # pixel noise (std, 0-255)
+
+    n_participants: int  # one video per participant
+    actions_per_video: int  # annotated actions per video
+    n_verbs: int  # verb classes
+    size: int = 64  # frame height and width (px)
+    fps: int = 12  # frames per second
+    min_seconds: float = 2.0  # shortest action
+    max_seconds: float = 3.5  # longest action
+    verbs_per_participant: float = 0.8  # fraction of the verbs a participant performs
+    p_follow: float = 0.7  # probability that the next verb is the current one's successor
+    noise: float = 4.0  # pixel noise (std, 0-255)
 
 # %% ../nbs/31_clips.ipynb #d0e399bf
 CLIP_PRESETS = {
-    "tiny": ClipPreset(n_participants=4, actions_per_video=14, n_verbs=6, verbs_per_participant=1.0),
+    "tiny": ClipPreset(
+        n_participants=4, actions_per_video=14, n_verbs=6, verbs_per_participant=1.0
+    ),
     "small": ClipPreset(n_participants=6, actions_per_video=40, n_verbs=12),
-    "full": ClipPreset(n_participants=10, actions_per_video=100, n_verbs=67),   # the seed's sizes: 10 videos, 1,000 actions, 67 verbs
+    "full": ClipPreset(
+        n_participants=10, actions_per_video=100, n_verbs=67
+    ),  # the seed's sizes: 10 videos, 1,000 actions, 67 verbs
 }
-NOUNS = ["plate", "knife", "pan", "cup", "tap", "onion", "bowl", "spoon", "lid", "fridge", "board", "bag"]
+NOUNS = [
+    "plate",
+    "knife",
+    "pan",
+    "cup",
+    "tap",
+    "onion",
+    "bowl",
+    "spoon",
+    "lid",
+    "fridge",
+    "board",
+    "bag",
+]
+
+
 def clip_preset(name) -> ClipPreset:
     "A preset by name (tiny, small, full), or a ClipPreset passed through."
-    if isinstance(name, ClipPreset): return name
-    if name not in CLIP_PRESETS: raise ValueError(f"unknown clip preset {name!r}; known: {sorted(CLIP_PRESETS)}")
+    if isinstance(name, ClipPreset):
+        return name
+    if name not in CLIP_PRESETS:
+        raise ValueError(f"unknown clip preset {name!r}; known: {sorted(CLIP_PRESETS)}")
     return CLIP_PRESETS[name]
 
 # %% ../nbs/31_clips.ipynb #c73364da
-def verb_looks(n_verbs:int) -> dict:
+def verb_looks(n_verbs: int) -> dict:
     "Per verb: object colour (RGB), radius, motion direction, amplitude, oscillation frequency and drift speed."
     rng = np.random.default_rng(0)
-    return {"color": rng.integers(40, 256, (n_verbs, 3)), "radius": rng.uniform(4, 9, n_verbs),
-            "angle": rng.uniform(0, 2 * np.pi, n_verbs), "amplitude": rng.uniform(4, 14, n_verbs),
-            "freq": rng.uniform(0.3, 2.0, n_verbs), "drift": rng.uniform(-6, 6, (n_verbs, 2))}
+    return {
+        "color": rng.integers(40, 256, (n_verbs, 3)),
+        "radius": rng.uniform(4, 9, n_verbs),
+        "angle": rng.uniform(0, 2 * np.pi, n_verbs),
+        "amplitude": rng.uniform(4, 14, n_verbs),
+        "freq": rng.uniform(0.3, 2.0, n_verbs),
+        "drift": rng.uniform(-6, 6, (n_verbs, 2)),
+    }
 
 # %% ../nbs/31_clips.ipynb #5d46c556
-def verb_successor(n_verbs:int) -> np.ndarray:
+def verb_successor(n_verbs: int) -> np.ndarray:
     "The planted grammar's successor of each verb (a fixed permutation, seed 0)."
     return np.random.default_rng(1).permutation(n_verbs)
 
 # %% ../nbs/31_clips.ipynb #325c40c1
-def participant_scene(preset:ClipPreset, rng:np.random.Generator) -> np.ndarray:
+def participant_scene(preset: ClipPreset, rng: np.random.Generator) -> np.ndarray:
     "A participant's background: a base colour, a stripe texture and a counter band."
     s = preset.size
     yy, xx = np.mgrid[0:s, 0:s]
@@ -68,39 +101,52 @@ def participant_scene(preset:ClipPreset, rng:np.random.Generator) -> np.ndarray:
     stripes = 25 * np.sin(freq * (np.cos(angle) * xx + np.sin(angle) * yy) + phase)
     img = base[None, None, :] + stripes[..., None]
     band = int(rng.integers(s // 2, s - 8))
-    img[band:band + 6] = rng.integers(0, 256, 3)
+    img[band : band + 6] = rng.integers(0, 256, 3)
     return np.clip(img, 0, 255)
 
 # %% ../nbs/31_clips.ipynb #7a93ad0c
-def verb_sequence(preset:ClipPreset, verbs:np.ndarray, n:int, rng:np.random.Generator) -> np.ndarray:
+def verb_sequence(
+    preset: ClipPreset, verbs: np.ndarray, n: int, rng: np.random.Generator
+) -> np.ndarray:
     "n verbs from the planted grammar restricted to a participant's verbs."
     succ = verb_successor(preset.n_verbs)
     allowed = set(verbs.tolist())
     out = [int(rng.choice(verbs))]
     for _ in range(n - 1):
         nxt = int(succ[out[-1]])
-        out.append(nxt if nxt in allowed and rng.random() < preset.p_follow else int(rng.choice(verbs)))
+        out.append(
+            nxt if nxt in allowed and rng.random() < preset.p_follow else int(rng.choice(verbs))
+        )
     return np.array(out)
 
 # %% ../nbs/31_clips.ipynb #e9b8d6bc
-def plan_video(preset:ClipPreset, rng:np.random.Generator, n_actions:int|None=None) -> dict:
+def plan_video(preset: ClipPreset, rng: np.random.Generator, n_actions: int | None = None) -> dict:
     "A participant's scene, verbs, action durations and segment boundaries (seconds)."
     scene = participant_scene(preset, rng)
     k = max(2, int(round(preset.verbs_per_participant * preset.n_verbs)))
     verbs = np.sort(rng.choice(preset.n_verbs, size=min(k, preset.n_verbs), replace=False))
     n = n_actions or preset.actions_per_video
     seq = verb_sequence(preset, verbs, n, rng)
-    frames_per = np.maximum(1, np.round(rng.uniform(preset.min_seconds, preset.max_seconds, n) * preset.fps)).astype(int)
+    frames_per = np.maximum(
+        1, np.round(rng.uniform(preset.min_seconds, preset.max_seconds, n) * preset.fps)
+    ).astype(int)
     bounds = np.concatenate([[0], np.cumsum(frames_per)])
-    return {"scene": scene, "verbs": seq, "durations": frames_per / preset.fps, "start_frame": bounds[:-1], "stop_frame": bounds[1:]}
+    return {
+        "scene": scene,
+        "verbs": seq,
+        "durations": frames_per / preset.fps,
+        "start_frame": bounds[:-1],
+        "stop_frame": bounds[1:],
+    }
 
 # %% ../nbs/31_clips.ipynb #c0037b2a
-def render_actions(verbs:np.ndarray, # verb per action
-                   durations:np.ndarray, # seconds per action
-                   scene:np.ndarray, # (size, size, 3) background
-                   preset:ClipPreset, # sizes
-                   rng:np.random.Generator, # noise
-                  ) -> np.ndarray: # (T, size, size, 3) uint8
+def render_actions(
+    verbs: np.ndarray,  # verb per action
+    durations: np.ndarray,  # seconds per action
+    scene: np.ndarray,  # (size, size, 3) background
+    preset: ClipPreset,  # sizes
+    rng: np.random.Generator,  # noise
+) -> np.ndarray:  # (T, size, size, 3) uint8
     "Frames of consecutive actions: the verb's object moves over the participant's scene."
     looks, s, fps = verb_looks(preset.n_verbs), preset.size, preset.fps
     yy, xx = np.mgrid[0:s, 0:s]
@@ -111,7 +157,9 @@ def render_actions(verbs:np.ndarray, # verb per action
         osc = looks["amplitude"][v] * np.sin(2 * np.pi * looks["freq"][v] * tt)
         cx = s / 2 + osc * np.cos(looks["angle"][v]) + looks["drift"][v][0] * tt
         cy = s / 2 + osc * np.sin(looks["angle"][v]) + looks["drift"][v][1] * tt
-        mask = (xx[None] - cx[:, None, None]) ** 2 + (yy[None] - cy[:, None, None]) ** 2 < looks["radius"][v] ** 2
+        mask = (xx[None] - cx[:, None, None]) ** 2 + (yy[None] - cy[:, None, None]) ** 2 < looks[
+            "radius"
+        ][v] ** 2
         frames = np.where(mask[..., None], looks["color"][v][None, None, None, :], scene[None])
         frames = frames + rng.normal(0, preset.noise, frames.shape)
         out.append(np.clip(frames, 0, 255).astype(np.uint8))
@@ -119,73 +167,150 @@ def render_actions(verbs:np.ndarray, # verb per action
 
 # %% ../nbs/31_clips.ipynb #ac70105f
 def _ffmpeg() -> str:
-    try: import imageio_ffmpeg
+    try:
+        import imageio_ffmpeg
     except ImportError as e:
-        raise HoiAuditError("rendering EPIC-like mp4s needs the ffmpeg shipped in imageio-ffmpeg, a development dependency: "
-                            "pip install imageio-ffmpeg (or pip install -e '.[dev]')") from e
+        raise HoiAuditError(
+            "rendering EPIC-like mp4s needs the ffmpeg shipped in imageio-ffmpeg, a development dependency: "
+            "pip install imageio-ffmpeg (or pip install -e '.[dev]')"
+        ) from e
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 # %% ../nbs/31_clips.ipynb #3635f13f
-def encode_mp4(frames:np.ndarray, # (T, H, W, 3) uint8
-               path, # the mp4 to write
-               fps:int, # frame rate
-               gop:int=24, # keyframe interval
-              ) -> Path:
+def encode_mp4(
+    frames: np.ndarray,  # (T, H, W, 3) uint8
+    path,  # the mp4 to write
+    fps: int,  # frame rate
+    gop: int = 24,  # keyframe interval
+) -> Path:
     "Encode frames as H.264 (single-threaded and bit-exact, so the bytes are reproducible)."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     t, h, w, _ = frames.shape
-    cmd = [_ffmpeg(), "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}", "-r", str(fps), "-i", "-",
-           "-c:v", "libx264", "-preset", "ultrafast", "-g", str(gop), "-bf", "0", "-pix_fmt", "yuv420p", "-threads", "1",
-           "-fflags", "+bitexact", "-flags:v", "+bitexact", "-map_metadata", "-1", str(path)]
+    cmd = [
+        _ffmpeg(),
+        "-y",
+        "-loglevel",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        "-s",
+        f"{w}x{h}",
+        "-r",
+        str(fps),
+        "-i",
+        "-",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-g",
+        str(gop),
+        "-bf",
+        "0",
+        "-pix_fmt",
+        "yuv420p",
+        "-threads",
+        "1",
+        "-fflags",
+        "+bitexact",
+        "-flags:v",
+        "+bitexact",
+        "-map_metadata",
+        "-1",
+        str(path),
+    ]
     subprocess.run(cmd, input=np.ascontiguousarray(frames).tobytes(), check=True)
     return path
 
 # %% ../nbs/31_clips.ipynb #3967ea3d
-def timestamp(seconds:float) -> str:
+def timestamp(seconds: float) -> str:
     "EPIC's `HH:MM:SS.ss`."
-    h, rem = divmod(float(seconds), 3600); m, s = divmod(rem, 60)
+    h, rem = divmod(float(seconds), 3600)
+    m, s = divmod(rem, 60)
     return f"{int(h):02d}:{int(m):02d}:{s:05.2f}"
 
 # %% ../nbs/31_clips.ipynb #29dce43c
-EPIC_COLUMNS = ["narration_id", "participant_id", "video_id", "narration_timestamp", "start_timestamp", "stop_timestamp",
-                "start_frame", "stop_frame", "narration", "verb", "verb_class", "noun", "noun_class", "all_nouns", "all_noun_classes"]
-def verb_names(n_verbs:int) -> list[str]:
+EPIC_COLUMNS = [
+    "narration_id",
+    "participant_id",
+    "video_id",
+    "narration_timestamp",
+    "start_timestamp",
+    "stop_timestamp",
+    "start_frame",
+    "stop_frame",
+    "narration",
+    "verb",
+    "verb_class",
+    "noun",
+    "noun_class",
+    "all_nouns",
+    "all_noun_classes",
+]
+
+
+def verb_names(n_verbs: int) -> list[str]:
     "Verb names: common kitchen verbs, then verb12, verb13, ..."
-    base = ["take", "put", "wash", "open", "close", "cut", "mix", "pour", "move", "turn-on", "turn-off", "dry"]
+    base = [
+        "take",
+        "put",
+        "wash",
+        "open",
+        "close",
+        "cut",
+        "mix",
+        "pour",
+        "move",
+        "turn-on",
+        "turn-off",
+        "dry",
+    ]
     return [base[i] if i < len(base) else f"verb{i:02d}" for i in range(n_verbs)]
 
 # %% ../nbs/31_clips.ipynb #5487e618
-def corrupted_frames(clean, # the undamaged video
-                     damaged, # the same video after damage
-                     fps:float, # frame rate
-                     tolerance:int=2, # grey levels a pixel may differ by (the decoder is exact: 0 would do)
-                    ) -> list[int]:
+def corrupted_frames(
+    clean,  # the undamaged video
+    damaged,  # the same video after damage
+    fps: float,  # frame rate
+    tolerance: int = 2,  # grey levels a pixel may differ by (the decoder is exact: 0 would do)
+) -> list[int]:
     "Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by the single-thread decoder)."
     ref, _ = decode_with_damage(clean, fps)
     got, _ = decode_with_damage(damaged, fps)
-    return sorted(i for i in ref if i not in got or int(np.abs(got[i].astype(int) - ref[i]).max()) > tolerance)
+    return sorted(
+        i for i in ref if i not in got or int(np.abs(got[i].astype(int) - ref[i]).max()) > tolerance
+    )
 
 # %% ../nbs/31_clips.ipynb #a6e45417
-def _damage_video(path, plan, p:ClipPreset, n:int, seed:int) -> dict:
+def _damage_video(path, plan, p: ClipPreset, n: int, seed: int) -> dict:
     "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes); the frames this corrupts."
     starts = plan["start_frame"] / p.fps
     eligible = [j for j, t in enumerate(starts) if t >= BinSpec().observe_from]
-    if not eligible: raise DataError(f"{path}: no action starts late enough to damage its observation window")
+    if not eligible:
+        raise DataError(f"{path}: no action starts late enough to damage its observation window")
     j = eligible[len(eligible) // 2]
     bins = observation_bins(starts[j], p.fps, int(plan["stop_frame"][-1]), BinSpec())
-    wanted = [int(sample_indices(lo, hi, BinSpec().frames_per_bin)[5 + 3 * k]) for k, (lo, hi) in enumerate(bins[:n])]
+    wanted = [
+        int(sample_indices(lo, hi, BinSpec().frames_per_bin)[5 + 3 * k])
+        for k, (lo, hi) in enumerate(bins[:n])
+    ]
     with tempfile.TemporaryDirectory() as d:
-        clean = Path(d) / "clean.mp4"; clean.write_bytes(Path(path).read_bytes())
+        clean = Path(d) / "clean.mp4"
+        clean.write_bytes(Path(path).read_bytes())
         frames = damage_samples(path, [f if f % 24 else f + 1 for f in wanted], seed=seed)
         return {"frames": frames, "corrupted": corrupted_frames(clean, path, p.fps)}
 
 # %% ../nbs/31_clips.ipynb #ef52e8c1
-def write_epic_like(folder, # output folder (videos and annotations)
-                    preset="tiny", # a CLIP_PRESETS name or a ClipPreset
-                    seed:int=0, # scenes and verb sequences
-                    damaged_participant:int=1, # index of the participant whose video is damaged (None: none)
-                    damaged_frames:int=3, # frames whose packets are damaged
-                   ) -> dict: # paths, config and the damage record
+def write_epic_like(
+    folder,  # output folder (videos and annotations)
+    preset="tiny",  # a CLIP_PRESETS name or a ClipPreset
+    seed: int = 0,  # scenes and verb sequences
+    damaged_participant: int = 1,  # index of the participant whose video is damaged (None: none)
+    damaged_frames: int = 3,  # frames whose packets are damaged
+) -> dict:  # paths, config and the damage record
     "Render and encode the videos, write `narrations.csv` (EPIC-100 columns) and `dataset.json`."
     p, folder = clip_preset(preset), Path(folder)
     rng = np.random.default_rng(seed)
@@ -199,15 +324,41 @@ def write_epic_like(folder, # output folder (videos and annotations)
         for j, v in enumerate(plan["verbs"]):
             a, b = plan["start_frame"][j], plan["stop_frame"][j]
             noun = int(v % len(NOUNS))
-            rows.append({"narration_id": f"{vid}_{j}", "participant_id": pid, "video_id": vid,
-                         "narration_timestamp": timestamp(a / p.fps), "start_timestamp": timestamp(a / p.fps),
-                         "stop_timestamp": timestamp(b / p.fps), "start_frame": a + 1, "stop_frame": b,
-                         "narration": f"{names[v]} {NOUNS[noun]}", "verb": names[v], "verb_class": int(v), "noun": NOUNS[noun],
-                         "noun_class": noun, "all_nouns": f"['{NOUNS[noun]}']", "all_noun_classes": f"[{noun}]"})
+            rows.append(
+                {
+                    "narration_id": f"{vid}_{j}",
+                    "participant_id": pid,
+                    "video_id": vid,
+                    "narration_timestamp": timestamp(a / p.fps),
+                    "start_timestamp": timestamp(a / p.fps),
+                    "stop_timestamp": timestamp(b / p.fps),
+                    "start_frame": a + 1,
+                    "stop_frame": b,
+                    "narration": f"{names[v]} {NOUNS[noun]}",
+                    "verb": names[v],
+                    "verb_class": int(v),
+                    "noun": NOUNS[noun],
+                    "noun_class": noun,
+                    "all_nouns": f"['{NOUNS[noun]}']",
+                    "all_noun_classes": f"[{noun}]",
+                }
+            )
         if damaged_participant is not None and i == damaged_participant:
             damage = {"video_id": vid, **_damage_video(path, plan, p, damaged_frames, seed)}
         videos[vid] = path.relative_to(folder).as_posix()
     narrations = write_table(folder / "narrations.csv", pd.DataFrame(rows, columns=EPIC_COLUMNS))
-    config = {"preset": asdict(p), "seed": seed, "n_actions": len(rows), "videos": videos, "damaged": damage}
+    config = {
+        "preset": asdict(p),
+        "seed": seed,
+        "n_actions": len(rows),
+        "videos": videos,
+        "damaged": damage,
+    }
     write_json(folder / "dataset.json", config)
-    return {"folder": folder, "narrations": narrations, "videos": videos, "damaged": damage, "config": config}
+    return {
+        "folder": folder,
+        "narrations": narrations,
+        "videos": videos,
+        "damaged": damage,
+        "config": config,
+    }

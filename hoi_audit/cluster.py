@@ -9,7 +9,15 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
-from .core import HoiAuditError, _alive, read_json, registries, sha256_bytes, write_bytes, write_json
+from hoi_audit.core import (
+    HoiAuditError,
+    _alive,
+    read_json,
+    registries,
+    sha256_bytes,
+    write_bytes,
+    write_json,
+)
 from .store import ResultStore, Unit
 
 # %% auto #0
@@ -55,42 +63,58 @@ class ClusterConfig:
         return replace(self, **over, stages={}) if over else self
 
 # %% ../nbs/04_cluster.ipynb #358d8633
-def read_cluster_config(path, # a TOML file of `ClusterConfig` settings
-                       ) -> ClusterConfig:
+def read_cluster_config(
+    path,  # a TOML file of `ClusterConfig` settings
+) -> ClusterConfig:
     "Read a cluster config file; unknown settings and bad values are errors naming the file."
     import tomllib
+
     path = Path(path)
-    try: raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError: raise HoiAuditError(f"{path}: cluster config not found") from None
-    except tomllib.TOMLDecodeError as e: raise HoiAuditError(f"{path}: not valid TOML ({e})") from None
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HoiAuditError(f"{path}: cluster config not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise HoiAuditError(f"{path}: not valid TOML ({e})") from None
     known = {f.name for f in fields(ClusterConfig)}
     bad = sorted(set(raw) - known)
-    if bad: raise HoiAuditError(f"{path}: unknown setting(s) {bad}; settings are {sorted(known)}")
-    try: return ClusterConfig(**raw)
-    except (HoiAuditError, TypeError) as e: raise HoiAuditError(f"{path}: {e}") from None
+    if bad:
+        raise HoiAuditError(f"{path}: unknown setting(s) {bad}; settings are {sorted(known)}")
+    try:
+        return ClusterConfig(**raw)
+    except (HoiAuditError, TypeError) as e:
+        raise HoiAuditError(f"{path}: {e}") from None
 
 # %% ../nbs/04_cluster.ipynb #efb1dbf8
-def compute_units(store_root, # the result store's folder
-                  units:Sequence[Unit], # this worker's units (no other worker has them)
-                  compute:Callable, # compute(unit, workdir) -> JSON-able result
-                  log:str|None=None, # this worker's log file, quoted in failure records
-                 ) -> dict: # {"computed": [...], "skipped": [...], "failed": [...]} unit paths
+def compute_units(
+    store_root,  # the result store's folder
+    units: Sequence[Unit],  # this worker's units (no other worker has them)
+    compute: Callable,  # compute(unit, workdir) -> JSON-able result
+    log: str | None = None,  # this worker's log file, quoted in failure records
+) -> dict:  # {"computed": [...], "skipped": [...], "failed": [...]} unit paths
     "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises."
     store, out = ResultStore(store_root), {"computed": [], "skipped": [], "failed": []}
     with use_backend(None):
         for u in units:
-            if store._inspect(u)[0] == "done": out["skipped"].append(u.path); continue
-            try: store._try(u, compute, blocking=True)   # the lock is a second guard; the shards are disjoint
+            if store._inspect(u)[0] == "done":
+                out["skipped"].append(u.path)
+                continue
+            try:
+                store._try(
+                    u, compute, blocking=True
+                )  # the lock is a second guard; the shards are disjoint
             except Exception:
                 store.record_failure(u, traceback.format_exc(), log)
                 out["failed"].append(u.path)
-            else: out["computed"].append(u.path)
+            else:
+                out["computed"].append(u.path)
     return out
 
 # %% ../nbs/04_cluster.ipynb #0749e869
-def shards(n_units:int, # how many pending units
-           n_tasks:int, # how many array tasks at most
-          ) -> list[list[int]]: # unit indices, one list per task; disjoint, together every index once
+def shards(
+    n_units: int,  # how many pending units
+    n_tasks: int,  # how many array tasks at most
+) -> list[list[int]]:  # unit indices, one list per task; disjoint, together every index once
     "Split `range(n_units)` round-robin into at most `n_tasks` non-empty, disjoint shards."
     n = max(1, min(int(n_tasks), int(n_units)))
     return [list(range(i, n_units, n)) for i in range(n)] if n_units else []
@@ -98,147 +122,230 @@ def shards(n_units:int, # how many pending units
 # %% ../nbs/04_cluster.ipynb #80c22548
 BACKEND_ENV = "HOI_AUDIT_BACKEND"  # a JSON backend spec (`backend_spec`) that makes that backend current in every process that reads it
 
+
 def backend_spec(backend) -> str:
     "The JSON spec of a backend (for `$HOI_AUDIT_BACKEND`)."
-    if backend is None: return json.dumps({"backend": "none"})
+    if backend is None:
+        return json.dumps({"backend": "none"})
     return json.dumps({"backend": backend.name, **asdict(backend)}, sort_keys=True)
 
 # %% ../nbs/04_cluster.ipynb #8f6eedc6
-def backend_from_spec(spec:str):
+def backend_from_spec(spec: str):
     "The backend a JSON spec names (`backend_spec`); an unknown one is an error naming the spec."
-    try: d = json.loads(spec)
-    except json.JSONDecodeError as e: raise HoiAuditError(f"${BACKEND_ENV}={spec!r}: not JSON ({e})") from None
+    try:
+        d = json.loads(spec)
+    except json.JSONDecodeError as e:
+        raise HoiAuditError(f"${BACKEND_ENV}={spec!r}: not JSON ({e})") from None
     kinds = {"none": None, "local": LocalBackend, "slurm": SlurmBackend, "plan": PlanBackend}
     kind = d.pop("backend", None)
-    if kind not in kinds: raise HoiAuditError(f"${BACKEND_ENV}: unknown backend {kind!r}; backends are {sorted(kinds)}")
-    if kind == "none": return None
-    if kind == "slurm": d["config"] = ClusterConfig(**d["config"])
+    if kind not in kinds:
+        raise HoiAuditError(
+            f"${BACKEND_ENV}: unknown backend {kind!r}; backends are {sorted(kinds)}"
+        )
+    if kind == "none":
+        return None
+    if kind == "slurm":
+        d["config"] = ClusterConfig(**d["config"])
     return kinds[kind](**d)
 
 # %% ../nbs/04_cluster.ipynb #011b6df9
 _CURRENT = []
 
+
 @contextlib.contextmanager
-def use_backend(backend, # a backend, or None for "compute in place"
-               ):
+def use_backend(
+    backend,  # a backend, or None for "compute in place"
+):
     "Make `backend` current inside the block."
     _CURRENT.append(backend)
-    try: yield backend
-    finally: _CURRENT.pop()
+    try:
+        yield backend
+    finally:
+        _CURRENT.pop()
 
 # %% ../nbs/04_cluster.ipynb #6649f947
 def current_backend():
     "The backend `ResultStore.run` hands pending units to: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
-    if _CURRENT: return _CURRENT[-1]
+    if _CURRENT:
+        return _CURRENT[-1]
     spec = os.environ.get(BACKEND_ENV)
     return backend_from_spec(spec) if spec else None
 
 # %% ../nbs/04_cluster.ipynb #e6f127ed
-_WATCHED = set()   # (this process, the parent it watches): one watchdog each, also in a forked child that inherits the set
+_WATCHED = set()  # (this process, the parent it watches): one watchdog each, also in a forked child that inherits the set
 
-def die_with_parent(parent:int, # the pid of the process this one must not outlive, recorded there before starting this one
-                    kernel:bool=True, # ask Linux too (PR_SET_PDEATHSIG); only when the thread that started this process outlives it
-                    poll_s:float=0.5, # how often the watchdog thread looks at `parent`
-                   ):
+
+def die_with_parent(
+    parent: int,  # the pid of the process this one must not outlive, recorded there before starting this one
+    kernel: bool = True,  # ask Linux too (PR_SET_PDEATHSIG); only when the thread that started this process outlives it
+    poll_s: float = 0.5,  # how often the watchdog thread looks at `parent`
+):
     "SIGKILL this process when `parent` ends: at once if it already has, then by the kernel (Linux) and a watchdog thread."
     direct = os.getppid() == parent
     if direct and kernel and sys.platform.startswith("linux"):
         import ctypes
+
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1: PR_SET_PDEATHSIG
-    gone = (lambda: os.getppid() != parent) if direct else (lambda: not _alive(parent))   # an orphan is re-parented
+            ctypes.CDLL(None, use_errno=True).prctl(
+                1, int(signal.SIGKILL), 0, 0, 0
+            )  # 1: PR_SET_PDEATHSIG
+    gone = (
+        (lambda: os.getppid() != parent) if direct else (lambda: not _alive(parent))
+    )  # an orphan is re-parented
     die = lambda: os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
-    if gone(): die()   # the parent died before the kernel was asked (or before this process started)
-    if (os.getpid(), parent) in _WATCHED: return
+    if gone():
+        die()  # the parent died before the kernel was asked (or before this process started)
+    if (os.getpid(), parent) in _WATCHED:
+        return
     _WATCHED.add((os.getpid(), parent))
+
     def watch():
-        while not gone(): time.sleep(poll_s)
+        while not gone():
+            time.sleep(poll_s)
         die()
+
     threading.Thread(target=watch, name=f"die-with-{parent}", daemon=True).start()
 
 # %% ../nbs/04_cluster.ipynb #d3cb0bb8
-def _raise_failures(store:ResultStore, units:Sequence[Unit], failed:Sequence[str]):
+def _raise_failures(store: ResultStore, units: Sequence[Unit], failed: Sequence[str]):
     "One error naming every failed unit, its last error line and where its log (or failure record) is."
-    if not failed: return
+    if not failed:
+        return
     lines = []
     for u in (u for u in units if u.path in set(failed)):
         rec = store.failure(u) or {"error": "unknown error", "log": None}
-        lines.append(f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: {rec['log'] or store._failure_file(u)}")
-    raise HoiAuditError(f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n" + "\n".join(lines))
+        lines.append(
+            f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: {rec['log'] or store._failure_file(u)}"
+        )
+    raise HoiAuditError(
+        f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n"
+        + "\n".join(lines)
+    )
 
 # %% ../nbs/04_cluster.ipynb #abb597c8
-def _pack(units:Sequence[Unit], compute:Callable) -> bytes:
+def _pack(units: Sequence[Unit], compute: Callable) -> bytes:
     "The units, `compute` and every registry's entries (`core.registries`), cloudpickled: what a worker process needs."
     import cloudpickle
-    shipped = [(r.name, r.module, dict(r)) for r in reversed(registries())]   # the later of two of a name first
+
+    shipped = [
+        (r.name, r.module, dict(r)) for r in reversed(registries())
+    ]  # the later of two of a name first
     return cloudpickle.dumps((list(units), compute, shipped))
 
 # %% ../nbs/04_cluster.ipynb #7ca60a90
-def _unpack(blob:bytes) -> tuple:
+def _unpack(blob: bytes) -> tuple:
     "(units, compute) from `_pack`'s bytes, after adding to this process's registries the entries it lacks."
     import cloudpickle
+
     units, compute, shipped = cloudpickle.loads(blob)
     for name, module, entries in shipped:
-        if all(r.name != name for r in registries()) and module not in (None, "__main__") and module not in sys.modules:
-            try: importlib.import_module(module)
+        if (
+            all(r.name != name for r in registries())
+            and module not in (None, "__main__")
+            and module not in sys.modules
+        ):
+            try:
+                importlib.import_module(module)
             except ModuleNotFoundError as e:
-                if e.name != module: raise   # not importable here (a notebook's, a plug-in file's): skipped
-        registry = next((r for r in reversed(registries()) if r.name == name), None)   # the last made under that name
+                if e.name != module:
+                    raise  # not importable here (a notebook's, a plug-in file's): skipped
+        registry = next(
+            (r for r in reversed(registries()) if r.name == name), None
+        )  # the last made under that name
         for k, v in entries.items():
-            if registry is not None and k not in registry: registry.register(k, v)
+            if registry is not None and k not in registry:
+                registry.register(k, v)
     return units, compute
 
 # %% ../nbs/04_cluster.ipynb #3070e95f
 _POOL = {}
 
-def _pool_init(store_root:str, # the result store's folder
-               payload:bytes, # `_pack`'s bytes
-               parent:int|None=None, # the process that started the pool: this worker dies with it
-              ):
-    if parent is not None: die_with_parent(parent)   # the pool's thread waits for its workers: the kernel's signal is safe
+
+def _pool_init(
+    store_root: str,  # the result store's folder
+    payload: bytes,  # `_pack`'s bytes
+    parent: int | None = None,  # the process that started the pool: this worker dies with it
+):
+    if parent is not None:
+        die_with_parent(
+            parent
+        )  # the pool's thread waits for its workers: the kernel's signal is safe
     _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, _unpack(payload)
 
 # %% ../nbs/04_cluster.ipynb #d593a303
-def _pool_unit(i:int) -> dict: return compute_units(_POOL["root"], [_POOL["units"][i]], _POOL["compute"])
+def _pool_unit(i: int) -> dict:
+    return compute_units(_POOL["root"], [_POOL["units"][i]], _POOL["compute"])
 
 # %% ../nbs/04_cluster.ipynb #1e86827b
 def _stop_pool(pool):
     "End a process pool now: kill its workers (their units stay pending) and cancel the units not started."
-    for process in list((getattr(pool, "_processes", None) or {}).values()): process.kill()
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
 
 # %% ../nbs/04_cluster.ipynb #559dee56
 @dataclass(frozen=True)
 class LocalBackend:
     "Compute pending units in this process (`workers=1`) or a pool of `workers` processes on this machine."
-    workers: int = 1 # processes (k uses k cores)
-    max_requeues: int = 3 # fresh pools after a worker died
+
+    workers: int = 1  # processes (k uses k cores)
+    max_requeues: int = 3  # fresh pools after a worker died
     name = "local"
 
     def __post_init__(self):
-        if not isinstance(self.workers, int) or self.workers < 1: raise HoiAuditError(f"workers must be a positive integer, got {self.workers!r}")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise HoiAuditError(f"workers must be a positive integer, got {self.workers!r}")
 
-    def run_units(self, store:ResultStore, units:Sequence[Unit], compute:Callable, desc:str|None=None, progress:bool=False, stage:str|None=None):
+    def run_units(
+        self,
+        store: ResultStore,
+        units: Sequence[Unit],
+        compute: Callable,
+        desc: str | None = None,
+        progress: bool = False,
+        stage: str | None = None,
+    ):
         "Compute `units` into `store`; raise naming every unit that failed."
         units = list(units)
-        if self.workers == 1 or len(units) == 1: return _raise_failures(store, units, compute_units(store.root, units, compute)["failed"])
+        if self.workers == 1 or len(units) == 1:
+            return _raise_failures(
+                store, units, compute_units(store.root, units, compute)["failed"]
+            )
         import concurrent.futures as cf, multiprocessing as mp
         from tqdm import tqdm
-        lib = importlib.import_module("hoi_audit.cluster")   # workers run the library's functions, also when this class is defined in a notebook
+
+        lib = importlib.import_module(
+            "hoi_audit.cluster"
+        )  # workers run the library's functions, also when this class is defined in a notebook
         payload, todo, failed, rounds = _pack(units, compute), list(range(len(units))), [], 0
-        bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
+        bar = tqdm(
+            total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr
+        )
         while todo:
-            with cf.ProcessPoolExecutor(min(self.workers, len(todo)), mp_context=mp.get_context("spawn"),
-                                        initializer=lib._pool_init, initargs=(str(store.root), payload, os.getpid())) as pool:
+            with cf.ProcessPoolExecutor(
+                min(self.workers, len(todo)),
+                mp_context=mp.get_context("spawn"),
+                initializer=lib._pool_init,
+                initargs=(str(store.root), payload, os.getpid()),
+            ) as pool:
                 futures = [pool.submit(lib._pool_unit, i) for i in todo]
                 try:
                     for f in cf.as_completed(futures):
                         with contextlib.suppress(cf.process.BrokenProcessPool):
-                            failed += f.result()["failed"]; bar.update()
-                except BaseException: _stop_pool(pool); raise   # Ctrl-C: stop now, not after the running units
-            todo = [i for i in todo if units[i].path not in failed and store._inspect(units[i])[0] != "done"]
+                            failed += f.result()["failed"]
+                            bar.update()
+                except BaseException:
+                    _stop_pool(pool)
+                    raise  # Ctrl-C: stop now, not after the running units
+            todo = [
+                i
+                for i in todo
+                if units[i].path not in failed and store._inspect(units[i])[0] != "done"
+            ]
             if todo and rounds == self.max_requeues:
-                raise HoiAuditError(f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} unit(s) are not done (e.g. {units[todo[0]].path})")
+                raise HoiAuditError(
+                    f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} unit(s) are not done (e.g. {units[todo[0]].path})"
+                )
             rounds += 1
         bar.close()
         _raise_failures(store, units, failed)
@@ -263,15 +370,28 @@ class UnitShard(submitit.helpers.Checkpointable):
         return lib.compute_units(self.store_root, [units[i] for i in indices], compute, log)
 
 # %% ../nbs/04_cluster.ipynb #b82d07dd
-def _executor(cfg:ClusterConfig, folder:Path):
+def _executor(cfg: ClusterConfig, folder: Path):
     "The submitit executor of `cfg`, logging below `folder`."
     if cfg.cluster == "slurm":
         ex = submitit.SlurmExecutor(folder, max_num_timeout=cfg.max_requeues)
-        ex.update_parameters(time=max(1, int(round(cfg.timeout_min))), cpus_per_task=cfg.cpus_per_task, array_parallelism=cfg.array_parallelism,
-                             signal_delay_s=cfg.signal_delay_s, job_name="hoi-audit",
-                             **{k: v for k, v in (("partition", cfg.partition), ("account", cfg.account), ("qos", cfg.qos),
-                                                  ("gpus_per_node", cfg.gpus_per_node or None),
-                                                  ("mem", f"{cfg.mem_gb}GB" if cfg.mem_gb else None)) if v})
+        ex.update_parameters(
+            time=max(1, int(round(cfg.timeout_min))),
+            cpus_per_task=cfg.cpus_per_task,
+            array_parallelism=cfg.array_parallelism,
+            signal_delay_s=cfg.signal_delay_s,
+            job_name="hoi-audit",
+            **{
+                k: v
+                for k, v in (
+                    ("partition", cfg.partition),
+                    ("account", cfg.account),
+                    ("qos", cfg.qos),
+                    ("gpus_per_node", cfg.gpus_per_node or None),
+                    ("mem", f"{cfg.mem_gb}GB" if cfg.mem_gb else None),
+                )
+                if v
+            },
+        )
         return ex
     if cfg.cluster == "local":
         ex = submitit.LocalExecutor(folder, max_num_timeout=cfg.max_requeues)
@@ -280,19 +400,22 @@ def _executor(cfg:ClusterConfig, folder:Path):
     return submitit.DebugExecutor(folder)
 
 # %% ../nbs/04_cluster.ipynb #f070456f
-def _task_owner(cfg:ClusterConfig, # the executor's settings
-               ) -> int|None: # the pid an array task must not outlive; None: none
+def _task_owner(
+    cfg: ClusterConfig,  # the executor's settings
+) -> int | None:  # the pid an array task must not outlive; None: none
     "This process on submitit's local executor; None on SLURM (a task outlives the command) and the debug executor (in process)."
     return os.getpid() if cfg.cluster == "local" else None
 
 # %% ../nbs/04_cluster.ipynb #a76a83ca
 def _in_queue(job) -> bool:
     "Whether SLURM still lists `job` (pending, running or requeued)."
-    r = subprocess.run(["squeue", "-h", "-o", "%i", "-j", str(job.job_id)], capture_output=True, text=True)
+    r = subprocess.run(
+        ["squeue", "-h", "-o", "%i", "-j", str(job.job_id)], capture_output=True, text=True
+    )
     return r.returncode == 0 and bool(r.stdout.strip())
 
 # %% ../nbs/04_cluster.ipynb #76f13861
-def _log_jobs(store:ResultStore, rows:list):
+def _log_jobs(store: ResultStore, rows: list):
     "Add or update the store's record of submitted array tasks (by job id)."
     f = store.root / ".cluster" / "jobs.json"
     jobs = {j["job_id"]: j for j in (read_json(f) if f.exists() else [])}
@@ -300,53 +423,116 @@ def _log_jobs(store:ResultStore, rows:list):
     write_json(f, list(jobs.values()))
 
 # %% ../nbs/04_cluster.ipynb #6394961f
-def _wait_for_tasks(jobs:list, cfg:ClusterConfig, tick:Callable) -> list:
+def _wait_for_tasks(jobs: list, cfg: ClusterConfig, tick: Callable) -> list:
     "Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM lost it without a result."
     outcome, gone = [None] * len(jobs), {}
     while any(o is None for o in outcome):
         for k, job in enumerate(jobs):
-            if outcome[k] is not None: continue
+            if outcome[k] is not None:
+                continue
             finished = job.paths.result_pickle.exists() or (cfg.cluster != "slurm" and job.done())
             if not finished and cfg.cluster == "slurm" and not _in_queue(job):
                 gone.setdefault(k, time.monotonic())
-                if time.monotonic() - gone[k] > 3 * cfg.poll_s: outcome[k] = ("died", None)   # left the queue without a result
+                if time.monotonic() - gone[k] > 3 * cfg.poll_s:
+                    outcome[k] = ("died", None)  # left the queue without a result
                 continue
             if finished:
-                try: outcome[k] = ("completed", job.result())
-                except Exception as e: outcome[k] = ("error", f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}")
+                try:
+                    outcome[k] = ("completed", job.result())
+                except Exception as e:
+                    outcome[k] = (
+                        "error",
+                        f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
+                    )
         tick()
-        if any(o is None for o in outcome): time.sleep(cfg.poll_s)
+        if any(o is None for o in outcome):
+            time.sleep(cfg.poll_s)
     return outcome
 
 # %% ../nbs/04_cluster.ipynb #5788c800
 @dataclass(frozen=True)
 class SlurmBackend:
     "Compute pending units as submitit array tasks (`ClusterConfig.cluster`: a SLURM cluster, or submitit's local executor)."
-    config: ClusterConfig = ClusterConfig() # executor parameters, per stage
+
+    config: ClusterConfig = ClusterConfig()  # executor parameters, per stage
     name = "slurm"
 
-    def run_units(self, store:ResultStore, units:Sequence[Unit], compute:Callable, desc:str|None=None, progress:bool=False, stage:str|None=None):
+    def run_units(
+        self,
+        store: ResultStore,
+        units: Sequence[Unit],
+        compute: Callable,
+        desc: str | None = None,
+        progress: bool = False,
+        stage: str | None = None,
+    ):
         "Submit `units` as arrays of disjoint shards until each is done or failed; raise naming every failed unit and its log."
         from tqdm import tqdm
+
         units, cfg = list(units), self.config.for_stage(stage or store.root.name)
         blob = _pack(units, compute)
-        payload = write_bytes(store.root / ".cluster" / "payloads" / f"{sha256_bytes(blob)[:24]}.pkl", blob)
+        payload = write_bytes(
+            store.root / ".cluster" / "payloads" / f"{sha256_bytes(blob)[:24]}.pkl", blob
+        )
         executor = _executor(cfg, Path(cfg.folder or store.root / ".cluster" / "logs"))
         todo, failed, rounds = list(range(len(units))), [], 0
-        bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
+        bar = tqdm(
+            total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr
+        )
         while todo:
-            jobs = executor.map_array(UnitShard(str(store.root), str(payload), _task_owner(cfg)), [[todo[i] for i in s] for s in shards(len(todo), cfg.tasks)])
-            log = lambda job, state, extra={}: {"job_id": str(job.job_id), "store": store.root.name, "desc": desc, "round": rounds,
-                                                "state": state, "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr), **extra}
+            jobs = executor.map_array(
+                UnitShard(str(store.root), str(payload), _task_owner(cfg)),
+                [[todo[i] for i in s] for s in shards(len(todo), cfg.tasks)],
+            )
+            log = lambda job, state, extra={}: {
+                "job_id": str(job.job_id),
+                "store": store.root.name,
+                "desc": desc,
+                "round": rounds,
+                "state": state,
+                "stdout": str(job.paths.stdout),
+                "stderr": str(job.paths.stderr),
+                **extra,
+            }
             _log_jobs(store, [log(j, "submitted") for j in jobs])
-            outcome = _wait_for_tasks(jobs, cfg, lambda: bar.update(sum((store.unit_dir(units[i]) / store.MANIFEST).exists() for i in range(len(units))) - bar.n))
-            _log_jobs(store, [log(j, state, {"failed_units": r["failed"]} if isinstance(r, dict) else {"error": r}) for j, (state, r) in zip(jobs, outcome)])
+            outcome = _wait_for_tasks(
+                jobs,
+                cfg,
+                lambda: bar.update(
+                    sum(
+                        (store.unit_dir(units[i]) / store.MANIFEST).exists()
+                        for i in range(len(units))
+                    )
+                    - bar.n
+                ),
+            )
+            _log_jobs(
+                store,
+                [
+                    log(
+                        j,
+                        state,
+                        {"failed_units": r["failed"]} if isinstance(r, dict) else {"error": r},
+                    )
+                    for j, (state, r) in zip(jobs, outcome)
+                ],
+            )
             failed += [p for state, r in outcome if state == "completed" for p in r["failed"]]
-            todo = [i for i in todo if units[i].path not in failed and store._inspect(units[i])[0] != "done"]
+            todo = [
+                i
+                for i in todo
+                if units[i].path not in failed and store._inspect(units[i])[0] != "done"
+            ]
             if todo and rounds == cfg.max_requeues:
-                dead = [f"  job {j.job_id} ({state}): {j.paths.stderr}" for j, (state, _) in zip(jobs, outcome) if state != "completed"]
-                raise HoiAuditError(f"{store.root}: {len(todo)} unit(s) not done after {rounds + 1} submission(s); the last array's tasks that "
-                                    "did not finish, and their logs:\n" + "\n".join(dead))
+                dead = [
+                    f"  job {j.job_id} ({state}): {j.paths.stderr}"
+                    for j, (state, _) in zip(jobs, outcome)
+                    if state != "completed"
+                ]
+                raise HoiAuditError(
+                    f"{store.root}: {len(todo)} unit(s) not done after {rounds + 1} submission(s); the last array's tasks that "
+                    "did not finish, and their logs:\n" + "\n".join(dead)
+                )
             rounds += 1
         bar.close()
         _raise_failures(store, units, failed)
@@ -359,13 +545,26 @@ class PlanStop(HoiAuditError):
 @dataclass(frozen=True)
 class PlanBackend:
     "Compute nothing; stop at the first pending units (for `hoi-audit plan`)."
+
     name = "plan"
-    def run_units(self, store:ResultStore, units:Sequence[Unit], compute:Callable, desc:str|None=None, progress:bool=False, stage:str|None=None):
-        raise PlanStop(f"{len(units)} pending unit(s) in {store.root} (e.g. {units[0].path}); planning stops at the first pending units")
+
+    def run_units(
+        self,
+        store: ResultStore,
+        units: Sequence[Unit],
+        compute: Callable,
+        desc: str | None = None,
+        progress: bool = False,
+        stage: str | None = None,
+    ):
+        raise PlanStop(
+            f"{len(units)} pending unit(s) in {store.root} (e.g. {units[0].path}); planning stops at the first pending units"
+        )
 
 # %% ../nbs/04_cluster.ipynb #5deb2165
-def cluster_jobs(store_root, # a result store's folder
-                ) -> pd.DataFrame: # store, job_id, desc, round, state, stdout, stderr, failed_units
+def cluster_jobs(
+    store_root,  # a result store's folder
+) -> pd.DataFrame:  # store, job_id, desc, round, state, stdout, stderr, failed_units
     "The array tasks submitted for a store (empty when none was)."
     cols = ["store", "job_id", "desc", "round", "state", "stdout", "stderr", "failed_units"]
     f = Path(store_root) / ".cluster" / "jobs.json"

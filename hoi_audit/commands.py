@@ -13,12 +13,30 @@ from .store import CommandOutput, ResultStore
 from .cli import add_command, parse_list
 from .conditions import CONDITIONS, QUERY_SCHEDULES, TABLE1_CONDITIONS, training_options
 from .engine import _results_config, window_accuracy_records
-from .tables import (audit_results_records, format_table, four_condition_audit,
-                              intervention_results_records, intervention_table, recovery_table,
-                              window_results_records)
+from hoi_audit.tables import (
+    audit_results_records,
+    format_table,
+    four_condition_audit,
+    intervention_results_records,
+    intervention_table,
+    recovery_table,
+    window_results_records,
+)
 from .procedural import name_config, read_for_command
 from .report import write_report
-from . import controls, sweeps, report, probes, lta, scope, success, ranking, epic, lint, contracts
+from hoi_audit import (
+    controls,
+    sweeps,
+    report,
+    probes,
+    lta,
+    scope,
+    success,
+    ranking,
+    epic,
+    lint,
+    contracts,
+)
 
 # %% auto #0
 __all__ = ['STAGES', 'audit_command', 'add_subcommands']
@@ -69,10 +87,25 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
     return 0
 
 # %% ../nbs/91_commands.ipynb #4ac86214
-STAGES = (controls, sweeps, report, probes, lta, scope, success, ranking, epic, lint, contracts)  # each registers its own subcommands (`add_subcommand`), in the order `--help` lists them
+STAGES = (
+    controls,
+    sweeps,
+    report,
+    probes,
+    lta,
+    scope,
+    success,
+    ranking,
+    epic,
+    lint,
+    contracts,
+)  # each registers its own subcommands (`add_subcommand`), in the order `--help` lists them
 
-def add_subcommands(subparsers, # the `add_subparsers()` object of the `hoi-audit` parser
-                   ) -> None:
+
+def add_subcommands(
+    subparsers,  # the `add_subparsers()` object of the `hoi-audit` parser
+) -> None:
     "Register `hoi-audit audit` and every stage's subcommands."
     add_command(subparsers, audit_command, shared=(training_options,))
-    for stage in STAGES: stage.add_subcommand(subparsers)
+    for stage in STAGES:
+        stage.add_subcommand(subparsers)

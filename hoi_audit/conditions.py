@@ -13,7 +13,13 @@ from .cluster import current_backend
 from .core import PROTOCOL_SEEDS, DataError, Registry, sha256_array, sha256_json
 from .store import ResultStore, Unit
 from .provenance import Condition
-from .models import TrainConfig, architecture, check_anticipator, resolve_device, training_device
+from hoi_audit.models import (
+    TrainConfig,
+    architecture,
+    check_anticipator,
+    resolve_device,
+    training_device,
+)
 from . import recovery
 from .queries import next_action_queries, scheduled_queries, split_queries
 from .cli import parse_list
@@ -39,11 +45,14 @@ class HistorySource:
 # %% ../nbs/17a_conditions.ipynb #a5f2264d
 HISTORY_SOURCES = Registry("history sources")  # name -> HistorySource
 
-def register_history_source(source:HistorySource, # its `name` is the name conditions refer to
-                            replace:bool=False, # replace another source of that name
-                           ) -> HistorySource:
+
+def register_history_source(
+    source: HistorySource,  # its `name` is the name conditions refer to
+    replace: bool = False,  # replace another source of that name
+) -> HistorySource:
     "Add a history source to `HISTORY_SOURCES`; conditions refer to it by name."
-    if not isinstance(source, HistorySource): raise TypeError(f"expected a HistorySource, got {type(source).__name__}")
+    if not isinstance(source, HistorySource):
+        raise TypeError(f"expected a HistorySource, got {type(source).__name__}")
     return HISTORY_SOURCES.register(source.name, source, replace)
 
 # %% ../nbs/17a_conditions.ipynb #7975f48b
@@ -55,22 +64,37 @@ def gt_histories(dataset, split, train_q, test_q, config) -> tuple:
 @dataclass(frozen=True)
 class NoisyGT:
     "GT histories corrupted at a known rate (`recovery.noisy_history`): derived from the oracle, so never deployable."
-    rate: float # probability that an item is edited
-    seed: int = 0 # noise seed (train and test parts get their own streams)
-    kinds: tuple = ("substitute", "delete", "insert") # the edits drawn (`recovery.NOISE_KINDS`)
+
+    rate: float  # probability that an item is edited
+    seed: int = 0  # noise seed (train and test parts get their own streams)
+    kinds: tuple = ("substitute", "delete", "insert")  # the edits drawn (`recovery.NOISE_KINDS`)
+
     @property
-    def name(self) -> str: return f"noisy_gt(rate={self.rate}, seed={self.seed}, kinds={','.join(self.kinds)})"
+    def name(self) -> str:
+        return f"noisy_gt(rate={self.rate}, seed={self.seed}, kinds={','.join(self.kinds)})"
+
     def __call__(self, dataset, split, train_q, test_q, config) -> tuple:
         from hoi_audit.recovery import noisy_history
-        noisy = lambda q, part: list(noisy_history(list(q["history"]), self.rate, len(dataset.classes), seed=self.seed * 1000 + 2 * split + part,
-                                                   exclude=dataset.background, kinds=self.kinds))
+
+        noisy = lambda q, part: list(
+            noisy_history(
+                list(q["history"]),
+                self.rate,
+                len(dataset.classes),
+                seed=self.seed * 1000 + 2 * split + part,
+                exclude=dataset.background,
+                kinds=self.kinds,
+            )
+        )
         return noisy(train_q, 0), noisy(test_q, 1)
 
 # %% ../nbs/17a_conditions.ipynb #8e59bd02
-for _s in [HistorySource("gt", "GT", "oracle", gt_histories),
-           HistorySource("ba", "recognizer (boundary-aware)", "recognizer"),
-           HistorySource("bfr", "recognizer (boundary-free)", "recognizer"),
-           HistorySource("noisy_gt", "GT with 20% edits (oracle-derived)", "oracle", NoisyGT(0.2))]:
+for _s in [
+    HistorySource("gt", "GT", "oracle", gt_histories),
+    HistorySource("ba", "recognizer (boundary-aware)", "recognizer"),
+    HistorySource("bfr", "recognizer (boundary-free)", "recognizer"),
+    HistorySource("noisy_gt", "GT with 20% edits (oracle-derived)", "oracle", NoisyGT(0.2)),
+]:
     register_history_source(_s)
 
 # %% ../nbs/17a_conditions.ipynb #6c4e929b
@@ -111,33 +135,65 @@ class AuditCondition:
 # %% ../nbs/17a_conditions.ipynb #5b9d9a63
 CONDITIONS = Registry("audit conditions")  # name -> AuditCondition, in registration order
 
-def register_condition(condition:AuditCondition, # its `name` is the name audits and `--conditions` take
-                       replace:bool=False, # replace another condition of that name
-                      ) -> AuditCondition:
+
+def register_condition(
+    condition: AuditCondition,  # its `name` is the name audits and `--conditions` take
+    replace: bool = False,  # replace another condition of that name
+) -> AuditCondition:
     "Add an audit condition to `CONDITIONS`; audits and the command line find it by name."
-    if not isinstance(condition, AuditCondition): raise TypeError(f"expected an AuditCondition, got {type(condition).__name__}")
+    if not isinstance(condition, AuditCondition):
+        raise TypeError(f"expected an AuditCondition, got {type(condition).__name__}")
     return CONDITIONS.register(condition.name, condition, replace)
 
 # %% ../nbs/17a_conditions.ipynb #56b24ba4
-for _c in [AuditCondition("video_only", "Video only", ("video", "state")),
-           AuditCondition("recognizer_bfr", "Recognizer history, boundary-free", ("video", "history", "state"), "bfr"),
-           AuditCondition("recognizer_ba", "Recognizer history, boundary-aware", ("video", "history", "state"), "ba"),
-           AuditCondition("gt_history", "GT transcript (oracle)", ("video", "history", "state"), "gt"),
-           AuditCondition("context_only", "Context-only (oracle context)", ("history", "state"), "gt"),
-           AuditCondition("context_only_recognizer", "Context-only (recognizer context)", ("history", "state"), "ba"),
-           AuditCondition("context_only_elapsed_fraction", "Context-only + elapsed fraction (oracle length)", ("history", "state", "elapsed_fraction"), "gt"),
-           AuditCondition("noisy_gt_history", "Noisy GT history (oracle-derived)", ("video", "history", "state"), "noisy_gt")]:
+for _c in [
+    AuditCondition("video_only", "Video only", ("video", "state")),
+    AuditCondition(
+        "recognizer_bfr", "Recognizer history, boundary-free", ("video", "history", "state"), "bfr"
+    ),
+    AuditCondition(
+        "recognizer_ba", "Recognizer history, boundary-aware", ("video", "history", "state"), "ba"
+    ),
+    AuditCondition("gt_history", "GT transcript (oracle)", ("video", "history", "state"), "gt"),
+    AuditCondition("context_only", "Context-only (oracle context)", ("history", "state"), "gt"),
+    AuditCondition(
+        "context_only_recognizer", "Context-only (recognizer context)", ("history", "state"), "ba"
+    ),
+    AuditCondition(
+        "context_only_elapsed_fraction",
+        "Context-only + elapsed fraction (oracle length)",
+        ("history", "state", "elapsed_fraction"),
+        "gt",
+    ),
+    AuditCondition(
+        "noisy_gt_history",
+        "Noisy GT history (oracle-derived)",
+        ("video", "history", "state"),
+        "noisy_gt",
+    ),
+]:
     register_condition(_c)
-TABLE1_CONDITIONS = ("video_only", "recognizer_bfr", "recognizer_ba", "gt_history", "context_only")  # the default rows (Table 1)
+TABLE1_CONDITIONS = (
+    "video_only",
+    "recognizer_bfr",
+    "recognizer_ba",
+    "gt_history",
+    "context_only",
+)  # the default rows (Table 1)
 NON_ORACLE, ORACLE = "recognizer_ba", "gt_history"  # Table 2's first row: the primary matched pair
 
 # %% ../nbs/17a_conditions.ipynb #0f77a83b
-def matched_pairs(conditions:Sequence[str], # condition names (CONDITIONS)
-                 ) -> list[tuple]: # (oracle, non_oracle) pairs, the primary pair first
+def matched_pairs(
+    conditions: Sequence[str],  # condition names (CONDITIONS)
+) -> list[tuple]:  # (oracle, non_oracle) pairs, the primary pair first
     "Pairs that differ in history provenance only: same inputs, the GT history against a deployable recognizer history."
     conds = [CONDITIONS[c] for c in conditions]
-    pairs = [(o.name, r.name) for r in conds for o in conds
-             if o.history == "gt" and r.history and r.deployable and tuple(o.inputs) == tuple(r.inputs)]
+    pairs = [
+        (o.name, r.name)
+        for r in conds
+        for o in conds
+        if o.history == "gt" and r.history and r.deployable and tuple(o.inputs) == tuple(r.inputs)
+    ]
     return sorted(pairs, key=lambda p: p != (ORACLE, NON_ORACLE))
 
 # %% ../nbs/17a_conditions.ipynb #4199c01a
@@ -164,27 +220,35 @@ class AuditConfig:
 @dataclass(frozen=True)
 class QuerySchedule:
     "When queries are asked: a builder of `queries` and its fixed settings (the audit adds the window)."
-    name: str # key in QUERY_SCHEDULES
-    builder: Callable # (dataset, videos, window=..., **options) -> queries
-    options: tuple = () # (name, value) pairs passed to the builder
 
-    def queries(self, dataset, split:int, config:AuditConfig) -> tuple:
+    name: str  # key in QUERY_SCHEDULES
+    builder: Callable  # (dataset, videos, window=..., **options) -> queries
+    options: tuple = ()  # (name, value) pairs passed to the builder
+
+    def queries(self, dataset, split: int, config: AuditConfig) -> tuple:
         "The (train, test) queries of a split."
-        return split_queries(dataset, split, builder=self.builder, window=config.window, **dict(self.options))
+        return split_queries(
+            dataset, split, builder=self.builder, window=config.window, **dict(self.options)
+        )
 
 # %% ../nbs/17a_conditions.ipynb #ffa420cd
 QUERY_SCHEDULES = Registry("query schedules")  # name -> QuerySchedule
 
-def register_schedule(schedule:QuerySchedule, # its `name` is the name `AuditConfig.schedule` and `--schedule` take
-                      replace:bool=False, # replace another schedule of that name
-                     ) -> QuerySchedule:
+
+def register_schedule(
+    schedule: QuerySchedule,  # its `name` is the name `AuditConfig.schedule` and `--schedule` take
+    replace: bool = False,  # replace another schedule of that name
+) -> QuerySchedule:
     "Add a query schedule to `QUERY_SCHEDULES`."
-    if not isinstance(schedule, QuerySchedule): raise TypeError(f"expected a QuerySchedule, got {type(schedule).__name__}")
+    if not isinstance(schedule, QuerySchedule):
+        raise TypeError(f"expected a QuerySchedule, got {type(schedule).__name__}")
     return QUERY_SCHEDULES.register(schedule.name, schedule, replace)
 
 # %% ../nbs/17a_conditions.ipynb #9a36b518
 register_schedule(QuerySchedule("boundary", next_action_queries))
-register_schedule(QuerySchedule("boundary_independent", scheduled_queries, (("start", 64), ("every", 60))))
+register_schedule(
+    QuerySchedule("boundary_independent", scheduled_queries, (("start", 64), ("every", 60)))
+)
 
 # %% ../nbs/17a_conditions.ipynb #8f895622
 def _features_fingerprint(dataset, videos) -> str:
@@ -199,21 +263,53 @@ def _features_fingerprint(dataset, videos) -> str:
 # %% ../nbs/17a_conditions.ipynb #bd4f7e48
 def _labels_fingerprint(dataset, videos) -> str:
     "Identity of what a recognizer learns from besides the features: each video's frame labels and participant (the folds group by it)."
-    return sha256_json([[v, dataset.video(v).participant, sha256_array(np.asarray(dataset.video(v).labels, dtype=np.int64))] for v in videos])
+    return sha256_json(
+        [
+            [
+                v,
+                dataset.video(v).participant,
+                sha256_array(np.asarray(dataset.video(v).labels, dtype=np.int64)),
+            ]
+            for v in videos
+        ]
+    )
 
 # %% ../nbs/17a_conditions.ipynb #33cd2e0d
-def recognizer_fit_unit(dataset, # a `ProceduralDataset` with features
-                        split:int, # the split whose train videos the recognizer is fitted on
-                        config:AuditConfig, # the recognizer's window, stride and seed
-                        folds:int, # participant folds of the cross-fit (0: the one all-train recognizer)
-                       ) -> Unit:
+def recognizer_fit_unit(
+    dataset,  # a `ProceduralDataset` with features
+    split: int,  # the split whose train videos the recognizer is fitted on
+    config: AuditConfig,  # the recognizer's window, stride and seed
+    folds: int,  # participant folds of the cross-fit (0: the one all-train recognizer)
+) -> Unit:
     "A split's recognizer fit as a store unit: identified by the train videos' content, the split, the folds and the recognizer's settings only."
     train = list(dataset.splits[split]["train"])
-    settings = {"window": int(config.recognizer_window), "stride": int(config.recognizer_stride), "seed": int(config.recognizer_seed),
-                "folds": int(folds), **{k: getattr(recovery.WindowRecognizer(), k) for k in ("pooling", "C", "max_windows", "max_iter")}}
-    inputs = {"train_videos": sha256_json(train), "features": _features_fingerprint(dataset, train), "labels": _labels_fingerprint(dataset, train)}
-    kind = f"crossfit{int(folds)}" if folds else "alltrain"   # the digest keeps fits of other settings or contents side by side
-    return Unit({"dataset": dataset.name, "split": split, "recognizer": f"{kind}-{sha256_json([settings, inputs])[:12]}"}, settings, inputs)
+    settings = {
+        "window": int(config.recognizer_window),
+        "stride": int(config.recognizer_stride),
+        "seed": int(config.recognizer_seed),
+        "folds": int(folds),
+        **{
+            k: getattr(recovery.WindowRecognizer(), k)
+            for k in ("pooling", "C", "max_windows", "max_iter")
+        },
+    }
+    inputs = {
+        "train_videos": sha256_json(train),
+        "features": _features_fingerprint(dataset, train),
+        "labels": _labels_fingerprint(dataset, train),
+    }
+    kind = (
+        f"crossfit{int(folds)}" if folds else "alltrain"
+    )  # the digest keeps fits of other settings or contents side by side
+    return Unit(
+        {
+            "dataset": dataset.name,
+            "split": split,
+            "recognizer": f"{kind}-{sha256_json([settings, inputs])[:12]}",
+        },
+        settings,
+        inputs,
+    )
 
 # %% ../nbs/17a_conditions.ipynb #f6e120aa
 class RecognizerHistories:
@@ -281,12 +377,14 @@ class RecognizerHistories:
         return [tuple(int(a) for a in h) for h in recover(train_q)], [tuple(int(a) for a in h) for h in recover(test_q)]
 
 # %% ../nbs/17a_conditions.ipynb #66245f72
-def history_backend(history_fn:Callable|None, # the audit's recognizer backend (None: `RecognizerHistories()`)
-                    store:ResultStore, # the audit's store
-                   ) -> Callable:
+def history_backend(
+    history_fn: Callable | None,  # the audit's recognizer backend (None: `RecognizerHistories()`)
+    store: ResultStore,  # the audit's store
+) -> Callable:
     "The backend, keeping its recognizer fits in `store` when it can (`use_store`): one fit per split and settings for every unit that reads it."
     history_fn = history_fn or RecognizerHistories()
-    if callable(getattr(history_fn, "use_store", None)): history_fn.use_store(store)
+    if callable(getattr(history_fn, "use_store", None)):
+        history_fn.use_store(store)
     return history_fn
 
 # %% ../nbs/17a_conditions.ipynb #7686d18a

@@ -27,7 +27,8 @@ __all__ = ['ROLES', 'CHECK_ROLES', 'ContextForecasterContract', 'build', 'LabelF
 @runtime_checkable
 class ContextForecasterContract(Protocol):
     "A context-only forecaster: the next latent from the visible ones, no commands."
-    def predict(self, context:np.ndarray) -> np.ndarray: ...
+
+    def predict(self, context: np.ndarray) -> np.ndarray: ...
 
 # %% ../nbs/42_contracts.ipynb #035c7484
 ROLES = Registry("plug-in roles")  # role -> the methods that make one (any of them)
@@ -36,26 +37,44 @@ ROLES.register("encoder", ("encode",))
 ROLES.register("forecaster", ("predict", "rollout"))
 
 # %% ../nbs/42_contracts.ipynb #36743904
-def build(obj, # an object, a factory (class or callable) or a "module:name" spec
-          role:str, # a key of ROLES
-          **offered, # keyword arguments a factory may declare (seed=..., episodes=...)
-         ):
+def build(
+    obj,  # an object, a factory (class or callable) or a "module:name" spec
+    role: str,  # a key of ROLES
+    **offered,  # keyword arguments a factory may declare (seed=..., episodes=...)
+):
     "The object for `role` from what the user passed."
-    if role not in ROLES: raise ValueError(f"role must be one of {list(ROLES)}, got {role!r}")
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {list(ROLES)}, got {role!r}")
     methods = ROLES[role]
-    has_role = lambda o: not isinstance(o, type) and any(callable(getattr(o, m, None)) for m in methods)
+    has_role = lambda o: (
+        not isinstance(o, type) and any(callable(getattr(o, m, None)) for m in methods)
+    )
     method = " or ".join(methods)
     spec = obj if isinstance(obj, str) else None
-    if spec is not None: obj = load_object(spec)
-    if has_role(obj): return obj
-    if not callable(obj): raise ContractError(f"{spec or _name(obj)}: a {role} needs a method {method}(...) or a factory returning one")
-    try: params = inspect.signature(obj).parameters
-    except (TypeError, ValueError): params = {}
+    if spec is not None:
+        obj = load_object(spec)
+    if has_role(obj):
+        return obj
+    if not callable(obj):
+        raise ContractError(
+            f"{spec or _name(obj)}: a {role} needs a method {method}(...) or a factory returning one"
+        )
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        params = {}
     takes_all = any(p.kind is p.VAR_KEYWORD for p in params.values())
     kwargs = {k: v for k, v in offered.items() if takes_all or k in params}
-    made = call_user(lambda: obj(**kwargs), spec or _name(obj), f"construction (the command offers {', '.join(offered) or 'no arguments'})", finite=False)
+    made = call_user(
+        lambda: obj(**kwargs),
+        spec or _name(obj),
+        f"construction (the command offers {', '.join(offered) or 'no arguments'})",
+        finite=False,
+    )
     if not has_role(made):
-        raise ContractError(f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}")
+        raise ContractError(
+            f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}"
+        )
     return made
 
 # %% ../nbs/42_contracts.ipynb #4ed245a4
@@ -83,56 +102,72 @@ class LabelFreeEpisodes:
     def __repr__(self): return f"LabelFreeEpisodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim})"
 
 # %% ../nbs/42_contracts.ipynb #233ef1ad
-def user_world_model(model, # the user's world model: an object, a class or factory, or "module:name"
-                     train=None, # the `Episodes` a factory may be offered (as `LabelFreeEpisodes`); None: none
-                     check=None, # check(world_model) -> fingerprint: the protocol's checker (default: `check_world_model` at 4 + 4 bins on train's latent_dim)
-                    ) -> tuple: # (make(seed) -> a checked world model, seeded, identity)
+def user_world_model(
+    model,  # the user's world model: an object, a class or factory, or "module:name"
+    train=None,  # the `Episodes` a factory may be offered (as `LabelFreeEpisodes`); None: none
+    check=None,  # check(world_model) -> fingerprint: the protocol's checker (default: `check_world_model` at 4 + 4 bins on train's latent_dim)
+) -> tuple:  # (make(seed) -> a checked world model, seeded, identity)
     "The one adapter from a user's world model to a protocol: build it as the protocol does, check it, name it."
     target = load_object(model) if isinstance(model, str) else model
     name = model if isinstance(model, str) else _name(model)
-    if check is None and train is None: raise ValueError("user_world_model: give the protocol's `check`, or `train` (whose latent_dim the default check reads)")
+    if check is None and train is None:
+        raise ValueError(
+            "user_world_model: give the protocol's `check`, or `train` (whose latent_dim the default check reads)"
+        )
     check = check or (lambda m: check_world_model(m, int(train.latent_dim), name=name))
     frozen = not isinstance(target, type) and callable(getattr(target, "rollout", None))
-    try: params = {} if frozen else inspect.signature(target).parameters
-    except (TypeError, ValueError): params = {}
+    try:
+        params = {} if frozen else inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        params = {}
     seeded = "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
     ident = identity(model)
-    if frozen: ident["fingerprint"] = check(target)
+    if frozen:
+        ident["fingerprint"] = check(target)
     view = None if train is None else LabelFreeEpisodes(train)
+
     def make(seed):
         built = build(model, "world_model", seed=seed, episodes=view)
         check(built)
         return built
+
     return make, seeded, ident
 
 # %% ../nbs/42_contracts.ipynb #4853df85
-def _same(a, b) -> bool: return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
+def _same(a, b) -> bool:
+    return a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
 
 # %% ../nbs/42_contracts.ipynb #8864af87
-def _call(fn, what:str, *args):
+def _call(fn, what: str, *args):
     "A checker's call into user code: any exception named as `what` raised it (the checker judges the outputs)."
     return call_user(fn, what, "", *args, finite=False)
 
 # %% ../nbs/42_contracts.ipynb #953880ea
-def _float_array(x, what:str, shape:tuple) -> np.ndarray:
+def _float_array(x, what: str, shape: tuple) -> np.ndarray:
     a = np.asarray(x)
-    if a.dtype.kind != "f": raise ContractError(f"{what} must return floats, got dtype {a.dtype}")
-    if a.shape != shape: raise ContractError(f"{what} must return shape {shape}, got {a.shape}")
-    if not np.isfinite(a).all(): raise ContractError(f"{what} returned NaN or infinite values")
+    if a.dtype.kind != "f":
+        raise ContractError(f"{what} must return floats, got dtype {a.dtype}")
+    if a.shape != shape:
+        raise ContractError(f"{what} must return shape {shape}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ContractError(f"{what} returned NaN or infinite values")
     return a
 
 # %% ../nbs/42_contracts.ipynb #d379df79
-def _common(fn, args:tuple, out_of, what:str) -> np.ndarray:
+def _common(fn, args: tuple, out_of, what: str) -> np.ndarray:
     "Shape/dtype/finite, no in-place change of the inputs, determinism, rows independent of the batch."
     copies = tuple(a.copy() for a in args)
     first = out_of(_call(fn, what, *copies))
-    if not all(np.array_equal(a, c) for a, c in zip(args, copies)): raise ContractError(f"{what} changed its inputs in place")
+    if not all(np.array_equal(a, c) for a, c in zip(args, copies)):
+        raise ContractError(f"{what} changed its inputs in place")
     if not np.array_equal(first, out_of(_call(fn, what, *(a.copy() for a in args)))):
         raise ContractError(f"{what} is not deterministic: two calls on the same inputs differ")
     alone = out_of(_call(fn, what, *(a[:1].copy() for a in args)), rows=1)
     if not _same(alone[0], first[0]):
-        raise ContractError(f"{what} reads other rows of the batch: row 0 rolled out alone differs from row 0 of the batch "
-                            f"(max |diff| {np.abs(alone[0] - first[0]).max():.3g})")
+        raise ContractError(
+            f"{what} reads other rows of the batch: row 0 rolled out alone differs from row 0 of the batch "
+            f"(max |diff| {np.abs(alone[0] - first[0]).max():.3g})"
+        )
     return first
 
 # %% ../nbs/42_contracts.ipynb #db283b83
@@ -171,93 +206,200 @@ def check_world_model(model, # an object with rollout(context, commands)
     return sha256_json(prints)
 
 # %% ../nbs/42_contracts.ipynb #670292b1
-def check_encoder(encoder, # an object with latent_dim and encode(bins)
-                  frames:tuple=(4, 16, 32, 32), # (bins, frames per bin, height, width) of the random input
-                  seed:int=0, name:str|None=None,
-                 ) -> str: # fingerprint
+def check_encoder(
+    encoder,  # an object with latent_dim and encode(bins)
+    frames: tuple = (4, 16, 32, 32),  # (bins, frames per bin, height, width) of the random input
+    seed: int = 0,
+    name: str | None = None,
+) -> str:  # fingerprint
     "Check a frame encoder; return the SHA-256 fingerprint of its outputs."
     name = name or _name(encoder)
-    if not callable(getattr(encoder, "encode", None)): raise ContractError(f"{name} has no method encode(bins)")
+    if not callable(getattr(encoder, "encode", None)):
+        raise ContractError(f"{name} has no method encode(bins)")
     D = getattr(encoder, "latent_dim", None)
-    if not isinstance(D, (int, np.integer)) or D < 1: raise ContractError(f"{name}.latent_dim must be a positive int, got {D!r}")
+    if not isinstance(D, (int, np.integer)) or D < 1:
+        raise ContractError(f"{name}.latent_dim must be a positive int, got {D!r}")
     bins = np.random.default_rng(seed).integers(0, 256, size=(*frames, 3), dtype=np.uint8)
     what = f"{name}.encode(bins {bins.shape} uint8)"
-    return sha256_array(_common(encoder.encode, (bins,), lambda out, rows=frames[0]: _float_array(out, what, (rows, int(D))), what))
+    return sha256_array(
+        _common(
+            encoder.encode,
+            (bins,),
+            lambda out, rows=frames[0]: _float_array(out, what, (rows, int(D))),
+            what,
+        )
+    )
 
 # %% ../nbs/42_contracts.ipynb #9b740f2c
-def check_forecaster(forecaster, # an object with predict(context)
-                     latent_dim:int, # D
-                     context_bins:int=4, # C
-                     batch:int=5, seed:int=0, name:str|None=None,
-                    ) -> str: # fingerprint
+def check_forecaster(
+    forecaster,  # an object with predict(context)
+    latent_dim: int,  # D
+    context_bins: int = 4,  # C
+    batch: int = 5,
+    seed: int = 0,
+    name: str | None = None,
+) -> str:  # fingerprint
     "Check a context-only forecaster; return the SHA-256 fingerprint of its outputs."
     name = name or _name(forecaster)
-    if not callable(getattr(forecaster, "predict", None)): raise ContractError(f"{name} has no method predict(context)")
-    ctx = np.random.default_rng(seed).normal(size=(batch, context_bins, latent_dim)).astype(np.float32)
+    if not callable(getattr(forecaster, "predict", None)):
+        raise ContractError(f"{name} has no method predict(context)")
+    ctx = (
+        np.random.default_rng(seed)
+        .normal(size=(batch, context_bins, latent_dim))
+        .astype(np.float32)
+    )
     what = f"{name}.predict(context {ctx.shape})"
-    return sha256_array(_common(forecaster.predict, (ctx,), lambda out, rows=batch: _float_array(out, what, (rows, latent_dim)), what))
+    return sha256_array(
+        _common(
+            forecaster.predict,
+            (ctx,),
+            lambda out, rows=batch: _float_array(out, what, (rows, latent_dim)),
+            what,
+        )
+    )
 
 # %% ../nbs/42_contracts.ipynb #aae4ea18
 class NullPlanForecaster:
     "A world model used as a context-only forecaster: one step under an all-zero command."
+
     adapter = "rollout(context, zeros((N, 1, command_dim)))"
-    def __init__(self, model, command_dim:int=COMMAND_DIM): self.model, self.command_dim = model, command_dim
-    def predict(self, context:np.ndarray) -> np.ndarray:
+
+    def __init__(self, model, command_dim: int = COMMAND_DIM):
+        self.model, self.command_dim = model, command_dim
+
+    def predict(self, context: np.ndarray) -> np.ndarray:
         context = np.asarray(context, dtype=np.float32)
         out = self.model.rollout(context, np.zeros((len(context), 1, self.command_dim), np.float32))
-        if not isinstance(out, dict) or "latents" not in out: raise ContractError(f"{_name(self.model)}.rollout must return a dict with 'latents'")
+        if not isinstance(out, dict) or "latents" not in out:
+            raise ContractError(f"{_name(self.model)}.rollout must return a dict with 'latents'")
         return np.asarray(out["latents"])[:, -1]
 
 # %% ../nbs/42_contracts.ipynb #65596280
-def as_context_forecaster(model, # a context-only forecaster (predict) or a world model (rollout)
-                          command_dim:int=COMMAND_DIM, # A of the null command
-                         ):
+def as_context_forecaster(
+    model,  # a context-only forecaster (predict) or a world model (rollout)
+    command_dim: int = COMMAND_DIM,  # A of the null command
+):
     "An object with `predict(context) -> (N, D)`."
-    if callable(getattr(model, "predict", None)): return model
-    if callable(getattr(model, "rollout", None)): return NullPlanForecaster(model, command_dim)
-    raise ContractError(f"{_name(model)}: a forecaster needs predict(context) or a world model's rollout(context, commands)")
+    if callable(getattr(model, "predict", None)):
+        return model
+    if callable(getattr(model, "rollout", None)):
+        return NullPlanForecaster(model, command_dim)
+    raise ContractError(
+        f"{_name(model)}: a forecaster needs predict(context) or a world model's rollout(context, commands)"
+    )
 
 # %% ../nbs/42_contracts.ipynb #acb0a2d0
-CHECK_ROLES = ("anticipator", "world_model", "encoder", "forecaster")  # the roles `hoi-audit check` can check
+CHECK_ROLES = (
+    "anticipator",
+    "world_model",
+    "encoder",
+    "forecaster",
+)  # the roles `hoi-audit check` can check
 
-def check_model(role:str, # one of CHECK_ROLES
-                spec:str, # the user's model: package.module:factory or path/file.py:factory
-                size:str="tiny", # the embedded episodes a world model is built from and checked against
-               ) -> pd.DataFrame: # check, result (pass / FAIL), detail
+
+def check_model(
+    role: str,  # one of CHECK_ROLES
+    spec: str,  # the user's model: package.module:factory or path/file.py:factory
+    size: str = "tiny",  # the embedded episodes a world model is built from and checked against
+) -> pd.DataFrame:  # check, result (pass / FAIL), detail
     "Run one role's checker on a user's model, as the protocols would build it; one row per check, stopping at the first failure."
-    if role not in CHECK_ROLES: raise ContractError(f"role must be one of {CHECK_ROLES}, got {role!r}")
+    if role not in CHECK_ROLES:
+        raise ContractError(f"role must be one of {CHECK_ROLES}, got {role!r}")
     rows = []
+
     def step(check, fn):
-        try: detail = fn()
-        except HoiAuditError as e: rows.append({"check": check, "result": "FAIL", "detail": str(e)}); return False
-        rows.append({"check": check, "result": "pass", "detail": detail}); return True
+        try:
+            detail = fn()
+        except HoiAuditError as e:
+            rows.append({"check": check, "result": "FAIL", "detail": str(e)})
+            return False
+        rows.append({"check": check, "result": "pass", "detail": detail})
+        return True
+
     def named():
         ident = identity(spec)
         files = ident.get("checkpoints", {})
-        return f"code {(ident.get('code_sha256') or ident['source_sha256'] or 'interactive')[:12]}, {len(files)} checkpoint(s)" + (f" ({', '.join(files)})" if files else "")
-    if not step("identity (code, checkpoints)", named): return pd.DataFrame(rows)
+        return (
+            f"code {(ident.get('code_sha256') or ident['source_sha256'] or 'interactive')[:12]}, {len(files)} checkpoint(s)"
+            + (f" ({', '.join(files)})" if files else "")
+        )
+
+    if not step("identity (code, checkpoints)", named):
+        return pd.DataFrame(rows)
     if role == "anticipator":
         report = {}
-        if step("contract (shapes, determinism, seeding, batch independence, learning, input subsets, provenance)", lambda: report.update(check_anticipator(spec)) or "all hold"):
+        if step(
+            "contract (shapes, determinism, seeding, batch independence, learning, input subsets, provenance)",
+            lambda: report.update(check_anticipator(spec)) or "all hold",
+        ):
             rows += [{"check": k, "result": "pass", "detail": str(v)} for k, v in report.items()]
         return pd.DataFrame(rows)
     built = {}
     if role == "encoder":
-        if step("construction", lambda: type(built.setdefault("m", build(spec, "encoder"))).__name__):
-            step("encode(bins) (latent_dim, shape, dtype, finite, inputs unchanged, determinism, batch independence)",
-                 lambda: "fingerprint " + check_encoder(built["m"], name=spec)[:16])
+        if step(
+            "construction", lambda: type(built.setdefault("m", build(spec, "encoder"))).__name__
+        ):
+            step(
+                "encode(bins) (latent_dim, shape, dtype, finite, inputs unchanged, determinism, batch independence)",
+                lambda: "fingerprint " + check_encoder(built["m"], name=spec)[:16],
+            )
         return pd.DataFrame(rows)
     if role == "forecaster":
         encoder = PooledMotionEncoder()
-        if step("construction (offered seed, encoder, latent_dim)", lambda: type(built.setdefault("m", build(spec, "forecaster", seed=42, encoder=encoder, latent_dim=encoder.latent_dim))).__name__):
-            step("predict(context) (shape, dtype, finite, inputs unchanged, determinism, batch independence)",
-                 lambda: "fingerprint " + check_forecaster(as_context_forecaster(built["m"]), encoder.latent_dim, name=spec)[:16])
+        if step(
+            "construction (offered seed, encoder, latent_dim)",
+            lambda: (
+                type(
+                    built.setdefault(
+                        "m",
+                        build(
+                            spec,
+                            "forecaster",
+                            seed=42,
+                            encoder=encoder,
+                            latent_dim=encoder.latent_dim,
+                        ),
+                    )
+                ).__name__
+            ),
+        ):
+            step(
+                "predict(context) (shape, dtype, finite, inputs unchanged, determinism, batch independence)",
+                lambda: (
+                    "fingerprint "
+                    + check_forecaster(
+                        as_context_forecaster(built["m"]), encoder.latent_dim, name=spec
+                    )[:16]
+                ),
+            )
         return pd.DataFrame(rows)
     episodes = make_episodes(size, seed=0)
     K, D = episodes.n_bins, episodes.latent_dim
-    if step("construction (offered seed, label-free training episodes)", lambda: type(built.setdefault("m", build(spec, "world_model", seed=42, episodes=LabelFreeEpisodes(episodes.split_of("train_full"))))).__name__):
-        step("rollout(context, commands) (shape, dtype, finite, inputs unchanged, determinism, batch independence, causality in the commands)",
-             lambda: "fingerprint " + check_world_model(built["m"], D, context_bins=(K // 2,), horizon=K - K // 2, name=spec)[:16])
+    if step(
+        "construction (offered seed, label-free training episodes)",
+        lambda: (
+            type(
+                built.setdefault(
+                    "m",
+                    build(
+                        spec,
+                        "world_model",
+                        seed=42,
+                        episodes=LabelFreeEpisodes(episodes.split_of("train_full")),
+                    ),
+                )
+            ).__name__
+        ),
+    ):
+        step(
+            "rollout(context, commands) (shape, dtype, finite, inputs unchanged, determinism, batch independence, causality in the commands)",
+            lambda: (
+                "fingerprint "
+                + check_world_model(
+                    built["m"], D, context_bins=(K // 2,), horizon=K - K // 2, name=spec
+                )[:16]
+            ),
+        )
     return pd.DataFrame(rows)
 
 # %% ../nbs/42_contracts.ipynb #dc2e038e

@@ -13,8 +13,15 @@ from .conditions import training_options, CONDITIONS, AuditConfig
 from .engine import audit_records, window_accuracy_records
 from .stats import mean_std
 from .cli import add_command, parse_list
-from .pairing import (_finish, _setup, _side, _store, ControlHistories, gap_summary,
-                               pair_records)
+from hoi_audit.pairing import (
+    _finish,
+    _setup,
+    _side,
+    _store,
+    ControlHistories,
+    gap_summary,
+    pair_records,
+)
 
 # %% auto #0
 __all__ = ['CONTROLS', 'RECOVERY_CONDITIONS', 'Control', 'register_control', 'ControlResult', 'run_controls',
@@ -24,70 +31,122 @@ __all__ = ['CONTROLS', 'RECOVERY_CONDITIONS', 'Control', 'register_control', 'Co
 @dataclass(frozen=True)
 class Control:
     "One row of Table 2 / Table 6: what is trained (under which query schedule), which two tests are compared, and the rival explanation it rules out."
-    name: str # key in CONTROLS (the `control` factor of the records)
-    label: str # the row's name in Table 2
-    addresses: str # the rival explanation it rules out (Table 6)
-    schedule: str # a QUERY_SCHEDULES name
-    conditions: tuple # condition names trained (the compared ones and any reference rows)
-    oracle: object # the oracle side: a condition (tested with its own history) or (condition, test_history)
-    non_oracle: object # the matched non-oracle side, same form
-    cross_test: tuple = () # histories the checkpoints are also tested with (AuditConfig.cross_test)
+
+    name: str  # key in CONTROLS (the `control` factor of the records)
+    label: str  # the row's name in Table 2
+    addresses: str  # the rival explanation it rules out (Table 6)
+    schedule: str  # a QUERY_SCHEDULES name
+    conditions: tuple  # condition names trained (the compared ones and any reference rows)
+    oracle: object  # the oracle side: a condition (tested with its own history) or (condition, test_history)
+    non_oracle: object  # the matched non-oracle side, same form
+    cross_test: tuple = ()  # histories the checkpoints are also tested with (AuditConfig.cross_test)
 
 # %% ../nbs/18b_controls.ipynb #0dc12bc2
 CONTROLS = Registry("controls")  # name -> Control, in Table 2's order
 
-def register_control(control:Control, # its `name` is the name `--controls` takes
-                     replace:bool=False, # replace another control of that name
-                    ) -> Control:
+
+def register_control(
+    control: Control,  # its `name` is the name `--controls` takes
+    replace: bool = False,  # replace another control of that name
+) -> Control:
     "Add a control to `CONTROLS`; the conditions it trains must be registered."
-    if not isinstance(control, Control): raise TypeError(f"expected a Control, got {type(control).__name__}")
+    if not isinstance(control, Control):
+        raise TypeError(f"expected a Control, got {type(control).__name__}")
     unknown = [c for c in control.conditions if c not in CONDITIONS]
-    if unknown: raise ValueError(f"control {control.name!r}: unknown condition(s) {unknown}")
+    if unknown:
+        raise ValueError(f"control {control.name!r}: unknown condition(s) {unknown}")
     return CONTROLS.register(control.name, control, replace)
 
 # %% ../nbs/18b_controls.ipynb #2a944c22
-for _c in [Control("matched", "Matched information regimes", "Primary estimator-relative audit gap", "boundary",
-                   ("recognizer_ba", "gt_history"), "gt_history", "recognizer_ba", ("ba", "gt")),
-           Control("fixed_checkpoint", "Fixed checkpoint", "Not only a consequence of training under cleaner history", "boundary",
-                   ("recognizer_ba", "gt_history"), ("recognizer_ba", "gt"), ("recognizer_ba", "ba"), ("ba", "gt")),
-           Control("no_video_provenance", "No-video context", "Not merely 'context is predictive'", "boundary",
-                   ("context_only_recognizer", "context_only"), "context_only", "context_only_recognizer", ("ba", "gt")),
-           Control("boundary_independent", "Boundary-independent query/history", "Annotated query/history boundaries are not sufficient",
-                   "boundary_independent", ("video_only", "recognizer_bfr", "gt_history"), "gt_history", "recognizer_bfr")]:
+for _c in [
+    Control(
+        "matched",
+        "Matched information regimes",
+        "Primary estimator-relative audit gap",
+        "boundary",
+        ("recognizer_ba", "gt_history"),
+        "gt_history",
+        "recognizer_ba",
+        ("ba", "gt"),
+    ),
+    Control(
+        "fixed_checkpoint",
+        "Fixed checkpoint",
+        "Not only a consequence of training under cleaner history",
+        "boundary",
+        ("recognizer_ba", "gt_history"),
+        ("recognizer_ba", "gt"),
+        ("recognizer_ba", "ba"),
+        ("ba", "gt"),
+    ),
+    Control(
+        "no_video_provenance",
+        "No-video context",
+        "Not merely 'context is predictive'",
+        "boundary",
+        ("context_only_recognizer", "context_only"),
+        "context_only",
+        "context_only_recognizer",
+        ("ba", "gt"),
+    ),
+    Control(
+        "boundary_independent",
+        "Boundary-independent query/history",
+        "Annotated query/history boundaries are not sufficient",
+        "boundary_independent",
+        ("video_only", "recognizer_bfr", "gt_history"),
+        "gt_history",
+        "recognizer_bfr",
+    ),
+]:
     register_control(_c)
 
 # %% ../nbs/18b_controls.ipynb #e9e78adb
 @dataclass
 class ControlResult:
     "The controls: every test as a tidy record (with its control), the side-and-gap records, and Table 2's view."
-    records: pd.DataFrame # from `audit_records`, plus a `control` column (a condition shared by controls appears once per control)
-    pairs: list # `pair_records` of every control: each side's (split, seed) Act@1 and the gap with its interval
-    table: pd.DataFrame # Table 2: per control, non-oracle and oracle mean ± std over splits, the gap and its interval
+
+    records: pd.DataFrame  # from `audit_records`, plus a `control` column (a condition shared by controls appears once per control)
+    pairs: list  # `pair_records` of every control: each side's (split, seed) Act@1 and the gap with its interval
+    table: pd.DataFrame  # Table 2: per control, non-oracle and oracle mean ± std over splits, the gap and its interval
 
 # %% ../nbs/18b_controls.ipynb #1a95d184
-def run_controls(dataset, # a `ProceduralDataset` with features
-                 controls:Sequence[str]=tuple(CONTROLS), # CONTROLS names
-                 splits:Sequence[int]|None=None, # splits (None: all)
-                 seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                 store:ResultStore|None=None, # result store (one folder per query schedule below it)
-                 config:AuditConfig=AuditConfig(), # settings shared by every control (each control sets its schedule)
-                 history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
-                 metric:str="act1", # the compared metric
-                 progress:bool=False, # progress bars
-                 workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
-                ) -> ControlResult:
+def run_controls(
+    dataset,  # a `ProceduralDataset` with features
+    controls: Sequence[str] = tuple(CONTROLS),  # CONTROLS names
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    store: ResultStore | None = None,  # result store (one folder per query schedule below it)
+    config: AuditConfig = AuditConfig(),  # settings shared by every control (each control sets its schedule)
+    history_fn: Callable | None = None,  # recognizer backend (default: `ControlHistories()`)
+    metric: str = "act1",  # the compared metric
+    progress: bool = False,  # progress bars
+    workers: int = 1,  # processes sharing the units: k uses k cores (results do not depend on k)
+) -> ControlResult:
     "Table 2 (and Tables 9, 10, 18): train each control's conditions under its schedule, compare its two tests, paired by split."
     unknown = [c for c in controls if c not in CONTROLS]
-    if unknown or not controls: raise DataError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
+    if unknown or not controls:
+        raise DataError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
     history_fn = history_fn or ControlHistories()
     chosen = [CONTROLS[c] for c in controls]
     frames, pairs = [], []
     for schedule in dict.fromkeys(c.schedule for c in chosen):
         group = [c for c in chosen if c.schedule == schedule]
-        cross = tuple(sorted({k for c in CONTROLS.values() if c.schedule == schedule for k in c.cross_test}))
+        cross = tuple(
+            sorted({k for c in CONTROLS.values() if c.schedule == schedule for k in c.cross_test})
+        )
         conditions = list(dict.fromkeys(n for c in group for n in c.conditions))
-        recs = audit_records(dataset, splits, seeds, conditions, _store(store, f"schedule={schedule}"),
-                             replace(config, schedule=schedule, cross_test=cross), history_fn, progress, workers)
+        recs = audit_records(
+            dataset,
+            splits,
+            seeds,
+            conditions,
+            _store(store, f"schedule={schedule}"),
+            replace(config, schedule=schedule, cross_test=cross),
+            history_fn,
+            progress,
+            workers,
+        )
         for c in group:
             frames.append(recs[recs["condition"].isin(c.conditions)].assign(control=c.name))
             pairs += pair_records(recs, c.oracle, c.non_oracle, metric, control=c.name)

@@ -48,26 +48,34 @@ PROTOCOL_SEEDS = (42, 43, 44)  # seeds of every learned condition
 CANDIDATE_ORDER_SEED = 20260707  # the ranking protocol's candidate-order seed
 
 # %% ../nbs/00_core.ipynb #1e42c40c
-def seed_everything(seed:int, # the seed for python, numpy and torch
-                    torch_deterministic:bool=True, # ask torch for deterministic algorithms
-                   ) -> np.random.Generator: # a fresh generator seeded with `seed`
+def seed_everything(
+    seed: int,  # the seed for python, numpy and torch
+    torch_deterministic: bool = True,  # ask torch for deterministic algorithms
+) -> np.random.Generator:  # a fresh generator seeded with `seed`
     "Seed python's `random`, numpy's global state and torch (when installed); return `np.random.default_rng(seed)`."
-    if not isinstance(seed, (int, np.integer)) or seed < 0: raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    try: import torch
-    except ImportError: torch = None
+    try:
+        import torch
+    except ImportError:
+        torch = None
     if torch is not None:
         torch.manual_seed(seed)
-        if torch_deterministic: torch.use_deterministic_algorithms(True, warn_only=True)
+        if torch_deterministic:
+            torch.use_deterministic_algorithms(True, warn_only=True)
     return np.random.default_rng(seed)
 
 # %% ../nbs/00_core.ipynb #286cc2d7
-def _ensure_folder(folder:Path) -> Path:
-    try: folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e: raise OutputError(f"cannot create output folder {folder}: {e.strerror or e}") from e
-    if not folder.is_dir(): raise OutputError(f"cannot write into {folder}: it is not a folder")
+def _ensure_folder(folder: Path) -> Path:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create output folder {folder}: {e.strerror or e}") from e
+    if not folder.is_dir():
+        raise OutputError(f"cannot write into {folder}: it is not a folder")
     return folder
 
 # %% ../nbs/00_core.ipynb #f53adc3e
@@ -75,38 +83,51 @@ def _umask() -> int:
     "The process umask, read without changing it (Linux), else the common 022."
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"): return int(line.split()[1], 8)
-    except OSError: pass
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
     return 0o022
 
 # %% ../nbs/00_core.ipynb #6a7dda16
-def _fsync_path(path:Path, directory:bool=False):
+def _fsync_path(path: Path, directory: bool = False):
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
-    try: os.fsync(fd)
-    finally: os.close(fd)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 # %% ../nbs/00_core.ipynb #862c281c
-_WRITTEN: list = []   # every file this process published through `atomic_path`, in order (see `recording_writes`)
+_WRITTEN: list = []  # every file this process published through `atomic_path`, in order (see `recording_writes`)
+
 
 @contextlib.contextmanager
-def atomic_path(path, # the destination file
-               ):
+def atomic_path(
+    path,  # the destination file
+):
     "Yield a temporary path beside `path`; on a clean exit fsync it and rename it onto `path` (atomically). An `OSError` names `path`."
     path = Path(path)
     folder = _ensure_folder(path.parent)
-    try: fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=folder)
-    except OSError as e: raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=folder)
+    except OSError as e:
+        raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
     os.close(fd)
     tmp = Path(tmp)
     try:
         yield tmp
         _fsync_path(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp makes 0600; a published file gets the usual permissions
+        os.chmod(
+            tmp, 0o666 & ~_umask()
+        )  # mkstemp makes 0600; a published file gets the usual permissions
         os.replace(tmp, path)
         _fsync_path(folder, directory=True)
     except BaseException as e:
-        with contextlib.suppress(FileNotFoundError): tmp.unlink()
-        if isinstance(e, OSError) and not isinstance(e, HoiAuditError):   # a full disk, a quota: name the file, not the temporary
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        if isinstance(e, OSError) and not isinstance(
+            e, HoiAuditError
+        ):  # a full disk, a quota: name the file, not the temporary
             raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
         raise
     _WRITTEN.append(path)
@@ -114,104 +135,169 @@ def atomic_path(path, # the destination file
 # %% ../nbs/00_core.ipynb #f70372c7
 class WriteLog:
     "The files published (through `atomic_path`) in this process since the log was opened."
-    def __init__(self): self._start = len(_WRITTEN)
+
+    def __init__(self):
+        self._start = len(_WRITTEN)
+
     @property
-    def files(self) -> list[Path]: return list(_WRITTEN[self._start:])
+    def files(self) -> list[Path]:
+        return list(_WRITTEN[self._start :])
+
 
 def recording_writes() -> WriteLog:
     "Start collecting the files this process publishes from now on (`.files` reads them)."
     return WriteLog()
 
 # %% ../nbs/00_core.ipynb #0bd531b6
-def _claims(folder:Path, name:str) -> list[Path]: return sorted(folder.glob(f".hoi-audit.{name}.*.claim"))
+def _claims(folder: Path, name: str) -> list[Path]:
+    return sorted(folder.glob(f".hoi-audit.{name}.*.claim"))
+
 
 @contextlib.contextmanager
-def _folder_locked(folder:Path):
+def _folder_locked(folder: Path):
     "Hold an exclusive `flock` on the folder itself (briefly: while claims are looked at, taken or released)."
     fd = os.open(folder, os.O_RDONLY)
-    try: fcntl.flock(fd, fcntl.LOCK_EX); yield
-    finally: os.close(fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
-def _alive(pid:int, # a process id
-          ) -> bool:
+
+def _alive(
+    pid: int,  # a process id
+) -> bool:
     "Whether process `pid` runs; a zombie (ended, not yet reaped by its parent) does not."
     if Path("/proc/self/stat").exists():
-        try: return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X", "x")
-        except (OSError, IndexError): return False
-    try: os.kill(pid, 0)
-    except ProcessLookupError: return False
-    except PermissionError: pass
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in (
+                "Z",
+                "X",
+                "x",
+            )
+        except (OSError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
     return True
 
-def _holders(text:str) -> list[dict]:
+
+def _holders(text: str) -> list[dict]:
     "The runs named in a claim (one JSON line each) whose process is still alive."
     rows = []
     for line in text.splitlines():
         with contextlib.suppress(json.JSONDecodeError, TypeError, KeyError):
             row = json.loads(line)
-            if _alive(int(row["pid"])): rows.append(row)
+            if _alive(int(row["pid"])):
+                rows.append(row)
     return rows
 
-def _other_run(claim:Path) -> str|None:
+
+def _other_run(claim: Path) -> str | None:
     "Who holds `claim` (pid, command, start), or None when nobody does (a killed run's leftover, removed here)."
     with open(claim, "r+", encoding="utf-8") as f:
-        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return "; ".join(f"pid {w['pid']}, started {w['started']}: {w['command']}" for w in _holders(f.read())) or "a run"
+            return (
+                "; ".join(
+                    f"pid {w['pid']}, started {w['started']}: {w['command']}"
+                    for w in _holders(f.read())
+                )
+                or "a run"
+            )
     claim.unlink(missing_ok=True)
     return None
 
 # %% ../nbs/00_core.ipynb #14d9d201
 @contextlib.contextmanager
-def claim_output(folder, # the output folder (created if needed)
-                 name:str, # what is written there (letters, digits, _.-): a command, or a results file's name
-                 settings, # what the output depends on (JSON-able): another run with other settings is refused
-                ):
+def claim_output(
+    folder,  # the output folder (created if needed)
+    name: str,  # what is written there (letters, digits, _.-): a command, or a results file's name
+    settings,  # what the output depends on (JSON-able): another run with other settings is refused
+):
     "Hold an advisory lock on output `name` in `folder` for the block: a run with the same settings shares it, one with other settings is refused (`OutputError` naming it). Folders it created and the run left empty are removed."
     folder = Path(folder).absolute()
-    created = [p for p in (folder, *folder.parents) if not p.exists()]   # removed again when the run leaves them empty
+    created = [
+        p for p in (folder, *folder.parents) if not p.exists()
+    ]  # removed again when the run leaves them empty
     _ensure_folder(folder)
     mine = folder / f".hoi-audit.{name}.{sha256_json(settings)[:16]}.claim"
     with _folder_locked(folder):
         for claim in _claims(folder, name):
-            if claim == mine: continue
+            if claim == mine:
+                continue
             other = _other_run(claim)
-            if other: raise OutputError(f"{folder}: another run with other settings is writing {name} here ({other}); "
-                                        "wait for it to end, or give this run another output folder")
+            if other:
+                raise OutputError(
+                    f"{folder}: another run with other settings is writing {name} here ({other}); "
+                    "wait for it to end, or give this run another output folder"
+                )
         handle = open(mine, "a+", encoding="utf-8")
         fcntl.flock(handle, fcntl.LOCK_SH)
-        handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv),
-                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}) + "\n")
-        handle.flush()                                              # a run sharing the claim adds its own line
-    try: yield mine
+        handle.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "command": " ".join(sys.argv),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                }
+            )
+            + "\n"
+        )
+        handle.flush()  # a run sharing the claim adds its own line
+    try:
+        yield mine
     finally:
         with _folder_locked(folder):
-            try: fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB); mine.unlink(missing_ok=True)   # the last run with these settings
-            except BlockingIOError:                                                                   # another run still shares it
-                handle.seek(0); lines = handle.read().splitlines(keepends=True)
-                ours = [i for i, l in enumerate(lines) if f'"pid": {os.getpid()},' in l][-1:]   # this run's line (the latest of this process)
-                handle.seek(0); handle.truncate(); handle.write("".join(l for i, l in enumerate(lines) if i not in ours)); handle.flush()
-            finally: handle.close()
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                mine.unlink(missing_ok=True)  # the last run with these settings
+            except BlockingIOError:  # another run still shares it
+                handle.seek(0)
+                lines = handle.read().splitlines(keepends=True)
+                ours = [i for i, l in enumerate(lines) if f'"pid": {os.getpid()},' in l][
+                    -1:
+                ]  # this run's line (the latest of this process)
+                handle.seek(0)
+                handle.truncate()
+                handle.write("".join(l for i, l in enumerate(lines) if i not in ours))
+                handle.flush()
+            finally:
+                handle.close()
         for p in created:
-            with contextlib.suppress(OSError): p.rmdir()
+            with contextlib.suppress(OSError):
+                p.rmdir()
 
 # %% ../nbs/00_core.ipynb #b0303f1b
 FLOAT_DIGITS = 12  # significant digits kept in canonical JSON
 
 # %% ../nbs/00_core.ipynb #269d52f8
-def to_jsonable(obj, where:str="value"):
+def to_jsonable(obj, where: str = "value"):
     "Turn `obj` into plain JSON types: numpy to python, tuples to lists, floats rounded, NaN to None; infinity is an error."
-    if obj is None or isinstance(obj, (bool, str)): return obj
-    if isinstance(obj, (bool, np.bool_)): return bool(obj)
-    if isinstance(obj, (int, np.integer)): return int(obj)
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
     if isinstance(obj, (float, np.floating)):
         x = float(obj)
-        if math.isnan(x): return None
-        if math.isinf(x): raise ValueError(f"{where}: infinite value cannot be written to JSON")
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            raise ValueError(f"{where}: infinite value cannot be written to JSON")
         return float(f"{x:.{FLOAT_DIGITS}g}")
-    if isinstance(obj, Path): return obj.as_posix()
-    if isinstance(obj, Mapping): return {str(k): to_jsonable(v, f"{where}.{k}") for k, v in obj.items()}
-    if isinstance(obj, np.ndarray): return to_jsonable(obj.tolist(), where)
+    if isinstance(obj, Path):
+        return obj.as_posix()
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v, f"{where}.{k}") for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist(), where)
     if isinstance(obj, (list, tuple, set, frozenset)):
         items = sorted(obj) if isinstance(obj, (set, frozenset)) else obj
         return [to_jsonable(v, f"{where}[{i}]") for i, v in enumerate(items)]
@@ -220,16 +306,20 @@ def to_jsonable(obj, where:str="value"):
 # %% ../nbs/00_core.ipynb #955adfc4
 def canonical_json(obj) -> str:
     "The canonical JSON text of `obj` (sorted keys, fixed float format, trailing newline)."
-    return json.dumps(to_jsonable(obj), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return (
+        json.dumps(to_jsonable(obj), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
+        + "\n"
+    )
 
 # %% ../nbs/00_core.ipynb #8c56bc5d
-def write_bytes(path, data:bytes) -> Path:
+def write_bytes(path, data: bytes) -> Path:
     "Atomically write `data` to `path`."
-    with atomic_path(path) as tmp: tmp.write_bytes(data)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #d8769732
-def write_text(path, text:str) -> Path:
+def write_text(path, text: str) -> Path:
     "Atomically write UTF-8 `text` to `path`."
     return write_bytes(path, text.encode("utf-8"))
 
@@ -242,18 +332,22 @@ def write_json(path, obj) -> Path:
 def read_json(path):
     "Read a JSON file; a missing or unparsable file is a `DataError` naming it."
     path = Path(path)
-    try: return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e: raise DataError(f"{path}: file not found") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise DataError(f"{path}: not valid JSON ({e})") from e
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: file not found") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: not valid JSON ({e})") from e
 
 # %% ../nbs/00_core.ipynb #06ee2ac5
 def write_npy(path, array) -> Path:
     "Atomically write one array as `.npy` (no pickles)."
-    with atomic_path(path) as tmp: np.save(tmp, np.asarray(array), allow_pickle=False)
+    with atomic_path(path) as tmp:
+        np.save(tmp, np.asarray(array), allow_pickle=False)
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #1a1d83ca
-def write_npz(path, compress:bool=False, **arrays) -> Path:
+def write_npz(path, compress: bool = False, **arrays) -> Path:
     "Atomically write named arrays as `.npz`, byte-for-byte reproducible (fixed zip timestamps, sorted names)."
     mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=mode) as zf:
@@ -265,44 +359,52 @@ def write_npz(path, compress:bool=False, **arrays) -> Path:
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #2f484f5b
-def write_table(path, df:pd.DataFrame) -> Path:
+def write_table(path, df: pd.DataFrame) -> Path:
     "Atomically write a DataFrame as CSV or parquet, chosen by the suffix of `path`."
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet"): raise ValueError(f"{path}: write_table writes .csv or .parquet, not {suffix!r}")
+    if suffix not in (".csv", ".parquet"):
+        raise ValueError(f"{path}: write_table writes .csv or .parquet, not {suffix!r}")
     with atomic_path(path) as tmp:
-        if suffix == ".csv": df.to_csv(tmp, index=False, lineterminator="\n")
-        else: df.to_parquet(tmp, index=False)
+        if suffix == ".csv":
+            df.to_csv(tmp, index=False, lineterminator="\n")
+        else:
+            df.to_parquet(tmp, index=False)
     return path
 
 # %% ../nbs/00_core.ipynb #57bc3030
-def save_figure(path, fig, dpi:int=150) -> Path:
+def save_figure(path, fig, dpi: int = 150) -> Path:
     "Atomically save a matplotlib figure as PNG."
-    with atomic_path(path) as tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     return Path(path)
 
 # %% ../nbs/00_core.ipynb #c478b0c5
-def sha256_bytes(data:bytes) -> str:
+def sha256_bytes(data: bytes) -> str:
     "SHA-256 of raw bytes (hex)."
     return hashlib.sha256(data).hexdigest()
 
 # %% ../nbs/00_core.ipynb #4412f0b0
-def sha256_file(path, chunk_size:int=1 << 20) -> str:
+def sha256_file(path, chunk_size: int = 1 << 20) -> str:
     "SHA-256 of a file's content, read in chunks."
     path = Path(path)
     h = hashlib.sha256()
     try:
         with open(path, "rb") as f:
-            for block in iter(lambda: f.read(chunk_size), b""): h.update(block)
-    except FileNotFoundError as e: raise DataError(f"{path}: file not found (cannot compute its SHA-256)") from e
-    except IsADirectoryError as e: raise DataError(f"{path}: is a folder; use sha256_folder") from e
+            for block in iter(lambda: f.read(chunk_size), b""):
+                h.update(block)
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: file not found (cannot compute its SHA-256)") from e
+    except IsADirectoryError as e:
+        raise DataError(f"{path}: is a folder; use sha256_folder") from e
     return h.hexdigest()
 
 # %% ../nbs/00_core.ipynb #8ae943b7
 def sha256_folder(path) -> str:
     "SHA-256 over every file below `path`: sorted relative POSIX path, then the file's own SHA-256."
     path = Path(path)
-    if not path.is_dir(): raise DataError(f"{path}: not a folder (cannot compute its SHA-256)")
+    if not path.is_dir():
+        raise DataError(f"{path}: not a folder (cannot compute its SHA-256)")
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
         h.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
@@ -312,9 +414,12 @@ def sha256_folder(path) -> str:
 def sha256_array(array) -> str:
     "SHA-256 of an array's dtype, shape and C-ordered bytes."
     a = np.ascontiguousarray(np.asarray(array))
-    if a.dtype.hasobject: raise TypeError("sha256_array: object arrays have no stable bytes; convert them first")
+    if a.dtype.hasobject:
+        raise TypeError("sha256_array: object arrays have no stable bytes; convert them first")
     h = hashlib.sha256(f"{a.dtype.str}|{a.shape}|".encode())
-    h.update(memoryview(a).cast("B") if a.size else b"")   # no copy of a contiguous (or memory-mapped) array
+    h.update(
+        memoryview(a).cast("B") if a.size else b""
+    )  # no copy of a contiguous (or memory-mapped) array
     return h.hexdigest()
 
 # %% ../nbs/00_core.ipynb #bc11afa7
@@ -325,20 +430,25 @@ def sha256_json(obj) -> str:
 # %% ../nbs/00_core.ipynb #8d498e1f
 def sha256_of(obj) -> str:
     "Pin anything: a `Path` (file or folder), an array, or a JSON-able object."
-    if isinstance(obj, Path): return sha256_folder(obj) if obj.is_dir() else sha256_file(obj)
-    if isinstance(obj, np.ndarray): return sha256_array(obj)
+    if isinstance(obj, Path):
+        return sha256_folder(obj) if obj.is_dir() else sha256_file(obj)
+    if isinstance(obj, np.ndarray):
+        return sha256_array(obj)
     return sha256_json(obj)
 
 # %% ../nbs/00_core.ipynb #37fef98d
-def verify(obj, # a Path, array or JSON-able object
-           expected:str, # the pinned SHA-256 (hex)
-           name:str|None=None, # what to call `obj` in the error (default: the path, or "object")
-          ) -> str: # the hash, when it matches
+def verify(
+    obj,  # a Path, array or JSON-able object
+    expected: str,  # the pinned SHA-256 (hex)
+    name: str | None = None,  # what to call `obj` in the error (default: the path, or "object")
+) -> str:  # the hash, when it matches
     "Recompute the SHA-256 of `obj` and raise `PinMismatch` (showing both hashes) unless it equals `expected`."
     actual = sha256_of(obj)
     if actual != expected:
         name = name or (str(obj) if isinstance(obj, Path) else "object")
-        raise PinMismatch(f"{name}: SHA-256 does not match its pin\n  expected {expected}\n  actual   {actual}")
+        raise PinMismatch(
+            f"{name}: SHA-256 does not match its pin\n  expected {expected}\n  actual   {actual}"
+        )
     return actual
 
 # %% ../nbs/00_core.ipynb #0cbaa32d
@@ -346,17 +456,28 @@ SCALES = ("small", "full")  # experiment scales: small runs in CI, full reproduc
 
 # %% ../nbs/00_core.ipynb #8776a147
 def _record_rows(records) -> list[dict]:
-    if isinstance(records, pd.DataFrame): records = records.to_dict("records")
+    if isinstance(records, pd.DataFrame):
+        records = records.to_dict("records")
     rows = []
     for i, r in enumerate(records):
         r = dict(r)
-        if "metric" not in r or "value" not in r: raise ValueError(f"record {i} needs 'metric' and 'value': {r}")
-        if ("ci_low" in r) != ("ci_high" in r): raise ValueError(f"record {i} has only one of ci_low/ci_high: {r}")
+        if "metric" not in r or "value" not in r:
+            raise ValueError(f"record {i} needs 'metric' and 'value': {r}")
+        if ("ci_low" in r) != ("ci_high" in r):
+            raise ValueError(f"record {i} has only one of ci_low/ci_high: {r}")
         keep = {}
         for k, v in r.items():
-            if k != "value" and isinstance(v, (float, np.floating)) and np.isnan(v) and k not in ("ci_low", "ci_high"): continue
+            if (
+                k != "value"
+                and isinstance(v, (float, np.floating))
+                and np.isnan(v)
+                and k not in ("ci_low", "ci_high")
+            ):
+                continue
             keep[k] = v
-        if not isinstance(keep["value"], (int, float, np.integer, np.floating, type(None))) or isinstance(keep["value"], bool):
+        if not isinstance(
+            keep["value"], (int, float, np.integer, np.floating, type(None))
+        ) or isinstance(keep["value"], bool):
             raise ValueError(f"record {i}: value must be a number or None, got {keep['value']!r}")
         rows.append(keep)
     return rows
@@ -365,27 +486,47 @@ def _record_rows(records) -> list[dict]:
 def numeric_environment() -> dict:
     "What floating-point results depend on besides the code, the seeds and the inputs: CPU dispatch, BLAS kernels, library versions."
     import importlib.metadata as md, platform, threadpoolctl, torch
-    try: from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-    except ImportError: from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__   # numpy < 2
-    blas = [f"{i['internal_api']} {i.get('version')} {i.get('architecture')}" for i in threadpoolctl.threadpool_info()
-            if i.get("user_api") == "blas" and "numpy" in i.get("filepath", "")]
-    return {"python": platform.python_version(), "machine": platform.machine(),
-            "numpy_simd": [f for f in __cpu_dispatch__ if __cpu_features__.get(f)], "numpy_blas": blas,
-            "torch_cpu": torch.backends.cpu.get_cpu_capability(),
-            "versions": {name: md.version(name) for name in ("numpy", "scipy", "scikit-learn", "pandas", "torch")}}
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # numpy < 2
+    blas = [
+        f"{i['internal_api']} {i.get('version')} {i.get('architecture')}"
+        for i in threadpoolctl.threadpool_info()
+        if i.get("user_api") == "blas" and "numpy" in i.get("filepath", "")
+    ]
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "numpy_simd": [f for f in __cpu_dispatch__ if __cpu_features__.get(f)],
+        "numpy_blas": blas,
+        "torch_cpu": torch.backends.cpu.get_cpu_capability(),
+        "versions": {
+            name: md.version(name) for name in ("numpy", "scipy", "scikit-learn", "pandas", "torch")
+        },
+    }
 
 # %% ../nbs/00_core.ipynb #c49c19eb
-def write_results(path, # results/<experiment>.json
-                  experiment:str, # the experiment's name
-                  records, # a tidy DataFrame or a list of dicts with `metric` and `value`
-                  scale:str="small", # one of SCALES
-                  config:dict|None=None, # every setting the numbers depend on (no paths)
-                  pins:dict|None=None, # SHA-256 of the inputs, by name
-                 ) -> Path:
+def write_results(
+    path,  # results/<experiment>.json
+    experiment: str,  # the experiment's name
+    records,  # a tidy DataFrame or a list of dicts with `metric` and `value`
+    scale: str = "small",  # one of SCALES
+    config: dict | None = None,  # every setting the numbers depend on (no paths)
+    pins: dict | None = None,  # SHA-256 of the inputs, by name
+) -> Path:
     "Write the results JSON canonically and atomically, with its `numeric_environment`; the same inputs there give byte-identical files."
-    if scale not in SCALES: raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    payload = {"experiment": experiment, "scale": scale, "config": config or {}, "pins": pins or {},
-               "records": _record_rows(records), "environment": numeric_environment()}
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    payload = {
+        "experiment": experiment,
+        "scale": scale,
+        "config": config or {},
+        "pins": pins or {},
+        "records": _record_rows(records),
+        "environment": numeric_environment(),
+    }
     return write_json(path, payload)
 
 # %% ../nbs/00_core.ipynb #e8592253
@@ -393,7 +534,8 @@ def read_results(path) -> dict:
     "Read a results JSON; `records` comes back as a DataFrame."
     payload = read_json(path)
     missing = {"experiment", "scale", "config", "pins", "records"} - set(payload)
-    if missing: raise DataError(f"{path}: not a results JSON (missing {sorted(missing)})")
+    if missing:
+        raise DataError(f"{path}: not a results JSON (missing {sorted(missing)})")
     payload["records"] = pd.DataFrame(payload["records"])
     return payload
 

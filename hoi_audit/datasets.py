@@ -13,54 +13,92 @@ from .core import DataError
 __all__ = ['video_subset', 'preset_audit_dataset', 'label_audit_dataset']
 
 # %% ../nbs/12e_datasets.ipynb #5369216f
-def video_subset(dataset, # a `ProceduralDataset` with features
-                 every:int, # keep every `every`-th video (sorted by name), as real-label mode's small scale does
-                 root, # the MS-TCN folder to write the subset to
-                 name:str|None=None, # the subset's dataset name (default: the dataset's)
-                ) -> object: # the subset as a `ProceduralDataset`
+def video_subset(
+    dataset,  # a `ProceduralDataset` with features
+    every: int,  # keep every `every`-th video (sorted by name), as real-label mode's small scale does
+    root,  # the MS-TCN folder to write the subset to
+    name: str | None = None,  # the subset's dataset name (default: the dataset's)
+) -> object:  # the subset as a `ProceduralDataset`
     "Every `every`-th video of a dataset (labels and features unchanged), each split keeping only those videos: a cheaper run of the same data."
     from hoi_audit.procedural import read_mstcn, write_mstcn
-    if not isinstance(every, (int, np.integer)) or every < 1: raise ValueError(f"every must be a positive integer, got {every!r}")
-    if not dataset.has_features: raise DataError(f"{dataset.root}: a subset for the audit needs features")
+
+    if not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be a positive integer, got {every!r}")
+    if not dataset.has_features:
+        raise DataError(f"{dataset.root}: a subset for the audit needs features")
     keep = sorted(dataset.videos)[::every]
     chosen = set(keep)
-    splits = {k: {part: [v for v in videos if v in chosen] for part, videos in parts.items()} for k, parts in dataset.splits.items()}
-    empty = [f"{part}.split{k}" for k, parts in splits.items() for part, videos in parts.items() if not videos]
-    if empty: raise DataError(f"{dataset.root}: every {every}th video leaves {empty} empty; choose a smaller step")
+    splits = {
+        k: {part: [v for v in videos if v in chosen] for part, videos in parts.items()}
+        for k, parts in dataset.splits.items()
+    }
+    empty = [
+        f"{part}.split{k}"
+        for k, parts in splits.items()
+        for part, videos in parts.items()
+        if not videos
+    ]
+    if empty:
+        raise DataError(
+            f"{dataset.root}: every {every}th video leaves {empty} empty; choose a smaller step"
+        )
     root = Path(root)
-    if not root.exists():     # written beside, then moved into place: a killed write never leaves a half folder at `root`
+    if (
+        not root.exists()
+    ):  # written beside, then moved into place: a killed write never leaves a half folder at `root`
         partial = root.with_name(f".{root.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        write_mstcn(partial, {v: dataset.video(v).labels for v in keep}, dataset.classes, splits,
-                    {v: np.asarray(dataset.video(v).features()) for v in keep})
+        write_mstcn(
+            partial,
+            {v: dataset.video(v).labels for v in keep},
+            dataset.classes,
+            splits,
+            {v: np.asarray(dataset.video(v).features()) for v in keep},
+        )
         os.replace(partial, root)
     return read_mstcn(root, name=name or dataset.name, background=sorted(dataset.background))
 
 # %% ../nbs/12e_datasets.ipynb #99a6940e
-def preset_audit_dataset(name:str, # a preset of `presets.PRESETS`, e.g. "breakfast"
-                         size:str, # its size: "tiny", "small" or "full" (float16 features at full)
-                         data_dir, # the shared data folder (`ExperimentPaths.data`)
-                         every:int=1, # keep every `every`-th video (`video_subset`)
-                        ) -> object: # a `ProceduralDataset` named `synthetic_<name>`
+def preset_audit_dataset(
+    name: str,  # a preset of `presets.PRESETS`, e.g. "breakfast"
+    size: str,  # its size: "tiny", "small" or "full" (float16 features at full)
+    data_dir,  # the shared data folder (`ExperimentPaths.data`)
+    every: int = 1,  # keep every `every`-th video (`video_subset`)
+) -> object:  # a `ProceduralDataset` named `synthetic_<name>`
     "The synthetic preset `name` at `size` (seed 0), written once below `data_dir` and read by every experiment that asks for it."
     from hoi_audit.procedural import read_mstcn
     from hoi_audit.synthetic import shared_synthetic, synthetic_dataset
-    root = shared_synthetic(synthetic_dataset(name, size, seed=0), data_dir, dtype="float16" if size == "full" else "float32")
+
+    root = shared_synthetic(
+        synthetic_dataset(name, size, seed=0),
+        data_dir,
+        dtype="float16" if size == "full" else "float32",
+    )
     ds = read_mstcn(root, name=f"synthetic_{name}")
-    return ds if every == 1 else video_subset(ds, every, Path(data_dir) / f"{root.name}_every{every}")
+    return (
+        ds if every == 1 else video_subset(ds, every, Path(data_dir) / f"{root.name}_every{every}")
+    )
 
 # %% ../nbs/12e_datasets.ipynb #985f19d7
-def label_audit_dataset(name:str, # a real label set: "breakfast", "50salads" or "gtea"
-                        size:str, # the calibrated features' size: "small" (64-d) or "full" (2048-d, float16)
-                        data_dir, # the shared data folder (`ExperimentPaths.data`)
-                        every:int=1, # keep every `every`-th video, sorted by name
-                        labels_dir=None, # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
-                       ) -> object: # a `ProceduralDataset` named `<name>_labels`
+def label_audit_dataset(
+    name: str,  # a real label set: "breakfast", "50salads" or "gtea"
+    size: str,  # the calibrated features' size: "small" (64-d) or "full" (2048-d, float16)
+    data_dir,  # the shared data folder (`ExperimentPaths.data`)
+    every: int = 1,  # keep every `every`-th video, sorted by name
+    labels_dir=None,  # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
+) -> object:  # a `ProceduralDataset` named `<name>_labels`
     "Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated synthetic features of `size`, written once below `data_dir`."
     from hoi_audit.procedural import read_mstcn, real_labels_root
     from hoi_audit.synthetic import shared_label_features
     from hoi_audit.calibration import real_label_feature_spec
+
     src = real_labels_root(name, labels_dir)
     names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))[::every]
-    root = shared_label_features(src, data_dir, real_label_feature_spec(name, size), videos=names, dtype="float16" if size == "full" else "float32")
+    root = shared_label_features(
+        src,
+        data_dir,
+        real_label_feature_spec(name, size),
+        videos=names,
+        dtype="float16" if size == "full" else "float32",
+    )
     return read_mstcn(root, name=f"{name}_labels")

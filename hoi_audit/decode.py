@@ -23,16 +23,20 @@ __all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'WindowOutsideVideo'
 @dataclass(frozen=True)
 class BinSpec:
     "Where the causal observation bins of an action lie, relative to its start time t."
-    n_bins:int = 4 # observation bins
-    frames_per_bin:int = 16 # frames sampled per bin
-    observe_from:float = 6.0 # the window starts at t - observe_from seconds
-    gap:float = 1.0 # and ends at t - gap seconds (the anticipation gap)
+
+    n_bins: int = 4  # observation bins
+    frames_per_bin: int = 16  # frames sampled per bin
+    observe_from: float = 6.0  # the window starts at t - observe_from seconds
+    gap: float = 1.0  # and ends at t - gap seconds (the anticipation gap)
+
     def __post_init__(self):
-        if self.n_bins < 1 or self.frames_per_bin < 1: raise ValueError(f"n_bins and frames_per_bin must be positive: {self}")
-        if not self.observe_from > self.gap >= 0: raise ValueError(f"need observe_from > gap >= 0: {self}")
+        if self.n_bins < 1 or self.frames_per_bin < 1:
+            raise ValueError(f"n_bins and frames_per_bin must be positive: {self}")
+        if not self.observe_from > self.gap >= 0:
+            raise ValueError(f"need observe_from > gap >= 0: {self}")
 
 # %% ../nbs/30_decode.ipynb #4d38228b
-def _frame_range(a:float, b:float, fps:float) -> tuple[int, int]:
+def _frame_range(a: float, b: float, fps: float) -> tuple[int, int]:
     "Frames whose timestamps lie in [a, b) seconds (rounded to 1e-6 s so that 1.25 s * 12 fps is exactly 15)."
     lo, hi = math.ceil(round(a * fps, 6)), math.ceil(round(b * fps, 6))
     return lo, max(hi, lo + 1)
@@ -49,69 +53,86 @@ class WindowOutsideVideo(DataError):
 
 
 # %% ../nbs/30_decode.ipynb #fe2addf9
-def observation_bins(t:float, # the action's start time (s)
-                     fps:float, # frames per second of the video
-                     n_frames:int, # decodable frames in the video
-                     spec:BinSpec=BinSpec(), # the bins
-                     where:str="video", # the file and action, for errors
-                    ) -> list[tuple[int, int]]:
+def observation_bins(
+    t: float,  # the action's start time (s)
+    fps: float,  # frames per second of the video
+    n_frames: int,  # decodable frames in the video
+    spec: BinSpec = BinSpec(),  # the bins
+    where: str = "video",  # the file and action, for errors
+) -> list[tuple[int, int]]:
     "The frame ranges `[lo, hi)` of the causal observation bins of an action starting at `t`."
     start, end = t - spec.observe_from, t - spec.gap
     if start < 0:
-        raise WindowOutsideVideo(f"{where}: the observation window starts at {start:.2f} s, before the video starts "
-                                 f"(the action starts at {t:.2f} s; the window needs {spec.observe_from:g} s before it)",
-                                 "window_before_start")
+        raise WindowOutsideVideo(
+            f"{where}: the observation window starts at {start:.2f} s, before the video starts "
+            f"(the action starts at {t:.2f} s; the window needs {spec.observe_from:g} s before it)",
+            "window_before_start",
+        )
     edges = np.linspace(start, end, spec.n_bins + 1)
     bins = [_frame_range(a, b, fps) for a, b in zip(edges[:-1], edges[1:])]
     if bins[-1][1] > n_frames:
-        raise WindowOutsideVideo(f"{where}: the observation window ends at frame {bins[-1][1]}, after the last decodable frame "
-                                 f"({n_frames})", "window_past_end")
+        raise WindowOutsideVideo(
+            f"{where}: the observation window ends at frame {bins[-1][1]}, after the last decodable frame "
+            f"({n_frames})",
+            "window_past_end",
+        )
     return bins
 
 # %% ../nbs/30_decode.ipynb #32df4002
-def target_bin(start:float, # the action segment's start (s)
-               stop:float, # and its end (s)
-               fps:float, # frames per second
-               n_frames:int, # decodable frames in the video
-               where:str="video", # the file and action, for errors
-              ) -> tuple[int, int]:
+def target_bin(
+    start: float,  # the action segment's start (s)
+    stop: float,  # and its end (s)
+    fps: float,  # frames per second
+    n_frames: int,  # decodable frames in the video
+    where: str = "video",  # the file and action, for errors
+) -> tuple[int, int]:
     "The frame range of the action segment itself (the oracle's input only), cut at `n_frames` (the caller records a cut)."
     lo, hi = _frame_range(start, stop, fps)
     hi = min(hi, n_frames)
-    if lo >= hi: raise WindowOutsideVideo(f"{where}: the action segment [{start:.2f} s, {stop:.2f} s] has no frame in the video "
-                                          f"({n_frames} frames)", "target_outside_video")
+    if lo >= hi:
+        raise WindowOutsideVideo(
+            f"{where}: the action segment [{start:.2f} s, {stop:.2f} s] has no frame in the video "
+            f"({n_frames} frames)",
+            "target_outside_video",
+        )
     return lo, hi
 
 # %% ../nbs/30_decode.ipynb #5c349c1c
-def sample_indices(lo:int, # first frame of the bin
-                   hi:int, # one past its last frame
-                   k:int, # frames to sample
-                  ) -> np.ndarray:
+def sample_indices(
+    lo: int,  # first frame of the bin
+    hi: int,  # one past its last frame
+    k: int,  # frames to sample
+) -> np.ndarray:
     "`k` frame indices at the centres of `k` equal parts of `[lo, hi)`."
     return lo + np.floor((np.arange(k) + 0.5) * (hi - lo) / k).astype(int)
 
 # %% ../nbs/30_decode.ipynb #bff82a42
-def nearest_decodable(wanted:Sequence[int], # sampled frame indices of a bin
-                      decodable:Sequence[int], # indices that decoded, all inside the bin's range
-                     ) -> tuple[np.ndarray, np.ndarray]: # (index used per sampled frame, its offset); -1 where none
+def nearest_decodable(
+    wanted: Sequence[int],  # sampled frame indices of a bin
+    decodable: Sequence[int],  # indices that decoded, all inside the bin's range
+) -> tuple[np.ndarray, np.ndarray]:  # (index used per sampled frame, its offset); -1 where none
     "For each wanted index, the nearest decodable index (ties: the earlier one) and the distance."
     wanted = np.asarray(wanted, dtype=int)
     ok = np.unique(np.asarray(decodable, dtype=int))
-    if len(ok) == 0: return np.full(len(wanted), -1), np.full(len(wanted), -1)
+    if len(ok) == 0:
+        return np.full(len(wanted), -1), np.full(len(wanted), -1)
     dist = np.abs(wanted[:, None] - ok[None, :])
-    pick = ok[np.argmin(dist, axis=1)]   # argmin takes the first minimum: the earlier frame on a tie
+    pick = ok[np.argmin(dist, axis=1)]  # argmin takes the first minimum: the earlier frame on a tie
     return pick, np.abs(pick - wanted)
 
 # %% ../nbs/30_decode.ipynb #42887aee
 DAMAGE_CAUSES = ("decode_failed", "flagged_corrupt", "predicted_from_damage")
+
+
 @dataclass(frozen=True)
 class PacketInfo:
     "One packet of a video stream, as the damage accounting sees it."
-    index:int # its frame's index (presentation order)
-    keyframe:bool = False # a sync sample: decoding can start here
-    idr:bool = False # an H.264 IDR picture: nothing decoded after it predicts from anything before it (a closed GOP)
-    failed:bool = False # sending it to the decoder raised
-    error_logged:bool = False # FFmpeg logged an error while decoding it (e.g. "co located POCs unavailable") without failing
+
+    index: int  # its frame's index (presentation order)
+    keyframe: bool = False  # a sync sample: decoding can start here
+    idr: bool = False  # an H.264 IDR picture: nothing decoded after it predicts from anything before it (a closed GOP)
+    failed: bool = False  # sending it to the decoder raised
+    error_logged: bool = False  # FFmpeg logged an error while decoding it (e.g. "co located POCs unavailable") without failing
 
 # %% ../nbs/30_decode.ipynb #ff42417d
 def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since a keyframe, in decode order
@@ -135,15 +156,18 @@ def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since 
     return causes
 
 # %% ../nbs/30_decode.ipynb #99d94da7
-def h264_is_idr(data:bytes, # one AVCC packet: NAL units, each after a big-endian length
-                length_size:int=4, # bytes of each length prefix (from the avcC box)
-               ) -> bool:
+def h264_is_idr(
+    data: bytes,  # one AVCC packet: NAL units, each after a big-endian length
+    length_size: int = 4,  # bytes of each length prefix (from the avcC box)
+) -> bool:
     "Does an mp4 H.264 packet hold an IDR slice (NAL unit type 5)?"
     i = 0
     while i + length_size < len(data):
-        size = int.from_bytes(data[i:i + length_size], "big")
-        if data[i + length_size] & 0x1F == 5: return True
-        if size <= 0: break
+        size = int.from_bytes(data[i : i + length_size], "big")
+        if data[i + length_size] & 0x1F == 5:
+            return True
+        if size <= 0:
+            break
         i += length_size + size
     return False
 
@@ -185,8 +209,9 @@ class SubstitutionRecord:
         self.notes += [{**n, "note": f"{label}: {n['note']}"} for n in other.notes]
 
 # %% ../nbs/30_decode.ipynb #e617389d
-def summarize_substitutions(records:Sequence[SubstitutionRecord], # one per action
-                           ) -> dict:
+def summarize_substitutions(
+    records: Sequence[SubstitutionRecord],  # one per action
+) -> dict:
     "The aggregate: actions, substitutions, largest offset, errors, and the damaged frames met (distinct per video), with ids."
     records = list(records)
     affected = [r for r in records if r.substitutions > 0]
@@ -194,34 +219,52 @@ def summarize_substitutions(records:Sequence[SubstitutionRecord], # one per acti
     damaged = [r for r in records if r.undecodable or r.concealed]
     frames = lambda get: len({(r.video, int(i)) for r in records for i in get(r)})
     rules = {r.accept_concealed for r in records}
-    return {"actions": len(records), "actions_affected": len(affected), "substitutions": int(sum(r.substitutions for r in records)),
-            "max_offset": int(max((r.max_offset for r in records), default=0)), "actions_with_errors": len(failed),
-            "affected_ids": sorted(r.action_id for r in affected), "error_ids": sorted(r.action_id for r in failed),
-            "rule": "mixed" if len(rules) > 1 else "accept_concealed" if rules == {True} else "strict",
-            "actions_with_damage": len(damaged), "undecodable_frames": frames(lambda r: r.undecodable),
-            "concealed_frames": frames(lambda r: r.concealed),
-            "damage_causes": {c: frames(lambda r: r.damage_causes.get(c, [])) for c in DAMAGE_CAUSES},
-            "damage_ids": sorted(r.action_id for r in damaged)}
+    return {
+        "actions": len(records),
+        "actions_affected": len(affected),
+        "substitutions": int(sum(r.substitutions for r in records)),
+        "max_offset": int(max((r.max_offset for r in records), default=0)),
+        "actions_with_errors": len(failed),
+        "affected_ids": sorted(r.action_id for r in affected),
+        "error_ids": sorted(r.action_id for r in failed),
+        "rule": "mixed" if len(rules) > 1 else "accept_concealed" if rules == {True} else "strict",
+        "actions_with_damage": len(damaged),
+        "undecodable_frames": frames(lambda r: r.undecodable),
+        "concealed_frames": frames(lambda r: r.concealed),
+        "damage_causes": {c: frames(lambda r: r.damage_causes.get(c, [])) for c in DAMAGE_CAUSES},
+        "damage_ids": sorted(r.action_id for r in damaged),
+    }
 
 # %% ../nbs/30_decode.ipynb #771c2d4d
 class DecodeTimeout(HoiAuditError, TimeoutError):
     "A decode did not finish within its time limit."
 
 # %% ../nbs/30_decode.ipynb #aa94eec4
-def call_with_time_limit(fn:Callable, # the call
-                         seconds:float|None, # the limit; None waits forever
-                         what:str="decode", # what to name in the error
-                        ):
+def call_with_time_limit(
+    fn: Callable,  # the call
+    seconds: float | None,  # the limit; None waits forever
+    what: str = "decode",  # what to name in the error
+):
     "Run `fn()` in a daemon thread; return its result, re-raise its error, or raise `DecodeTimeout` after `seconds`."
-    if seconds is None: return fn()
+    if seconds is None:
+        return fn()
     out = {}
+
     def target():
-        try: out["value"] = fn()
-        except BaseException as e: out["error"] = e
+        try:
+            out["value"] = fn()
+        except BaseException as e:
+            out["error"] = e
+
     worker = threading.Thread(target=target, daemon=True)
-    worker.start(); worker.join(seconds)
-    if worker.is_alive(): raise DecodeTimeout(f"{what}: no result after {seconds:g} s (decoder hung); the call was abandoned")
-    if "error" in out: raise out["error"]
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise DecodeTimeout(
+            f"{what}: no result after {seconds:g} s (decoder hung); the call was abandoned"
+        )
+    if "error" in out:
+        raise out["error"]
     return out["value"]
 
 # %% ../nbs/30_decode.ipynb #e2477906
@@ -308,91 +351,122 @@ class DecodeProcess(_DecodeChild):
         self._proc.join(1.0); self._kill()
 
 # %% ../nbs/30_decode.ipynb #289f71f9
-def open_decord(path, # the video file
-                num_threads:int=0, # decord's decoder threads (0: its default)
-               ):
+def open_decord(
+    path,  # the video file
+    num_threads: int = 0,  # decord's decoder threads (0: its default)
+):
     "decord's `VideoReader` on the CPU."
     import decord
+
     return decord.VideoReader(str(path), ctx=decord.cpu(0), num_threads=num_threads)
 
 # %% ../nbs/30_decode.ipynb #42984e01
 def _import_av():
-    try: import av
+    try:
+        import av
     except ImportError as e:
-        raise HoiAuditError("the damaged-packet fallback decodes with PyAV, which is not installed: pip install av") from e
+        raise HoiAuditError(
+            "the damaged-packet fallback decodes with PyAV, which is not installed: pip install av"
+        ) from e
     return av
 
 # %% ../nbs/30_decode.ipynb #3918b162
-def _single_thread_stream(container, err_detect:str|None):
+def _single_thread_stream(container, err_detect: str | None):
     "The first video stream, set to decode on one thread with `err_detect`; is it AVCC H.264, and its length-prefix size."
     stream = container.streams.video[0]
     stream.thread_type, stream.thread_count = "NONE", 1
-    if err_detect: stream.codec_context.options = {"err_detect": err_detect}
+    if err_detect:
+        stream.codec_context.options = {"err_detect": err_detect}
     extra = stream.codec_context.extradata or b""
     avcc = stream.codec_context.name == "h264" and len(extra) > 4 and extra[0] == 1
     return stream, avcc, (extra[4] & 3) + 1 if avcc else 0
 
 # %% ../nbs/30_decode.ipynb #fde1df05
-DAMAGE_ERR_DETECT = "careful+aggressive"   # FFmpeg's error recognition for the damage accounting (see the overview)
+DAMAGE_ERR_DETECT = (
+    "careful+aggressive"  # FFmpeg's error recognition for the damage accounting (see the overview)
+)
 
-def decode_with_damage(path, # the video file
-                       fps:float, # the video's frame rate (frame index = round(time * fps))
-                       lo:int=0, # first frame wanted
-                       hi:int|None=None, # one past the last frame wanted (None: to the end)
-                       keep_frames:bool=True, # return the RGB frames of [lo, hi) (False: only the damage)
-                       err_detect:str|None=DAMAGE_ERR_DETECT, # FFmpeg's err_detect flags
-                      ) -> tuple[dict, dict]: # ({frame index: (H, W, 3) uint8}, {frame index: cause}) within [lo, hi)
+
+def decode_with_damage(
+    path,  # the video file
+    fps: float,  # the video's frame rate (frame index = round(time * fps))
+    lo: int = 0,  # first frame wanted
+    hi: int | None = None,  # one past the last frame wanted (None: to the end)
+    keep_frames: bool = True,  # return the RGB frames of [lo, hi) (False: only the damage)
+    err_detect: str | None = DAMAGE_ERR_DETECT,  # FFmpeg's err_detect flags
+) -> tuple[dict, dict]:  # ({frame index: (H, W, 3) uint8}, {frame index: cause}) within [lo, hi)
     "Decode on one thread, packet by packet, from the keyframe at or before `lo`; every frame that comes out, and the damaged ones."
     av = _import_av()
     import av.logging
+
     frames, produced, packets = {}, {}, []
     end = math.inf if hi is None else hi
     level = av.logging.get_level()
-    if level is None or level < av.logging.ERROR: av.logging.set_level(av.logging.ERROR)   # errors reach the capture below
-    with av.open(str(path)) as container, av.logging.Capture() as logs:   # FFmpeg's messages go to `logs`, not to stderr
+    if level is None or level < av.logging.ERROR:
+        av.logging.set_level(av.logging.ERROR)  # errors reach the capture below
+    with (
+        av.open(str(path)) as container,
+        av.logging.Capture() as logs,
+    ):  # FFmpeg's messages go to `logs`, not to stderr
         stream, avcc, length_size = _single_thread_stream(container, err_detect)
         tb, t0 = stream.time_base, stream.start_time or 0
         index = lambda pts: int(round(float((pts - t0) * tb) * fps))
-        if lo > 0: container.seek(t0 + int(lo / fps / tb), stream=stream, backward=True, any_frame=False)
+        if lo > 0:
+            container.seek(t0 + int(lo / fps / tb), stream=stream, backward=True, any_frame=False)
+
         def take(out):
             done = False
             for f in out:
-                if f.pts is None: continue
-                i = index(f.pts); produced[i] = bool(f.is_corrupt)
-                if keep_frames and lo <= i < end: frames[i] = f.to_ndarray(format="rgb24")
+                if f.pts is None:
+                    continue
+                i = index(f.pts)
+                produced[i] = bool(f.is_corrupt)
+                if keep_frames and lo <= i < end:
+                    frames[i] = f.to_ndarray(format="rgb24")
                 done |= i >= end
             return done
+
         for packet in container.demux(stream):
-            if packet.size == 0 and packet.pts is None:   # the flush packet at the end of the stream
-                try: take(packet.decode())
-                except av.error.FFmpegError: pass
+            if packet.size == 0 and packet.pts is None:  # the flush packet at the end of the stream
+                try:
+                    take(packet.decode())
+                except av.error.FFmpegError:
+                    pass
                 break
             idr = avcc and bool(packet.is_keyframe) and h264_is_idr(bytes(packet), length_size)
             seen = len(logs)
-            try: out, failed = packet.decode(), False
-            except av.error.FFmpegError: out, failed = [], True    # a damaged packet: its frame is missing, decoding goes on
+            try:
+                out, failed = packet.decode(), False
+            except av.error.FFmpegError:
+                out, failed = [], True  # a damaged packet: its frame is missing, decoding goes on
             if packet.pts is not None:
                 logged = any(lvl <= av.logging.ERROR for lvl, *_ in logs[seen:])
-                packets.append(PacketInfo(index(packet.pts), bool(packet.is_keyframe), idr, failed, logged))
-            if take(out): break
-            if packet.pts is not None and index(packet.pts) >= end + 32: break   # far past the range (B-frame reordering margin)
+                packets.append(
+                    PacketInfo(index(packet.pts), bool(packet.is_keyframe), idr, failed, logged)
+                )
+            if take(out):
+                break
+            if packet.pts is not None and index(packet.pts) >= end + 32:
+                break  # far past the range (B-frame reordering margin)
     av.logging.set_level(level)
     causes = {i: c for i, c in propagate_damage(packets, produced).items() if lo <= i < end}
     return frames, causes
 
 # %% ../nbs/30_decode.ipynb #a7073773
-def decode_range_pyav(path, # the video file
-                      lo:int, # first frame wanted
-                      hi:int, # one past the last frame wanted
-                      fps:float, # the video's frame rate
-                     ) -> tuple[dict, dict]: # ({frame index: frame}, {frame index: cause}) within [lo, hi)
+def decode_range_pyav(
+    path,  # the video file
+    lo: int,  # first frame wanted
+    hi: int,  # one past the last frame wanted
+    fps: float,  # the video's frame rate
+) -> tuple[dict, dict]:  # ({frame index: frame}, {frame index: cause}) within [lo, hi)
     "The fallback: the frames of `[lo, hi)` that come out of a single-thread decode, and the damaged ones among them."
     return decode_with_damage(path, fps, lo, hi)
 
 # %% ../nbs/30_decode.ipynb #b38926bc
-def scan_damage(path, # the video file
-                fps:float, # its frame rate
-               ) -> dict: # frame index -> cause, over the whole video
+def scan_damage(
+    path,  # the video file
+    fps: float,  # its frame rate
+) -> dict:  # frame index -> cause, over the whole video
     "Every damaged frame of a video (one single-thread decode, no RGB conversion)."
     return decode_with_damage(path, fps, keep_frames=False)[1]
 
@@ -402,123 +476,183 @@ def mp4_lacks_moov(path) -> bool:
     with open(path, "rb") as f:
         size, pos, kinds = Path(path).stat().st_size, 0, []
         while pos + 8 <= size:
-            f.seek(pos); head = f.read(16)
+            f.seek(pos)
+            head = f.read(16)
             n, kind = int.from_bytes(head[:4], "big"), head[4:8]
-            if n == 1 and len(head) >= 16: n = int.from_bytes(head[8:16], "big")
+            if n == 1 and len(head) >= 16:
+                n = int.from_bytes(head[8:16], "big")
             kinds.append(kind)
-            if kind == b"moov": return False
-            if n < 8: break
+            if kind == b"moov":
+                return False
+            if n < 8:
+                break
             pos += n
     return bool(kinds) and kinds[0] == b"ftyp"
 
 # %% ../nbs/30_decode.ipynb #34e37d48
-def ffmpeg_open_error(path, # a file that decord could not open
-                     ) -> str|None: # FFmpeg's reason, or None when it opens with a video stream (or PyAV is missing)
+def ffmpeg_open_error(
+    path,  # a file that decord could not open
+) -> str | None:  # FFmpeg's reason, or None when it opens with a video stream (or PyAV is missing)
     "Why FFmpeg (through PyAV) does not open `path` as a video."
-    try: import av
-    except ImportError: return None
+    try:
+        import av
+    except ImportError:
+        return None
     try:
         with av.open(str(path)) as c:
-            if not c.streams.video: return f"no video stream (streams: {', '.join(s.type for s in c.streams) or 'none'})"
+            if not c.streams.video:
+                return (
+                    f"no video stream (streams: {', '.join(s.type for s in c.streams) or 'none'})"
+                )
     except Exception as e:
         msg = re.sub(r"^\[Errno -?\d+\]\s*", "", str(e).strip() or type(e).__name__)
         return re.sub(r":\s*'[^']*'$", "", msg)[:300]
     return None
 
-
 # %% ../nbs/30_decode.ipynb #b7180982
 class _DecoderCalls:
     "`VideoDecoder`'s decode calls: each under the time limit, in this process or in the child of `isolate=True`."
-    def __enter__(self): return self
-    def __exit__(self, *exc): self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     def close(self):
         self.reader = None
-        if getattr(self, "_process", None) is not None: self._process.close(); self._process = None
+        if getattr(self, "_process", None) is not None:
+            self._process.close()
+            self._process = None
 
-    def _call(self, name:str, *args, seconds:float|None|str="limit", what:str="decode"):
+    def _call(self, name: str, *args, seconds: float | None | str = "limit", what: str = "decode"):
         "One decode request (open, get_batch, len, fps, decode_range, scan) under a time limit, in this process or the child."
         seconds = self.time_limit if seconds == "limit" else seconds
-        if self._process is not None: return self._process.call(name, *args, seconds=seconds, what=what)
+        if self._process is not None:
+            return self._process.call(name, *args, seconds=seconds, what=what)
+
         def local():
-            if name == "open": self.reader = self.open_reader(self.path); return None
-            return {"get_batch": lambda: _as_array(self.reader.get_batch(*args)), "len": lambda: len(self.reader),
-                    "fps": lambda: float(self.reader.get_avg_fps()), "decode_range": lambda: self.decode_range(self.path, *args),
-                    "scan": lambda: self.scan(self.path, *args)}[name]()
+            if name == "open":
+                self.reader = self.open_reader(self.path)
+                return None
+            return {
+                "get_batch": lambda: _as_array(self.reader.get_batch(*args)),
+                "len": lambda: len(self.reader),
+                "fps": lambda: float(self.reader.get_avg_fps()),
+                "decode_range": lambda: self.decode_range(self.path, *args),
+                "scan": lambda: self.scan(self.path, *args),
+            }[name]()
+
         return call_with_time_limit(local, seconds, what)
 
     def _reopen(self):
         "A reader whose worker failed or hung is not reused."
-        if self._process is not None: self._call("open", what=f"{self.path}: reopening")
-        else: self.reader = self.open_reader(self.path)
+        if self._process is not None:
+            self._call("open", what=f"{self.path}: reopening")
+        else:
+            self.reader = self.open_reader(self.path)
 
     def _batch(self, indices) -> np.ndarray:
         return self._call("get_batch", list(map(int, indices)), what=f"{self.path}: get_batch")
 
     def _frame_shape(self) -> tuple:
-        if not hasattr(self, "_shape"): self._shape = tuple(self._batch([0]).shape[1:])
+        if not hasattr(self, "_shape"):
+            self._shape = tuple(self._batch([0]).shape[1:])
         return self._shape
 
 # %% ../nbs/30_decode.ipynb #3cbb7ea3
 class _FrameCount:
     "`VideoDecoder`'s checks on opening: frame rate, and the frame count clamped to the frames that decode."
-    def _check(self, verify:str):
+
+    def _check(self, verify: str):
         self.fps = float(self._call("fps", what=f"{self.path}: frame rate"))
         declared = int(self._call("len", what=f"{self.path}: frame count"))
-        if declared <= 0: raise DataError(f"{self.path}: the video has no frames")
-        if not self.fps > 0: raise DataError(f"{self.path}: the video reports a frame rate of {self.fps}")
+        if declared <= 0:
+            raise DataError(f"{self.path}: the video has no frames")
+        if not self.fps > 0:
+            raise DataError(f"{self.path}: the video reports a frame rate of {self.fps}")
         self.declared_frames = declared
         self.n_frames = self._decodable_frames(declared)
-        if verify == "always": self.scan_for_damage()
+        if verify == "always":
+            self.scan_for_damage()
 
-    def _probe(self, i:int) -> bool:
+    def _probe(self, i: int) -> bool:
         "Does frame i decode within the time limit? (A damaged packet still counts as a frame that exists.)"
         try:
             batch = self._call("get_batch", [i], what=f"{self.path}: frame {i}")
-            self._shape = tuple(batch.shape[1:])      # a frame's shape, for the zeros of a failed bin
+            self._shape = tuple(batch.shape[1:])  # a frame's shape, for the zeros of a failed bin
             return True
         except DecodeTimeout:
-            self._reopen()                            # the old reader is stuck; start afresh
+            self._reopen()  # the old reader is stuck; start afresh
             return False
-        except IndexError: return False
-        except Exception as e: return "out of bound" not in str(e) and "EOF" not in str(e)
+        except IndexError:
+            return False
+        except Exception as e:
+            return "out of bound" not in str(e) and "EOF" not in str(e)
 
-    def _decodable_frames(self, declared:int) -> int:
+    def _decodable_frames(self, declared: int) -> int:
         "Clamp a container's declared frame count to the frames that decode (binary search, only when the last one does not)."
-        if self._probe(declared - 1): return declared
-        lo, hi = 0, declared - 1          # frame lo decodes (checked below), frame hi does not
-        if not self._probe(0): raise DataError(f"{self.path}: the video has no decodable frames (it declares {declared})")
+        if self._probe(declared - 1):
+            return declared
+        lo, hi = 0, declared - 1  # frame lo decodes (checked below), frame hi does not
+        if not self._probe(0):
+            raise DataError(
+                f"{self.path}: the video has no decodable frames (it declares {declared})"
+            )
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self._probe(mid): lo = mid
-            else: hi = mid
+            if self._probe(mid):
+                lo = mid
+            else:
+                hi = mid
         return lo + 1
 
 # %% ../nbs/30_decode.ipynb #463124a5
 class _DamageFallback:
     "`VideoDecoder`'s damage accounting: the scan, and the single-thread fallback of a damaged bin."
+
     def scan_for_damage(self) -> dict:
         "Scan the whole video for damaged frames (once); the time limit is `time_limit` per 1,000 frames."
         if self.damage is None:
-            limit = None if self.time_limit is None else self.time_limit * max(1.0, self.n_frames / 1000)
-            self.damage = self._call("scan", self.fps, seconds=limit, what=f"{self.path}: damage scan")
+            limit = (
+                None
+                if self.time_limit is None
+                else self.time_limit * max(1.0, self.n_frames / 1000)
+            )
+            self.damage = self._call(
+                "scan", self.fps, seconds=limit, what=f"{self.path}: damage scan"
+            )
             self._damaged_sorted = sorted(self.damage)
         return self.damage
 
-    def _meets_damage(self, lo:int, hi:int) -> bool:
+    def _meets_damage(self, lo: int, hi: int) -> bool:
         "Does the frame range [lo, hi) hold a damaged frame (of the scan)?"
-        if not self.damage: return False
+        if not self.damage:
+            return False
         k = bisect.bisect_left(self._damaged_sorted, lo)
         return k < len(self._damaged_sorted) and self._damaged_sorted[k] < hi
 
-    def _fallback_bin(self, lo:int, hi:int, wanted:np.ndarray, record:SubstitutionRecord, b:int):
+    def _fallback_bin(
+        self, lo: int, hi: int, wanted: np.ndarray, record: SubstitutionRecord, b: int
+    ):
         self.fallback_bins += 1
         self._reopen()
-        frames, causes = self._call("decode_range", lo, hi, self.fps, what=f"{self.path}: single-thread decode of frames {lo}..{hi - 1}")
+        frames, causes = self._call(
+            "decode_range",
+            lo,
+            hi,
+            self.fps,
+            what=f"{self.path}: single-thread decode of frames {lo}..{hi - 1}",
+        )
         causes = {**{i: c for i, c in (self.damage or {}).items() if lo <= i < hi}, **causes}
-        causes.update({i: "decode_failed" for i in range(lo, hi) if i not in frames and i not in causes})
+        causes.update(
+            {i: "decode_failed" for i in range(lo, hi) if i not in frames and i not in causes}
+        )
         record.note_damage(causes)
         barred = set(record.undecodable)
-        used, offset = nearest_decodable(wanted, [i for i in frames if lo <= i < hi and i not in barred])
+        used, offset = nearest_decodable(
+            wanted, [i for i in frames if lo <= i < hi and i not in barred]
+        )
         if (used < 0).all():
             record.failed_bins.append(b)
             return None
@@ -526,12 +660,15 @@ class _DamageFallback:
         record.max_offset = max(record.max_offset, int(offset.max()))
         return np.stack([frames[i] for i in used])
 
-    def _read_bin(self, lo:int, hi:int, w:np.ndarray, record:SubstitutionRecord, b:int):
+    def _read_bin(self, lo: int, hi: int, w: np.ndarray, record: SubstitutionRecord, b: int):
         "One bin: `get_batch` when the scan found no damage in it and the call succeeds; the fallback otherwise."
         if not self._meets_damage(lo, hi):
-            try: return self._batch(w)
-            except DecodeTimeout: raise
-            except Exception: pass
+            try:
+                return self._batch(w)
+            except DecodeTimeout:
+                raise
+            except Exception:
+                pass
         return self._fallback_bin(lo, hi, w, record, b)
 
 # %% ../nbs/30_decode.ipynb #29a9a813
@@ -592,13 +729,15 @@ class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
         return np.stack([o if o is not None else np.zeros(shape, np.uint8) for o in out]), record
 
 # %% ../nbs/30_decode.ipynb #c9cb923e
-def _boxes(data:bytes, start:int, end:int):
+def _boxes(data: bytes, start: int, end: int):
     i = start
     while i + 8 <= end:
-        size, kind = int.from_bytes(data[i:i + 4], "big"), data[i + 4:i + 8].decode("latin-1")
+        size, kind = int.from_bytes(data[i : i + 4], "big"), data[i + 4 : i + 8].decode("latin-1")
         header = 8
-        if size == 1: size, header = int.from_bytes(data[i + 8:i + 16], "big"), 16
-        elif size == 0: size = end - i
+        if size == 1:
+            size, header = int.from_bytes(data[i + 8 : i + 16], "big"), 16
+        elif size == 0:
+            size = end - i
         yield kind, i + header, i + size
         i += size
 
@@ -606,40 +745,56 @@ def _boxes(data:bytes, start:int, end:int):
 def mp4_sample_offsets(path) -> list[tuple[int, int]]:
     "(byte offset, size) of every sample (frame packet) of the first video track of an mp4."
     data = Path(path).read_bytes()
+
     def find(start, end, kinds):
         for kind, s, e in _boxes(data, start, end):
             if kind == kinds[0]:
-                if len(kinds) == 1: return s, e
+                if len(kinds) == 1:
+                    return s, e
                 if kind == "trak":
                     got = find(s, e, ["mdia", "hdlr"])
-                    if got is None or data[got[0] + 8:got[0] + 12] != b"vide": continue
+                    if got is None or data[got[0] + 8 : got[0] + 12] != b"vide":
+                        continue
                 r = find(s, e, kinds[1:])
-                if r: return r
+                if r:
+                    return r
         return None
+
     stbl = find(0, len(data), ["moov", "trak", "mdia", "minf", "stbl"])
-    if stbl is None: raise DataError(f"{path}: no video sample table (moov/trak/mdia/minf/stbl) found")
+    if stbl is None:
+        raise DataError(f"{path}: no video sample table (moov/trak/mdia/minf/stbl) found")
     tables = {k: (s, e) for k, s, e in _boxes(data, *stbl)}
-    u32 = lambda o: int.from_bytes(data[o:o + 4], "big")
+    u32 = lambda o: int.from_bytes(data[o : o + 4], "big")
     s, _ = tables["stsz"]
     uniform, count = u32(s + 4), u32(s + 8)
     sizes = [uniform] * count if uniform else [u32(s + 12 + 4 * i) for i in range(count)]
-    if "stco" in tables: s, _ = tables["stco"]; chunks = [u32(s + 8 + 4 * i) for i in range(u32(s + 4))]
-    else: s, _ = tables["co64"]; chunks = [int.from_bytes(data[s + 8 + 8 * i:s + 16 + 8 * i], "big") for i in range(u32(s + 4))]
+    if "stco" in tables:
+        s, _ = tables["stco"]
+        chunks = [u32(s + 8 + 4 * i) for i in range(u32(s + 4))]
+    else:
+        s, _ = tables["co64"]
+        chunks = [
+            int.from_bytes(data[s + 8 + 8 * i : s + 16 + 8 * i], "big") for i in range(u32(s + 4))
+        ]
     s, _ = tables["stsc"]
     runs = [(u32(s + 8 + 12 * i), u32(s + 12 + 12 * i)) for i in range(u32(s + 4))]
     out, sample = [], 0
     for c, offset in enumerate(chunks, start=1):
         per_chunk = [n for first, n in runs if first <= c][-1]
         for _ in range(per_chunk):
-            if sample >= count: break
-            out.append((offset, sizes[sample])); offset += sizes[sample]; sample += 1
+            if sample >= count:
+                break
+            out.append((offset, sizes[sample]))
+            offset += sizes[sample]
+            sample += 1
     return out
 
 # %% ../nbs/30_decode.ipynb #162abb0d
-def damage_samples(path, # an mp4 file, changed in place
-                   frames:Sequence[int], # frame (sample) indices whose packets to damage
-                   seed:int=0, # seed of the overwritten bytes
-                  ) -> list[int]: # the frames damaged
+def damage_samples(
+    path,  # an mp4 file, changed in place
+    frames: Sequence[int],  # frame (sample) indices whose packets to damage
+    seed: int = 0,  # seed of the overwritten bytes
+) -> list[int]:  # the frames damaged
     "Overwrite the payload of the given frames' packets (after the length prefix and NAL header) with random bytes."
     path = Path(path)
     samples = mp4_sample_offsets(path)
@@ -647,24 +802,27 @@ def damage_samples(path, # an mp4 file, changed in place
     rng = np.random.default_rng(seed)
     for f in frames:
         offset, size = samples[int(f)]
-        if size < 16: raise DataError(f"{path}: frame {f}'s packet is only {size} bytes, too small to damage")
+        if size < 16:
+            raise DataError(f"{path}: frame {f}'s packet is only {size} bytes, too small to damage")
         a = offset + 6
-        data[a:offset + size] = rng.integers(0, 256, offset + size - a, dtype=np.uint8).tobytes()
+        data[a : offset + size] = rng.integers(0, 256, offset + size - a, dtype=np.uint8).tobytes()
     path.write_bytes(bytes(data))
     return [int(f) for f in frames]
 
 # %% ../nbs/30_decode.ipynb #1e4f7a33
-def overwrite_runs(path, # an mp4 file, changed in place
-                   n:int, # runs of random bytes to write
-                   seed:int=0, # seed of the places and the bytes
-                   length:int=64, # bytes per run
-                  ) -> list[int]: # the byte offsets overwritten
+def overwrite_runs(
+    path,  # an mp4 file, changed in place
+    n: int,  # runs of random bytes to write
+    seed: int = 0,  # seed of the places and the bytes
+    length: int = 64,  # bytes per run
+) -> list[int]:  # the byte offsets overwritten
     "The issue's damage: `n` runs of `length` random bytes at random places in the middle third of the frame data (`mdat`)."
     path = Path(path)
     data, offsets = bytearray(path.read_bytes()), mp4_sample_offsets(path)
     lo, hi = offsets[len(offsets) // 3][0], offsets[2 * len(offsets) // 3][0]
     rng = np.random.default_rng(seed)
     places = sorted(int(a) for a in rng.integers(lo, hi, n))
-    for a in places: data[a:a + length] = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
+    for a in places:
+        data[a : a + length] = rng.integers(0, 256, length, dtype=np.uint8).tobytes()
     path.write_bytes(bytes(data))
     return places

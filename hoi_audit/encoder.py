@@ -18,20 +18,25 @@ __all__ = ['FrameEncoder', 'PooledMotionEncoder', 'training_windows', 'ContextFo
 # %% ../nbs/32_encoder.ipynb #2bd33b58
 class FrameEncoder(Protocol):
     "What the protocol needs of an encoder."
+
     latent_dim: int
-    def encode(self, bins:np.ndarray) -> np.ndarray: ...
+
+    def encode(self, bins: np.ndarray) -> np.ndarray: ...
 
 # %% ../nbs/32_encoder.ipynb #91813aa7
-def _pool(frames:np.ndarray, grid:int) -> np.ndarray:
+def _pool(frames: np.ndarray, grid: int) -> np.ndarray:
     "(..., H, W, 3) -> (..., grid, grid, 3) block means (H and W cropped to multiples of grid)."
     h, w = frames.shape[-3] // grid * grid, frames.shape[-2] // grid * grid
-    if h == 0 or w == 0: raise DataError(f"frames of {frames.shape[-3]}x{frames.shape[-2]} px are smaller than the {grid}x{grid} grid")
+    if h == 0 or w == 0:
+        raise DataError(
+            f"frames of {frames.shape[-3]}x{frames.shape[-2]} px are smaller than the {grid}x{grid} grid"
+        )
     f = frames[..., :h, :w, :].astype(np.float32) / 255.0
     return f.reshape(*f.shape[:-3], grid, h // grid, grid, w // grid, 3).mean(axis=(-4, -2))
 
 # %% ../nbs/32_encoder.ipynb #72665257
 @functools.lru_cache(maxsize=8)
-def _projection(n_in:int, latent_dim:int) -> np.ndarray:
+def _projection(n_in: int, latent_dim: int) -> np.ndarray:
     "A fixed (n_in, latent_dim) projection with orthonormal columns, scaled to keep the feature variance (seed 0)."
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(n_in, max(n_in, latent_dim))))
     return q[:, :latent_dim].astype(np.float32) * np.float32(np.sqrt(n_in / latent_dim))
@@ -60,12 +65,13 @@ class PooledMotionEncoder:
         return z[0] if single else z
 
 # %% ../nbs/32_encoder.ipynb #8ee7a1d9
-def training_windows(encoder, # a FrameEncoder
-                     preset="small", # clip preset (sizes, verbs)
-                     seed:int=1000, # the clips' seed (keep it apart from evaluation seeds)
-                     n_videos:int|None=None, # videos to render (default: the preset's participants)
-                     spec:BinSpec=BinSpec(), # the observation bins
-                    ) -> tuple[np.ndarray, np.ndarray]: # ((N, n_bins, D) context latents, (N, D) target latents)
+def training_windows(
+    encoder,  # a FrameEncoder
+    preset="small",  # clip preset (sizes, verbs)
+    seed: int = 1000,  # the clips' seed (keep it apart from evaluation seeds)
+    n_videos: int | None = None,  # videos to render (default: the preset's participants)
+    spec: BinSpec = BinSpec(),  # the observation bins
+) -> tuple[np.ndarray, np.ndarray]:  # ((N, n_bins, D) context latents, (N, D) target latents)
     "Encoded (context, target) pairs from clips rendered in memory, never from evaluation videos."
     p = clip_preset(preset)
     rng = np.random.default_rng(seed)
@@ -75,22 +81,30 @@ def training_windows(encoder, # a FrameEncoder
         frames = render_actions(plan["verbs"], plan["durations"], plan["scene"], p, rng)
         for a, b in zip(plan["start_frame"], plan["stop_frame"]):
             t = a / p.fps
-            if t < spec.observe_from: continue
+            if t < spec.observe_from:
+                continue
             bins = observation_bins(t, p.fps, len(frames), spec)
             ctx = np.stack([frames[sample_indices(lo, hi, spec.frames_per_bin)] for lo, hi in bins])
             lo, hi = target_bin(t, b / p.fps, p.fps, len(frames))
-            contexts.append(encoder.encode(ctx)); targets.append(encoder.encode(frames[sample_indices(lo, hi, spec.frames_per_bin)]))
-    if not contexts: raise DataError(f"training_windows: no action of preset {preset!r} starts {spec.observe_from:g} s into a video")
+            contexts.append(encoder.encode(ctx))
+            targets.append(encoder.encode(frames[sample_indices(lo, hi, spec.frames_per_bin)]))
+    if not contexts:
+        raise DataError(
+            f"training_windows: no action of preset {preset!r} starts {spec.observe_from:g} s into a video"
+        )
     return np.stack(contexts).astype(np.float32), np.stack(targets).astype(np.float32)
 
 # %% ../nbs/32_encoder.ipynb #4e3f9c2b
 @contextlib.contextmanager
 def _one_torch_thread():
     import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    try: yield
-    finally: torch.set_num_threads(before)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 # %% ../nbs/32_encoder.ipynb #4dc79393
 class ContextForecaster:
@@ -130,28 +144,35 @@ class ContextForecaster:
         return {"latents": np.stack(out, 1), "gate": np.zeros((len(window), steps), np.float32)}
 
 # %% ../nbs/32_encoder.ipynb #42976297
-def train_context_forecaster(context:np.ndarray, # (N, C, D) visible latents of the training clips
-                             target:np.ndarray, # (N, D) their next latents
-                             seed:int=42, # a protocol seed
-                             hidden:int=128, # MLP width
-                             steps:int=400, # full-batch Adam steps
-                             lr:float=3e-3, # learning rate
-                             weight_decay:float=1e-4, # L2
-                            ) -> ContextForecaster:
+def train_context_forecaster(
+    context: np.ndarray,  # (N, C, D) visible latents of the training clips
+    target: np.ndarray,  # (N, D) their next latents
+    seed: int = 42,  # a protocol seed
+    hidden: int = 128,  # MLP width
+    steps: int = 400,  # full-batch Adam steps
+    lr: float = 3e-3,  # learning rate
+    weight_decay: float = 1e-4,  # L2
+) -> ContextForecaster:
     "Fit the residual MLP on (context, target) and return it frozen."
     import torch
+
     context, target = np.asarray(context, np.float32), np.asarray(target, np.float32)
     if context.ndim != 3 or target.shape != (context.shape[0], context.shape[2]):
-        raise DataError(f"forecaster training: context {context.shape} and target {target.shape} do not match")
+        raise DataError(
+            f"forecaster training: context {context.shape} and target {target.shape} do not match"
+        )
     seed_everything(seed)
     n, c, d = context.shape
     scale = np.float32(context.std() + 1e-6)
-    net = torch.nn.Sequential(torch.nn.Linear(c * d, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, d))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(c * d, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, d)
+    )
     x, y = torch.from_numpy(context / scale), torch.from_numpy(target / scale)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
     with _one_torch_thread():
         for _ in range(steps):
             opt.zero_grad()
             loss = (x[:, -1] + net(x.reshape(n, -1)) - y).abs().mean()
-            loss.backward(); opt.step()
+            loss.backward()
+            opt.step()
     return ContextForecaster(net, c, d, scale)

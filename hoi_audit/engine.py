@@ -17,9 +17,20 @@ from .models import anticipation_metrics, architecture, input_blocks, video_wind
 from .queries import check_causality
 from .plugins import identity
 from . import architectures  # noqa: F401 (registers the built-in families that AuditConfig.architecture names)
-from .conditions import (CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, TABLE1_CONDITIONS,
-                                  _features_fingerprint, AuditCondition, AuditConfig, gt_histories,
-                                  history_backend, HistorySource, QuerySchedule, register_condition)
+from hoi_audit.conditions import (
+    CONDITIONS,
+    HISTORY_SOURCES,
+    QUERY_SCHEDULES,
+    TABLE1_CONDITIONS,
+    _features_fingerprint,
+    AuditCondition,
+    AuditConfig,
+    gt_histories,
+    history_backend,
+    HistorySource,
+    QuerySchedule,
+    register_condition,
+)
 
 # %% auto #0
 __all__ = ['split_audit_queries', 'audit_records', 'history_quality', 'window_accuracy_records']
@@ -29,11 +40,12 @@ def _check_splits(dataset, splits) -> list:
     "The splits to run (None: all), each one the dataset has."
     splits = sorted(dataset.splits) if splits is None else list(splits)
     missing = [s for s in splits if s not in dataset.splits]
-    if missing: raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
+    if missing:
+        raise DataError(f"{dataset.root}: no split(s) {missing} (splits: {sorted(dataset.splits)})")
     return splits
 
 # %% ../nbs/17b_engine.ipynb #4ea45984
-def _queries_hash(q:pd.DataFrame) -> str:
+def _queries_hash(q: pd.DataFrame) -> str:
     return sha256_json(q[["video", "t", "window_start", "window_end", "target"]].values.tolist())
 
 # %% ../nbs/17b_engine.ipynb #65614497
@@ -42,32 +54,52 @@ def _resolve_conditions(conditions) -> list[AuditCondition]:
     out = []
     for c in conditions:
         if isinstance(c, AuditCondition):
-            if c.name in CONDITIONS and CONDITIONS[c.name] != c: raise DataError(f"condition {c.name!r} differs from the registered one of that name; rename it")
+            if c.name in CONDITIONS and CONDITIONS[c.name] != c:
+                raise DataError(
+                    f"condition {c.name!r} differs from the registered one of that name; rename it"
+                )
             out.append(register_condition(c))
-        elif c in CONDITIONS: out.append(CONDITIONS[c])
-        else: raise DataError(f"unknown condition(s) [{c!r}]; conditions are {list(CONDITIONS)} (or pass an AuditCondition)")
-    if not out: raise DataError("no conditions")
+        elif c in CONDITIONS:
+            out.append(CONDITIONS[c])
+        else:
+            raise DataError(
+                f"unknown condition(s) [{c!r}]; conditions are {list(CONDITIONS)} (or pass an AuditCondition)"
+            )
+    if not out:
+        raise DataError("no conditions")
     return out
 
 # %% ../nbs/17b_engine.ipynb #4ff3f8a2
-def _schedule(config:AuditConfig) -> QuerySchedule:
-    if config.schedule not in QUERY_SCHEDULES: raise DataError(f"unknown query schedule {config.schedule!r}; schedules are {sorted(QUERY_SCHEDULES)}")
+def _schedule(config: AuditConfig) -> QuerySchedule:
+    if config.schedule not in QUERY_SCHEDULES:
+        raise DataError(
+            f"unknown query schedule {config.schedule!r}; schedules are {sorted(QUERY_SCHEDULES)}"
+        )
     return QUERY_SCHEDULES[config.schedule]
 
 # %% ../nbs/17b_engine.ipynb #59d5e087
-def split_audit_queries(dataset, split:int, config:AuditConfig) -> tuple:
+def split_audit_queries(dataset, split: int, config: AuditConfig) -> tuple:
     "A split's (train, test) queries under the audit's schedule, after the causality check (an error names the first violation)."
     train_q, test_q = _schedule(config).queries(dataset, split, config)
-    if len(train_q) == 0 or len(test_q) == 0: raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
+    if len(train_q) == 0 or len(test_q) == 0:
+        raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
     for part, q in (("train", train_q), ("test", test_q)):
-        try: check_causality(q, dataset, raise_on_violation=True)
-        except DataError as e: raise DataError(f"{dataset.root}: split {split} {part} queries ({config.schedule} schedule): {e}") from None
+        try:
+            check_causality(q, dataset, raise_on_violation=True)
+        except DataError as e:
+            raise DataError(
+                f"{dataset.root}: split {split} {part} queries ({config.schedule} schedule): {e}"
+            ) from None
     return train_q, test_q
 
 # %% ../nbs/17b_engine.ipynb #1d089774
-def _recover_name(source:HistorySource) -> str:
+def _recover_name(source: HistorySource) -> str:
     r = source.recover
-    return "audit recognizer" if r is None else getattr(r, "name", getattr(r, "__qualname__", type(r).__name__))
+    return (
+        "audit recognizer"
+        if r is None
+        else getattr(r, "name", getattr(r, "__qualname__", type(r).__name__))
+    )
 
 # %% ../nbs/17b_engine.ipynb #60cce83b
 def _histories(dataset, split, train_q, test_q, name, config, history_fn, store) -> dict:
@@ -77,26 +109,66 @@ def _histories(dataset, split, train_q, test_q, name, config, history_fn, store)
         tr, te = gt_histories(dataset, split, train_q, test_q, config)
         return {"train": tr, "test": te, "quality": None}
     videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
-    unit = Unit({"dataset": dataset.name, "split": split, "history": name},
-                config={k: getattr(config, k) for k in ("window", "schedule", "recognizer_window", "recognizer_stride", "recognizer_seed",
-                                                        "cross_fit", "recognizer_folds")}
-                       | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__), "recover": _recover_name(src), "source": src.source},
-                inputs={"train_queries": _queries_hash(train_q), "test_queries": _queries_hash(test_q),
-                        "features": _features_fingerprint(dataset, videos)})
+    unit = Unit(
+        {"dataset": dataset.name, "split": split, "history": name},
+        config={
+            k: getattr(config, k)
+            for k in (
+                "window",
+                "schedule",
+                "recognizer_window",
+                "recognizer_stride",
+                "recognizer_seed",
+                "cross_fit",
+                "recognizer_folds",
+            )
+        }
+        | {
+            "history_fn": getattr(history_fn, "name", type(history_fn).__name__),
+            "recover": _recover_name(src),
+            "source": src.source,
+        },
+        inputs={
+            "train_queries": _queries_hash(train_q),
+            "test_queries": _queries_hash(test_q),
+            "features": _features_fingerprint(dataset, videos),
+        },
+    )
+
     def compute(u, workdir):
         from hoi_audit.recovery import history_edit_rate, history_item_accuracy
-        tr, te = (history_fn(dataset, split, train_q, test_q, name, config) if src.recover is None
-                  else src.recover(dataset, split, train_q, test_q, config))
+
+        tr, te = (
+            history_fn(dataset, split, train_q, test_q, name, config)
+            if src.recover is None
+            else src.recover(dataset, split, train_q, test_q, config)
+        )
         if len(tr) != len(train_q) or len(te) != len(test_q):
-            raise DataError(f"history source {name!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries")
-        quality = {part: {"history_edit_rate": history_edit_rate(h, q["history"]), "history_item_acc": history_item_accuracy(h, q["history"])}
-                   for part, h, q in (("train", tr, train_q), ("test", te, test_q))}
-        return {"train": [list(map(int, h)) for h in tr], "test": [list(map(int, h)) for h in te], "quality": quality}
+            raise DataError(
+                f"history source {name!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries"
+            )
+        quality = {
+            part: {
+                "history_edit_rate": history_edit_rate(h, q["history"]),
+                "history_item_acc": history_item_accuracy(h, q["history"]),
+            }
+            for part, h, q in (("train", tr, train_q), ("test", te, test_q))
+        }
+        return {
+            "train": [list(map(int, h)) for h in tr],
+            "test": [list(map(int, h)) for h in te],
+            "quality": quality,
+        }
+
     r = store.run([unit], compute, progress=False, backend=current_backend())[0]
-    return {"train": [tuple(h) for h in r["train"]], "test": [tuple(h) for h in r["test"]], "quality": r["quality"]}
+    return {
+        "train": [tuple(h) for h in r["train"]],
+        "test": [tuple(h) for h in r["test"]],
+        "quality": r["quality"],
+    }
 
 # %% ../nbs/17b_engine.ipynb #e161ea86
-def _tests(c:AuditCondition, config:AuditConfig) -> list:
+def _tests(c: AuditCondition, config: AuditConfig) -> list:
     "The histories a checkpoint of `c` is tested with: its own, then (2x2) the other cross_test sources."
     cross = c.history in config.cross_test and "video" in c.inputs and "history" in c.inputs
     return [c.history] + ([k for k in config.cross_test if k != c.history] if cross else [])
@@ -105,14 +177,21 @@ def _tests(c:AuditCondition, config:AuditConfig) -> list:
 def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers) -> tuple:
     "Check `audit_records`' arguments and fill in its defaults: (conditions, splits, fit, store, history_fn, backend)."
     conds = _resolve_conditions(conditions)
-    if not dataset.has_features: raise DataError(f"{dataset.root}: the audit needs features (an MS-TCN folder with features/)")
+    if not dataset.has_features:
+        raise DataError(
+            f"{dataset.root}: the audit needs features (an MS-TCN folder with features/)"
+        )
     splits = _check_splits(dataset, splits)
-    if not seeds: raise DataError("no seeds")
+    if not seeds:
+        raise DataError("no seeds")
     fit = architecture(config.architecture)
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_backend(history_fn, store)
-    if not isinstance(workers, (int, np.integer)) or workers < 1: raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    backend = LocalBackend(workers) if workers > 1 else current_backend()   # k processes share each split's pending units (hoi_audit.cluster)
+    if not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    backend = (
+        LocalBackend(workers) if workers > 1 else current_backend()
+    )  # k processes share each split's pending units (hoi_audit.cluster)
     return conds, splits, fit, store, history_fn, backend
 
 # %% ../nbs/17b_engine.ipynb #8389e839
@@ -131,86 +210,190 @@ def _blocks_fn(dataset, train_q:pd.DataFrame, test_q:pd.DataFrame, hist:dict, co
     return blocks
 
 # %% ../nbs/17b_engine.ipynb #1dfc468d
-def _video_identity(dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, conds) -> dict|None:
+def _video_identity(
+    dataset, split: int, train_q: pd.DataFrame, test_q: pd.DataFrame, conds
+) -> dict | None:
     "What a split's video tokens are a function of: the feature files and the query windows (None when no condition reads video)."
-    if not any("video" in c.inputs for c in conds): return None
-    return {"video_features": _features_fingerprint(dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]),
-            "train_windows": _queries_hash(train_q), "test_windows": _queries_hash(test_q)}
+    if not any("video" in c.inputs for c in conds):
+        return None
+    return {
+        "video_features": _features_fingerprint(
+            dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]
+        ),
+        "train_windows": _queries_hash(train_q),
+        "test_windows": _queries_hash(test_q),
+    }
 
 # %% ../nbs/17b_engine.ipynb #4963dbc6
-def _architecture_key(spec:str) -> str:
+def _architecture_key(spec: str) -> str:
     "A unit-key value for an architecture: its registered name, or `user-<hash>` of a `module:factory` spec."
     return spec if _SAFE.match(spec) else "user-" + sha256_json(spec)[:12]
 
 # %% ../nbs/17b_engine.ipynb #3b45fd23
-def _model_identity(spec:str) -> str|None:
+def _model_identity(spec: str) -> str | None:
     "A user network's identity in its units' inputs: the SHA-256 of its code and checkpoints (`contracts.identity`); None for a registered architecture, which the library's version names."
     return None if ":" not in spec else sha256_json(identity(spec))
 
 # %% ../nbs/17b_engine.ipynb #337807fb
-def _results_config(config:AuditConfig) -> dict:
+def _results_config(config: AuditConfig) -> dict:
     "A results JSON's config: the audit's settings, and for a user's network its identity (spec, code and checkpoint SHA-256s)."
-    return config.as_dict() | ({"model": identity(config.architecture)} if ":" in config.architecture else {})
+    return config.as_dict() | (
+        {"model": identity(config.architecture)} if ":" in config.architecture else {}
+    )
 
 # %% ../nbs/17b_engine.ipynb #dcd23a10
-def _split_units(dataset, split:int, conds, seeds, tests:dict, hist:dict, train_q:pd.DataFrame, test_q:pd.DataFrame,
-                 config:AuditConfig, video_identity:dict|None, model:str|None) -> tuple:
+def _split_units(
+    dataset,
+    split: int,
+    conds,
+    seeds,
+    tests: dict,
+    hist: dict,
+    train_q: pd.DataFrame,
+    test_q: pd.DataFrame,
+    config: AuditConfig,
+    video_identity: dict | None,
+    model: str | None,
+) -> tuple:
     "A split's units, one per (condition, seed), and the condition of each unit path; `model`: a user network's `_model_identity`."
     units, unit_cond = [], {}
     for c in conds:
-        inputs = {"train_targets": sha256_json(train_q["target"].tolist()), "test_targets": sha256_json(test_q["target"].tolist()),
-                  "train_videos": sha256_json(train_q["video"].tolist()), "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()])}
-        if model: inputs["model"] = model      # a user's network: retrained weights or edited code recompute its units
-        if "video" in c.inputs: inputs |= video_identity
+        inputs = {
+            "train_targets": sha256_json(train_q["target"].tolist()),
+            "test_targets": sha256_json(test_q["target"].tolist()),
+            "train_videos": sha256_json(train_q["video"].tolist()),
+            "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()]),
+        }
+        if model:
+            inputs["model"] = (
+                model  # a user's network: retrained weights or edited code recompute its units
+            )
+        if "video" in c.inputs:
+            inputs |= video_identity
         for k in tests[c.name]:
-            if k: inputs |= {f"train_history_{c.history}": sha256_json(hist[c.history]["train"]), f"test_history_{k}": sha256_json(hist[k]["test"])}
+            if k:
+                inputs |= {
+                    f"train_history_{c.history}": sha256_json(hist[c.history]["train"]),
+                    f"test_history_{k}": sha256_json(hist[k]["test"]),
+                }
         for seed in seeds:
-            u = Unit({"dataset": dataset.name, "split": split, "architecture": _architecture_key(config.architecture),
-                      "condition": c.name, "seed": int(seed)},
-                     config={**config.as_dict(), "inputs": list(c.inputs), "history": c.history, "tests": tests[c.name]}, inputs=inputs)
-            units.append(u); unit_cond[u.path] = c
+            u = Unit(
+                {
+                    "dataset": dataset.name,
+                    "split": split,
+                    "architecture": _architecture_key(config.architecture),
+                    "condition": c.name,
+                    "seed": int(seed),
+                },
+                config={
+                    **config.as_dict(),
+                    "inputs": list(c.inputs),
+                    "history": c.history,
+                    "tests": tests[c.name],
+                },
+                inputs=inputs,
+            )
+            units.append(u)
+            unit_cond[u.path] = c
     return units, unit_cond
 
 # %% ../nbs/17b_engine.ipynb #09309c07
-def _unit_compute(dataset, fit:Callable, unit_cond:dict, tests:dict, blocks:Callable, train_q:pd.DataFrame, test_q:pd.DataFrame,
-                  groups:list, config:AuditConfig) -> Callable:
+def _unit_compute(
+    dataset,
+    fit: Callable,
+    unit_cond: dict,
+    tests: dict,
+    blocks: Callable,
+    train_q: pd.DataFrame,
+    test_q: pd.DataFrame,
+    groups: list,
+    config: AuditConfig,
+) -> Callable:
     "A unit's computation: train one checkpoint, test it with each of its test histories."
     n_classes = len(dataset.classes)
+
     def compute(u, workdir):
         c = unit_cond[u.path]
-        model = fit(c.condition(), blocks(c, 0, c.history), train_q["target"], n_classes, groups, config.train, seed=u.key["seed"])
+        model = fit(
+            c.condition(),
+            blocks(c, 0, c.history),
+            train_q["target"],
+            n_classes,
+            groups,
+            config.train,
+            seed=u.key["seed"],
+        )
         out = {}
         for k in tests[c.name]:
             logits = model.predict_logits(blocks(c, 1, k), condition=c.condition(k))
             out[k or "none"] = anticipation_metrics(logits, test_q["target"], dataset.verb_of)
-        return {"metrics": out, "best_epoch": int(getattr(model, "best_epoch", -1)), "epochs_run": len(getattr(model, "history", []) or []),
-                "n_train": len(train_q), "n_test": len(test_q)}
+        return {
+            "metrics": out,
+            "best_epoch": int(getattr(model, "best_epoch", -1)),
+            "epochs_run": len(getattr(model, "history", []) or []),
+            "n_train": len(train_q),
+            "n_test": len(test_q),
+        }
+
     return compute
 
 # %% ../nbs/17b_engine.ipynb #d1e78914
-def _unit_rows(units:list, results:list) -> list[dict]:
+def _unit_rows(units: list, results: list) -> list[dict]:
     "The units' results as tidy rows: one per (test history, metric)."
     rows = []
     for u, r in zip(units, results):
         for test_history, metrics in r["metrics"].items():
             for metric, value in metrics.items():
-                rows.append({**u.key, "test_history": test_history, "metric": metric, "value": float(value)})
+                rows.append(
+                    {**u.key, "test_history": test_history, "metric": metric, "value": float(value)}
+                )
     return rows
 
 # %% ../nbs/17b_engine.ipynb #26ec5d6d
-def _split_records(dataset, split:int, conds, seeds, store:ResultStore, config:AuditConfig, history_fn:Callable, fit:Callable,
-                   progress:bool, backend, model:str|None) -> list[dict]:
+def _split_records(
+    dataset,
+    split: int,
+    conds,
+    seeds,
+    store: ResultStore,
+    config: AuditConfig,
+    history_fn: Callable,
+    fit: Callable,
+    progress: bool,
+    backend,
+    model: str | None,
+) -> list[dict]:
     "One split of `audit_records`: its queries, histories and units, run through the store; the tidy rows of every test."
     train_q, test_q = split_audit_queries(dataset, split, config)
-    groups = [dataset.video(v).participant or v for v in train_q["video"]]   # early stopping holds out whole participants
+    groups = [
+        dataset.video(v).participant or v for v in train_q["video"]
+    ]  # early stopping holds out whole participants
     tests = {c.name: _tests(c, config) for c in conds}
     kinds = sorted({k for ks in tests.values() for k in ks if k})
-    hist = {k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds}
+    hist = {
+        k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds
+    }
     blocks = _blocks_fn(dataset, train_q, test_q, hist, config)
-    units, unit_cond = _split_units(dataset, split, conds, seeds, tests, hist, train_q, test_q, config,
-                                    _video_identity(dataset, split, train_q, test_q, conds), model)
+    units, unit_cond = _split_units(
+        dataset,
+        split,
+        conds,
+        seeds,
+        tests,
+        hist,
+        train_q,
+        test_q,
+        config,
+        _video_identity(dataset, split, train_q, test_q, conds),
+        model,
+    )
     compute = _unit_compute(dataset, fit, unit_cond, tests, blocks, train_q, test_q, groups, config)
-    return _unit_rows(units, store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend))
+    return _unit_rows(
+        units,
+        store.run(
+            units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend
+        ),
+    )
 
 # %% ../nbs/17b_engine.ipynb #14225898
 def audit_records(dataset, # a `ProceduralDataset` with features

@@ -11,14 +11,39 @@ from pathlib import Path
 from typing import Annotated, Literal, Sequence
 import numpy as np
 import pandas as pd
-from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_file, sha256_json, write_json, write_npz, write_results, sha256_array
+from hoi_audit.core import (
+    PROTOCOL_SEEDS,
+    DataError,
+    HoiAuditError,
+    sha256_file,
+    sha256_json,
+    write_json,
+    write_npz,
+    write_results,
+    sha256_array,
+)
 from .provenance import Block, Condition, derive_block
 from .store import CommandOutput
 from .cli import add_command
 from .clips import EPIC_COLUMNS  # the annotation CSV's columns, defined once in clips
-from .contracts import as_context_forecaster, build, call_user, check_encoder, check_forecaster, identity
-from .decode import (BinSpec, DecodeTimeout, SubstitutionRecord, VideoDecoder, WindowOutsideVideo, observation_bins,
-                              summarize_substitutions, target_bin)
+from hoi_audit.contracts import (
+    as_context_forecaster,
+    build,
+    call_user,
+    check_encoder,
+    check_forecaster,
+    identity,
+)
+from hoi_audit.decode import (
+    BinSpec,
+    DecodeTimeout,
+    SubstitutionRecord,
+    VideoDecoder,
+    WindowOutsideVideo,
+    observation_bins,
+    summarize_substitutions,
+    target_bin,
+)
 from . import stats
 
 # %% auto #0
@@ -30,55 +55,86 @@ __all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
 
-def parse_timestamp(text:str, where:str="timestamp") -> float:
+
+def parse_timestamp(text: str, where: str = "timestamp") -> float:
     "`HH:MM:SS.ss` -> seconds."
     m = _TIMESTAMP.match(str(text).strip())
-    if not m: raise DataError(f"{where}: {text!r} is not a HH:MM:SS.ss timestamp")
+    if not m:
+        raise DataError(f"{where}: {text!r} is not a HH:MM:SS.ss timestamp")
     return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
 
 # %% ../nbs/45_epic.ipynb #356bcbf5
-def read_narrations(path, # an EPIC-KITCHENS-100 annotation CSV
-                   ) -> pd.DataFrame:
+def read_narrations(
+    path,  # an EPIC-KITCHENS-100 annotation CSV
+) -> pd.DataFrame:
     "Read and check the annotation CSV; adds `start_s` and `stop_s` (seconds)."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: annotation CSV not found")
+    if not path.is_file():
+        raise DataError(f"{path}: annotation CSV not found")
     df = pd.read_csv(path, dtype={"narration_id": str, "participant_id": str, "video_id": str})
     missing = [c for c in EPIC_COLUMNS if c not in df.columns]
-    if missing: raise DataError(f"{path}: missing EPIC-100 column(s) {missing}")
-    if df.empty: raise DataError(f"{path}: no narrations")
+    if missing:
+        raise DataError(f"{path}: missing EPIC-100 column(s) {missing}")
+    if df.empty:
+        raise DataError(f"{path}: no narrations")
     dup = df.narration_id[df.narration_id.duplicated()].tolist()
-    if dup: raise DataError(f"{path}: duplicate narration_id(s) {dup[:5]}")
+    if dup:
+        raise DataError(f"{path}: duplicate narration_id(s) {dup[:5]}")
     df = df.copy()
-    df["start_s"] = [parse_timestamp(v, f"{path}, narration {n}, start_timestamp") for v, n in zip(df.start_timestamp, df.narration_id)]
-    df["stop_s"] = [parse_timestamp(v, f"{path}, narration {n}, stop_timestamp") for v, n in zip(df.stop_timestamp, df.narration_id)]
+    df["start_s"] = [
+        parse_timestamp(v, f"{path}, narration {n}, start_timestamp")
+        for v, n in zip(df.start_timestamp, df.narration_id)
+    ]
+    df["stop_s"] = [
+        parse_timestamp(v, f"{path}, narration {n}, stop_timestamp")
+        for v, n in zip(df.stop_timestamp, df.narration_id)
+    ]
     bad = df.narration_id[df.stop_s < df.start_s].tolist()
-    if bad: raise DataError(f"{path}: stop before start for narration(s) {bad[:5]}")
-    if not pd.api.types.is_integer_dtype(df.verb_class): raise DataError(f"{path}: verb_class must be integers")
+    if bad:
+        raise DataError(f"{path}: stop before start for narration(s) {bad[:5]}")
+    if not pd.api.types.is_integer_dtype(df.verb_class):
+        raise DataError(f"{path}: verb_class must be integers")
     return df
 
 # %% ../nbs/45_epic.ipynb #968136dd
-def find_video(videos_dir, # the videos folder
-               participant_id:str, video_id:str) -> Path:
+def find_video(
+    videos_dir,  # the videos folder
+    participant_id: str,
+    video_id: str,
+) -> Path:
     "`DIR/<video_id>.MP4` or `DIR/<participant_id>/videos/<video_id>.MP4`, either case of the extension."
     videos_dir = Path(videos_dir)
-    tried = [videos_dir / f"{video_id}.{e}" for e in ("MP4", "mp4")] + \
-            [videos_dir / participant_id / "videos" / f"{video_id}.{e}" for e in ("MP4", "mp4")]
+    tried = [videos_dir / f"{video_id}.{e}" for e in ("MP4", "mp4")] + [
+        videos_dir / participant_id / "videos" / f"{video_id}.{e}" for e in ("MP4", "mp4")
+    ]
     for p in tried:
-        if p.is_file(): return p
+        if p.is_file():
+            return p
     raise DataError(f"video {video_id} not found; looked for {', '.join(str(p) for p in tried)}")
 
 # %% ../nbs/45_epic.ipynb #a1c0e001
-NOTE_KINDS = {   # kind -> (the narration is left out, what the note means)
-    "video_failed": (True, "its video could not be used; the video and the cause are listed once in failed_videos"),
+NOTE_KINDS = {  # kind -> (the narration is left out, what the note means)
+    "video_failed": (
+        True,
+        "its video could not be used; the video and the cause are listed once in failed_videos",
+    ),
     "window_before_start": (True, "the observation window starts before the video"),
     "window_past_end": (True, "the observation window ends after the last decodable frame"),
-    "target_outside_video": (True, "the target segment (the oracle's input) has no decodable frame"),
+    "target_outside_video": (
+        True,
+        "the target segment (the oracle's input) has no decodable frame",
+    ),
     "undecodable_bins": (True, "a bin has no decodable frame"),
     "decode_error": (True, "the decoder failed on this narration"),
-    "stop_after_video_end": (False, "the stop time lies after the video's end: the target segment is cut there"),
-    "target_clipped": (False, "the stop time lies after the last decodable frame: the target segment is cut there"),
+    "stop_after_video_end": (
+        False,
+        "the stop time lies after the video's end: the target segment is cut there",
+    ),
+    "target_clipped": (
+        False,
+        "the stop time lies after the last decodable frame: the target segment is cut there",
+    ),
 }
-
 
 # %% ../nbs/45_epic.ipynb #a1c0e004
 def accounting(records:Sequence[SubstitutionRecord], # one per narration
@@ -148,30 +204,53 @@ class EpicFeatures:
                             self.failed_videos)
 
 # %% ../nbs/45_epic.ipynb #981292a8
-def _stack_features(df, context, target, records, with_target, n_bins:int, failed_videos:list) -> EpicFeatures:
+def _stack_features(
+    df, context, target, records, with_target, n_bins: int, failed_videos: list
+) -> EpicFeatures:
     "Stack the per-narration arrays; a narration left out gets NaN (latents) or 0 (frames), shaped as the first used one."
     nan_like = lambda t: np.full_like(t, np.nan if t.dtype.kind == "f" else 0)
     template = next((c for c, r in zip(context, records) if c is not None and r.ok), None)
-    if template is None: template = np.zeros((n_bins, 0))     # nothing decoded: zero-width features; every record says why
-    ctx = np.stack([c if (c is not None and r.ok) else nan_like(template) for c, r in zip(context, records)])
+    if template is None:
+        template = np.zeros(
+            (n_bins, 0)
+        )  # nothing decoded: zero-width features; every record says why
+    ctx = np.stack(
+        [c if (c is not None and r.ok) else nan_like(template) for c, r in zip(context, records)]
+    )
     tgt = None
     if with_target:
         t0 = next((t for t, r in zip(target, records) if t is not None and r.ok), np.zeros(0))
-        tgt = np.stack([t if (t is not None and r.ok) else nan_like(t0) for t, r in zip(target, records)])
+        tgt = np.stack(
+            [t if (t is not None and r.ok) else nan_like(t0) for t, r in zip(target, records)]
+        )
     return EpicFeatures(df.reset_index(drop=True), ctx, records, tgt, list(failed_videos))
 
-
 # %% ../nbs/45_epic.ipynb #a1c0e009
-def _video_failure(video_id, # the video that could not be used
-                   path, # its file, None when it was not found
-                   error:BaseException, # why
-                   when:str="", # appended to the cause (where a decoder hung)
-                  ) -> dict: # video_id, video, problem (short), cause (the underlying error's message)
+def _video_failure(
+    video_id,  # the video that could not be used
+    path,  # its file, None when it was not found
+    error: BaseException,  # why
+    when: str = "",  # appended to the cause (where a decoder hung)
+) -> dict:  # video_id, video, problem (short), cause (the underlying error's message)
     "The entry of a video in `failed_videos`: listed once, with its cause."
-    cause = str(error) if isinstance(error, HoiAuditError) else f"{path or video_id}: {type(error).__name__}: {error}"
-    problem = "not found" if path is None else "timed out" if isinstance(error, DecodeTimeout) else "could not be read"
-    return {"video_id": str(video_id), "video": None if path is None else str(path), "problem": problem, "cause": cause + when}
-
+    cause = (
+        str(error)
+        if isinstance(error, HoiAuditError)
+        else f"{path or video_id}: {type(error).__name__}: {error}"
+    )
+    problem = (
+        "not found"
+        if path is None
+        else "timed out"
+        if isinstance(error, DecodeTimeout)
+        else "could not be read"
+    )
+    return {
+        "video_id": str(video_id),
+        "video": None if path is None else str(path),
+        "problem": problem,
+        "cause": cause + when,
+    }
 
 # %% ../nbs/45_epic.ipynb #a1c0e011
 def _failed_record(narration_id:str, failure:dict, # from _video_failure
@@ -206,17 +285,18 @@ def _target_cut_note(start_s:float, stop_s:float, # the action segment (s)
 
 
 # %% ../nbs/45_epic.ipynb #e29a3025
-def extract(videos_dir, # folder of videos (see find_video)
-            narrations, # the annotation CSV, or a DataFrame from read_narrations
-            encoder=None, # a FrameEncoder; None keeps the frames
-            spec:BinSpec=BinSpec(), # the observation bins
-            with_target:bool=False, # also decode and encode the target segment (the oracle's input only)
-            time_limit:float|None=60.0, # seconds per decode call
-            accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
-            verify:str="on_error", # scan each video for damage "on_error" or "always" (see VideoDecoder)
-            isolate:bool=False, # decode in a child process, so that time limits hold even for a call that holds the GIL
-            decoder_kwargs:dict|None=None, # passed to VideoDecoder (e.g. a recording reader in tests)
-           ) -> EpicFeatures:
+def extract(
+    videos_dir,  # folder of videos (see find_video)
+    narrations,  # the annotation CSV, or a DataFrame from read_narrations
+    encoder=None,  # a FrameEncoder; None keeps the frames
+    spec: BinSpec = BinSpec(),  # the observation bins
+    with_target: bool = False,  # also decode and encode the target segment (the oracle's input only)
+    time_limit: float | None = 60.0,  # seconds per decode call
+    accept_concealed: bool = False,  # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
+    verify: str = "on_error",  # scan each video for damage "on_error" or "always" (see VideoDecoder)
+    isolate: bool = False,  # decode in a child process, so that time limits hold even for a call that holds the GIL
+    decoder_kwargs: dict | None = None,  # passed to VideoDecoder (e.g. a recording reader in tests)
+) -> EpicFeatures:
     "Decode (and encode) the causal bins of every narration; every narration_id gets a record, used or with a note saying why not."
     df = narrations if isinstance(narrations, pd.DataFrame) else read_narrations(narrations)
     df = df.reset_index(drop=True)
@@ -226,59 +306,106 @@ def extract(videos_dir, # folder of videos (see find_video)
         path = None
         try:
             path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
-            decoder = VideoDecoder(path, time_limit=time_limit, accept_concealed=accept_concealed, verify=verify,
-                                   isolate=isolate, **(decoder_kwargs or {}))
-        except Exception as e:        # the whole video: listed once with its cause; each of its narrations points to it
+            decoder = VideoDecoder(
+                path,
+                time_limit=time_limit,
+                accept_concealed=accept_concealed,
+                verify=verify,
+                isolate=isolate,
+                **(decoder_kwargs or {}),
+            )
+        except (
+            Exception
+        ) as e:  # the whole video: listed once with its cause; each of its narrations points to it
             failed.append(_video_failure(video_id, path, e))
-            for i, nid in zip(rows.index, rows.narration_id): records[i] = _failed_record(nid, failed[-1], accept_concealed)
+            for i, nid in zip(rows.index, rows.narration_id):
+                records[i] = _failed_record(nid, failed[-1], accept_concealed)
             continue
+
         def read(i, row):
             where = f"{path}, narration {row.narration_id}"
             cut = _target_cut_note(row.start_s, row.stop_s, decoder, with_target, where)
             try:
                 bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
                 frames, rec = decoder.read_bins(bins, spec.frames_per_bin, row.narration_id)
-                if rec.error: rec.add_note("undecodable_bins", rec.error)
+                if rec.error:
+                    rec.add_note("undecodable_bins", rec.error)
                 if with_target:
                     tb = target_bin(row.start_s, row.stop_s, decoder.fps, decoder.n_frames, where)
                     tframes, trec = decoder.read_bins([tb], spec.frames_per_bin, row.narration_id)
-                    if trec.error: trec.add_note("undecodable_bins", trec.error)
+                    if trec.error:
+                        trec.add_note("undecodable_bins", trec.error)
                     rec.absorb(trec, "target segment")
-            except DecodeTimeout: raise
-            except Exception as e:        # this narration only: its record says why
-                msg = str(e) if isinstance(e, HoiAuditError) else f"{where}: {type(e).__name__}: {e}"
-                rec = SubstitutionRecord(row.narration_id, str(path), error=msg, accept_concealed=accept_concealed)
+            except DecodeTimeout:
+                raise
+            except Exception as e:  # this narration only: its record says why
+                msg = (
+                    str(e) if isinstance(e, HoiAuditError) else f"{where}: {type(e).__name__}: {e}"
+                )
+                rec = SubstitutionRecord(
+                    row.narration_id, str(path), error=msg, accept_concealed=accept_concealed
+                )
                 kind = e.kind if isinstance(e, WindowOutsideVideo) else "decode_error"
                 if kind == "window_past_end" and decoder.n_frames < decoder.declared_frames:
                     msg += f" (the video declares {decoder.declared_frames} frames; those from {decoder.n_frames} on do not decode)"
                 rec.add_note(kind, msg)
-            if cut: rec.add_note(*cut)
+            if cut:
+                rec.add_note(*cut)
             records[i], context[i], target[i] = rec, None, None
-            if not rec.ok: return
+            if not rec.ok:
+                return
             name = type(encoder).__name__
-            context[i] = call_user(encoder.encode, name, f"encode (narration {row.narration_id})", frames) if encoder is not None else frames
+            context[i] = (
+                call_user(encoder.encode, name, f"encode (narration {row.narration_id})", frames)
+                if encoder is not None
+                else frames
+            )
             if with_target:
-                target[i] = call_user(encoder.encode, name, f"encode (narration {row.narration_id}, target)", tframes)[0] \
-                            if encoder is not None else tframes[0]
+                target[i] = (
+                    call_user(
+                        encoder.encode,
+                        name,
+                        f"encode (narration {row.narration_id}, target)",
+                        tframes,
+                    )[0]
+                    if encoder is not None
+                    else tframes[0]
+                )
+
         order, done, stale = list(rows.iterrows()), [], []
         try:
             for k, (i, row) in enumerate(order):
                 known, stale = decoder.damage is not None, [(i, row)]
                 read(i, row)
                 stale = []
-                if not known and decoder.damage:       # damage found just now: the narrations before took the fast path
+                if (
+                    not known and decoder.damage
+                ):  # damage found just now: the narrations before took the fast path
                     stale = list(done)
-                    while stale: read(*stale[0]); stale.pop(0)
+                    while stale:
+                        read(*stale[0])
+                        stale.pop(0)
                 done.append((i, row))
-        except DecodeTimeout as e:    # a decoder that hung is not asked again: the narrations not (re)read yet point to the video
-            lost = stale + order[k + 1:]
-            failed.append(_video_failure(video_id, path, e, f" (at narration {lost[0][1].narration_id}; the video's {len(lost)} "
-                                                            "narration(s) not read by then are left out)"))
+        except DecodeTimeout as e:  # a decoder that hung is not asked again: the narrations not (re)read yet point to the video
+            lost = stale + order[k + 1 :]
+            failed.append(
+                _video_failure(
+                    video_id,
+                    path,
+                    e,
+                    f" (at narration {lost[0][1].narration_id}; the video's {len(lost)} "
+                    "narration(s) not read by then are left out)",
+                )
+            )
             for j, r in lost:
-                records[j], context[j], target[j] = _failed_record(r.narration_id, failed[-1], accept_concealed), None, None
-        finally: decoder.close()
+                records[j], context[j], target[j] = (
+                    _failed_record(r.narration_id, failed[-1], accept_concealed),
+                    None,
+                    None,
+                )
+        finally:
+            decoder.close()
     return _stack_features(df, context, target, records, with_target, spec.n_bins, failed)
-
 
 # %% ../nbs/45_epic.ipynb #8cc701d7
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
@@ -307,33 +434,44 @@ def feature_sets(context:np.ndarray, # (N, C, D) visible latents
     return {name: (cond, cond.assemble(blocks)) for name, (cond, blocks) in out.items() if include is None or name in include}
 
 # %% ../nbs/45_epic.ipynb #7cde22d5
-def lopo_scores(X:np.ndarray, # (N, features)
-                y:np.ndarray, # (N,) verb class
-                groups:np.ndarray, # (N,) participant
-                n_classes:int|None=None, # classes (default: max(y) + 1)
-                C:float=1.0, # inverse L2 strength
-               ) -> tuple[np.ndarray, np.ndarray]: # ((N, n_classes) scores, (N,) seen)
+def lopo_scores(
+    X: np.ndarray,  # (N, features)
+    y: np.ndarray,  # (N,) verb class
+    groups: np.ndarray,  # (N,) participant
+    n_classes: int | None = None,  # classes (default: max(y) + 1)
+    C: float = 1.0,  # inverse L2 strength
+) -> tuple[np.ndarray, np.ndarray]:  # ((N, n_classes) scores, (N,) seen)
     "Out-of-fold class scores from a leave-one-participant-out linear classifier."
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import LeaveOneGroupOut
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+
     X, y, groups = np.asarray(X, float), np.asarray(y), np.asarray(groups)
-    if not np.isfinite(X).all(): raise DataError("lopo_scores: features contain NaN or infinity (drop the actions with errors first)")
+    if not np.isfinite(X).all():
+        raise DataError(
+            "lopo_scores: features contain NaN or infinity (drop the actions with errors first)"
+        )
     n_classes = int(y.max()) + 1 if n_classes is None else n_classes
     scores, seen = np.full((len(y), n_classes), -1e6), np.zeros(len(y), bool)
     for train, test in LeaveOneGroupOut().split(X, y, groups):
         classes = np.unique(y[train])
         seen[test] = np.isin(y[test], classes)
-        if len(classes) == 1: scores[np.ix_(test, classes)] = 0.0; continue
+        if len(classes) == 1:
+            scores[np.ix_(test, classes)] = 0.0
+            continue
         clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=2000))
         clf.fit(X[train], y[train])
         scores[np.ix_(test, clf.classes_)] = clf.predict_log_proba(X[test])
     return scores, seen
 
 # %% ../nbs/45_epic.ipynb #41d24fb3
-METRICS = {"top1_accuracy": stats.topk(1), "top5_accuracy": stats.topk(5),
-           "mean_top1_recall": stats.topk(1, stats.mean_topk_recall), "mean_top5_recall": stats.topk(5, stats.mean_topk_recall)}
+METRICS = {
+    "top1_accuracy": stats.topk(1),
+    "top5_accuracy": stats.topk(5),
+    "mean_top1_recall": stats.topk(1, stats.mean_topk_recall),
+    "mean_top5_recall": stats.topk(5, stats.mean_topk_recall),
+}
 
 # %% ../nbs/45_epic.ipynb #095b7b81
 @dataclass
@@ -347,7 +485,11 @@ class AnticipationResult:
 # %% ../nbs/45_epic.ipynb #2f74acac
 def _metric(name, n_classes):
     k = 5 if "top5" in name else 1
-    return METRICS[name] if k <= n_classes else stats.topk(n_classes, stats.mean_topk_recall if "recall" in name else None)
+    return (
+        METRICS[name]
+        if k <= n_classes
+        else stats.topk(n_classes, stats.mean_topk_recall if "recall" in name else None)
+    )
 
 # %% ../nbs/45_epic.ipynb #33cdb97a
 def anticipation_protocol(sets:dict, # from feature_sets
@@ -412,80 +554,153 @@ def protocol_over_seeds(feats:EpicFeatures, # the usable actions (feats.subset(f
     return records[records.metric != "seen_class_fraction"], res.seen_fraction
 
 # %% ../nbs/45_epic.ipynb #f722dbca
-def seed_mean_table(records:pd.DataFrame) -> pd.DataFrame:
+def seed_mean_table(records: pd.DataFrame) -> pd.DataFrame:
     "feature set x metric, seed means (all test examples)."
     plain = records[records.subset.eq("all") & records.comparison.isna()]
-    table = plain.groupby(["feature_set", "metric"], sort=False)[["value", "ci_low", "ci_high"]].mean().round(3)
-    return table["value"].unstack("metric").reindex([s for s in (*DEPLOYABLE_SETS, "oracle") if s in set(plain.feature_set)])
+    table = (
+        plain.groupby(["feature_set", "metric"], sort=False)[["value", "ci_low", "ci_high"]]
+        .mean()
+        .round(3)
+    )
+    return (
+        table["value"]
+        .unstack("metric")
+        .reindex([s for s in (*DEPLOYABLE_SETS, "oracle") if s in set(plain.feature_set)])
+    )
 
 # %% ../nbs/45_epic.ipynb #3ae2f509
-def results_records(records:pd.DataFrame, seen_fraction:float, summary:dict) -> list:
+def results_records(records: pd.DataFrame, seen_fraction: float, summary: dict) -> list:
     "The records of the results JSON: metrics, the seen-class fraction, the substitution summary."
     out = records.to_dict("records")
     out.append({"metric": "seen_class_fraction", "value": seen_fraction})
-    for k in ("actions", "actions_affected", "substitutions", "max_offset", "actions_with_errors", "actions_with_damage",
-              "undecodable_frames", "concealed_frames"):
+    for k in (
+        "actions",
+        "actions_affected",
+        "substitutions",
+        "max_offset",
+        "actions_with_errors",
+        "actions_with_damage",
+        "undecodable_frames",
+        "concealed_frames",
+    ):
         out.append({"metric": f"substitution_{k}", "value": summary[k]})
-    for cause, count in summary["damage_causes"].items(): out.append({"metric": f"damaged_frames_{cause}", "value": count})
+    for cause, count in summary["damage_causes"].items():
+        out.append({"metric": f"damaged_frames_{cause}", "value": count})
     return out
 
 # %% ../nbs/45_epic.ipynb #42c9bf2c
-def _forecasters(forecaster, encoder, seeds, train_clips:str, train_steps:int, n_bins:int) -> tuple[dict, dict, str]:
+def _forecasters(
+    forecaster, encoder, seeds, train_clips: str, train_steps: int, n_bins: int
+) -> tuple[dict, dict, str]:
     "seed -> forecaster, seed -> fingerprint, name; seeds whose models answer identically (an object, a seed-free factory) are run once."
     from hoi_audit.encoder import train_context_forecaster, training_windows
+
     if forecaster == "embedded":
         windows = training_windows(encoder, train_clips, seed=1000)
-        built, name = {s: train_context_forecaster(*windows, seed=s, steps=train_steps) for s in seeds}, "embedded"
+        built, name = (
+            {s: train_context_forecaster(*windows, seed=s, steps=train_steps) for s in seeds},
+            "embedded",
+        )
     else:
-        built = {s: build(forecaster, "forecaster", seed=s, encoder=encoder, latent_dim=encoder.latent_dim) for s in seeds}
+        built = {
+            s: build(
+                forecaster, "forecaster", seed=s, encoder=encoder, latent_dim=encoder.latent_dim
+            )
+            for s in seeds
+        }
         name = identity(forecaster)["model"]
     prints, kept = {}, {}
     for s, f in built.items():
-        fp = check_forecaster(as_context_forecaster(f), encoder.latent_dim, n_bins, name=f"forecaster (seed {s})")
-        if fp not in prints.values(): kept[s], prints[s] = f, fp
+        fp = check_forecaster(
+            as_context_forecaster(f), encoder.latent_dim, n_bins, name=f"forecaster (seed {s})"
+        )
+        if fp not in prints.values():
+            kept[s], prints[s] = f, fp
     return kept, prints, name
 
 # %% ../nbs/45_epic.ipynb #8bd50d3c
-def run_epic(videos_dir, # folder of videos (see find_video)
-             narrations, # EPIC-100 annotation CSV
-             out, # a folder or a .json path (store.CommandOutput)
-             encoder="embedded", # "embedded", or an encoder / factory / "module:name"
-             forecaster="embedded", # "embedded", or a forecaster or world model / factory / "module:name"
-             seeds:Sequence[int]=PROTOCOL_SEEDS, # forecaster seeds
-             n_boot:int=2000, # bootstrap replicates
-             spec:BinSpec=BinSpec(), # the observation bins
-             oracle:bool=True, # also encode the target segment for the oracle upper bound
-             train_clips:str="small", # clip preset of the embedded forecaster's training windows
-             train_steps:int=600, # its training steps
-             **extract_kwargs, # passed to `extract` (time_limit, accept_concealed, verify, isolate)
-            ) -> dict: # results (path), records, table, summary, paths (the CommandOutput), action_records (one per narration)
+def run_epic(
+    videos_dir,  # folder of videos (see find_video)
+    narrations,  # EPIC-100 annotation CSV
+    out,  # a folder or a .json path (store.CommandOutput)
+    encoder="embedded",  # "embedded", or an encoder / factory / "module:name"
+    forecaster="embedded",  # "embedded", or a forecaster or world model / factory / "module:name"
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # forecaster seeds
+    n_boot: int = 2000,  # bootstrap replicates
+    spec: BinSpec = BinSpec(),  # the observation bins
+    oracle: bool = True,  # also encode the target segment for the oracle upper bound
+    train_clips: str = "small",  # clip preset of the embedded forecaster's training windows
+    train_steps: int = 600,  # its training steps
+    **extract_kwargs,  # passed to `extract` (time_limit, accept_concealed, verify, isolate)
+) -> dict:  # results (path), records, table, summary, paths (the CommandOutput), action_records (one per narration)
     "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON."
     from hoi_audit.encoder import PooledMotionEncoder
+
     paths = out if isinstance(out, CommandOutput) else CommandOutput.parse(out, "epic_anticipation")
     encoder_name = "embedded" if encoder == "embedded" else identity(encoder)["model"]
     encoder = PooledMotionEncoder() if encoder == "embedded" else build(encoder, "encoder")
     prints = {"encoder": check_encoder(encoder, frames=(spec.n_bins, spec.frames_per_bin, 32, 32))}
-    forecasters, fprints, forecaster_name = _forecasters(forecaster, encoder, list(seeds), train_clips, train_steps, spec.n_bins)
+    forecasters, fprints, forecaster_name = _forecasters(
+        forecaster, encoder, list(seeds), train_clips, train_steps, spec.n_bins
+    )
     prints.update({f"forecaster_{s}": fp for s, fp in fprints.items()})
     feats = extract(videos_dir, narrations, encoder, spec, with_target=oracle, **extract_kwargs)
     usable = feats.subset(feats.ok)
     if len(np.unique(usable.participants)) < 2:
-        raise DataError("\n".join([f"{narrations}: leave-one-participant-out needs two participants with usable actions",
-                                   *accounting_lines(feats.summary, feats.records)]))
+        raise DataError(
+            "\n".join(
+                [
+                    f"{narrations}: leave-one-participant-out needs two participants with usable actions",
+                    *accounting_lines(feats.summary, feats.records),
+                ]
+            )
+        )
     records, seen = protocol_over_seeds(usable, forecasters, n_boot=n_boot)
     summary = feats.summary
-    config = {"seeds": [int(s) for s in forecasters], "n_boot": n_boot, "spec": asdict(spec), "oracle": oracle,
-              "encoder": encoder_name, "latent_dim": int(encoder.latent_dim), "forecaster": forecaster_name,
-              "forecaster_adapter": getattr(as_context_forecaster(next(iter(forecasters.values()))), "adapter", "predict"),
-              **({"train_clips": train_clips, "train_steps": train_steps} if forecaster == "embedded" else {}),
-              "substitution_summary": summary, "excluded": {r.action_id: r.error for r in feats.records if r.error},
-              "notes": {r.action_id: r.notes for r in feats.records if r.notes}}
-    pins = {"narrations": sha256_file(narrations) if not isinstance(narrations, pd.DataFrame) else sha256_json(narrations.to_json()),
-            **{f"fingerprint_{k}": v for k, v in prints.items()}}
-    path = paths.wrote(write_results(paths.results, "epic_anticipation", results_records(records, seen, summary), scale="full",
-                                     config=config, pins=pins))
-    return {"results": path, "records": records, "table": seed_mean_table(records), "summary": summary, "paths": paths,
-            "action_records": feats.records}
+    config = {
+        "seeds": [int(s) for s in forecasters],
+        "n_boot": n_boot,
+        "spec": asdict(spec),
+        "oracle": oracle,
+        "encoder": encoder_name,
+        "latent_dim": int(encoder.latent_dim),
+        "forecaster": forecaster_name,
+        "forecaster_adapter": getattr(
+            as_context_forecaster(next(iter(forecasters.values()))), "adapter", "predict"
+        ),
+        **(
+            {"train_clips": train_clips, "train_steps": train_steps}
+            if forecaster == "embedded"
+            else {}
+        ),
+        "substitution_summary": summary,
+        "excluded": {r.action_id: r.error for r in feats.records if r.error},
+        "notes": {r.action_id: r.notes for r in feats.records if r.notes},
+    }
+    pins = {
+        "narrations": sha256_file(narrations)
+        if not isinstance(narrations, pd.DataFrame)
+        else sha256_json(narrations.to_json()),
+        **{f"fingerprint_{k}": v for k, v in prints.items()},
+    }
+    path = paths.wrote(
+        write_results(
+            paths.results,
+            "epic_anticipation",
+            results_records(records, seen, summary),
+            scale="full",
+            config=config,
+            pins=pins,
+        )
+    )
+    return {
+        "results": path,
+        "records": records,
+        "table": seed_mean_table(records),
+        "summary": summary,
+        "paths": paths,
+        "action_records": feats.records,
+    }
 
 # %% ../nbs/45_epic.ipynb #68d42690
 def decode_options(*,

@@ -9,8 +9,18 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 import pandas as pd
-from .core import (DataError, PinMismatch, read_json, sha256_array, sha256_file, sha256_json, verify, write_json, write_npz,
-                            write_table)
+from hoi_audit.core import (
+    DataError,
+    PinMismatch,
+    read_json,
+    sha256_array,
+    sha256_file,
+    sha256_json,
+    verify,
+    write_json,
+    write_npz,
+    write_table,
+)
 
 # %% auto #0
 __all__ = ['K_BINS', 'COMMAND_DIM', 'SPLITS', 'PRESETS', 'WORLD_SEED', 'AUDIT_FORMAT', 'ARRAY_FILES', 'Episodes',
@@ -21,73 +31,108 @@ K_BINS = 8  # causal visual bins per episode
 COMMAND_DIM = 7  # DROID's commands: 6-DoF end-effector + gripper
 SPLITS = ("train_full", "heldout")  # the protocol's two splits
 
+
 @dataclass(frozen=True)
 class Episodes:
     "Aligned per-episode arrays: ids, split, visual-bin latents, commands, success, instruction id, length bin."
-    episode_id: np.ndarray # (N,) str, unique
-    split: np.ndarray # (N,) str, one of SPLITS
-    latents: np.ndarray # (N, K, D) float32: bin k's visual latent
-    commands: np.ndarray # (N, K, 7) float32: the command executed during bin k
-    success: np.ndarray # (N,) bool
-    language: np.ndarray # (N,) int64 instruction id; -1 = missing
-    length_bin: np.ndarray # (N,) int64 episode-length bin
 
-    def __post_init__(self): validate_episodes(self)
-    def __len__(self): return len(self.episode_id)
+    episode_id: np.ndarray  # (N,) str, unique
+    split: np.ndarray  # (N,) str, one of SPLITS
+    latents: np.ndarray  # (N, K, D) float32: bin k's visual latent
+    commands: np.ndarray  # (N, K, 7) float32: the command executed during bin k
+    success: np.ndarray  # (N,) bool
+    language: np.ndarray  # (N,) int64 instruction id; -1 = missing
+    length_bin: np.ndarray  # (N,) int64 episode-length bin
+
+    def __post_init__(self):
+        validate_episodes(self)
+
+    def __len__(self):
+        return len(self.episode_id)
+
     @property
-    def n_bins(self) -> int: return self.latents.shape[1]
+    def n_bins(self) -> int:
+        return self.latents.shape[1]
+
     @property
-    def latent_dim(self) -> int: return self.latents.shape[2]
+    def latent_dim(self) -> int:
+        return self.latents.shape[2]
 
     def subset(self, index) -> "Episodes":
         "The episodes selected by a boolean mask or an index array, in that order."
         index = np.asarray(index)
         if index.dtype == bool and index.shape != (len(self),):
-            raise DataError(f"Episodes.subset: a mask needs shape ({len(self)},), got {index.shape}")
+            raise DataError(
+                f"Episodes.subset: a mask needs shape ({len(self)},), got {index.shape}"
+            )
         return Episodes(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
     def fingerprint(self) -> str:
         "SHA-256 over every field's array pin: the input hash of anything computed from these episodes."
         return sha256_json({f.name: sha256_array(getattr(self, f.name)) for f in fields(self)})
 
-    def split_of(self, name:str) -> "Episodes":
+    def split_of(self, name: str) -> "Episodes":
         "The episodes of one split (`train_full` or `heldout`)."
-        if name not in SPLITS: raise DataError(f"unknown split {name!r}; the splits are {SPLITS}")
+        if name not in SPLITS:
+            raise DataError(f"unknown split {name!r}; the splits are {SPLITS}")
         return self.subset(self.split == name)
 
     def __repr__(self):
-        parts = [f"{s}: {int((self.split == s).sum())} ({int(((self.split == s) & ~self.success).sum())} failures)" for s in SPLITS]
-        return (f"Episodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim}; {'; '.join(parts)}; "
-                f"language missing {float(np.mean(self.language < 0)):.0%})")
+        parts = [
+            f"{s}: {int((self.split == s).sum())} ({int(((self.split == s) & ~self.success).sum())} failures)"
+            for s in SPLITS
+        ]
+        return (
+            f"Episodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim}; {'; '.join(parts)}; "
+            f"language missing {float(np.mean(self.language < 0)):.0%})"
+        )
 
 # %% ../nbs/40_episodes.ipynb #ddb519cc
-def validate_episodes(ep:Episodes, # the episodes to check
-                      where:str="episodes", # what to call them in errors (a file name)
-                     ) -> Episodes:
+def validate_episodes(
+    ep: Episodes,  # the episodes to check
+    where: str = "episodes",  # what to call them in errors (a file name)
+) -> Episodes:
     "Check shapes, dtypes and values; raise `DataError` naming `where` and the field."
     n = len(ep.episode_id)
-    def bad(field, problem): raise DataError(f"{where}: field {field!r} {problem}")
+
+    def bad(field, problem):
+        raise DataError(f"{where}: field {field!r} {problem}")
+
     for name in ("episode_id", "split", "success", "language", "length_bin"):
         a = getattr(ep, name)
-        if not isinstance(a, np.ndarray) or a.ndim != 1 or len(a) != n: bad(name, f"must be a 1-D array of length {n}, got shape {np.shape(a)}")
+        if not isinstance(a, np.ndarray) or a.ndim != 1 or len(a) != n:
+            bad(name, f"must be a 1-D array of length {n}, got shape {np.shape(a)}")
     for name, last in (("latents", None), ("commands", COMMAND_DIM)):
         a = getattr(ep, name)
-        if not isinstance(a, np.ndarray) or a.ndim != 3 or a.shape[0] != n: bad(name, f"must be an (N={n}, K, ...) array, got shape {np.shape(a)}")
-        if a.dtype != np.float32: bad(name, f"must be float32, got {a.dtype}")
-        if not np.isfinite(a).all(): bad(name, f"has {int((~np.isfinite(a)).sum())} NaN or infinite values")
-    if ep.commands.shape[1] != ep.latents.shape[1]: bad("commands", f"has {ep.commands.shape[1]} bins but latents have {ep.latents.shape[1]}")
-    if ep.commands.shape[2] != COMMAND_DIM: bad("commands", f"must be {COMMAND_DIM}-D per bin, got {ep.commands.shape[2]}")
-    if ep.latents.shape[1] < 2: bad("latents", f"needs at least 2 bins, got {ep.latents.shape[1]}")
-    if ep.episode_id.dtype.kind != "U": bad("episode_id", f"must be strings, got {ep.episode_id.dtype}")
-    if len(np.unique(ep.episode_id)) != n: bad("episode_id", "has duplicates")
+        if not isinstance(a, np.ndarray) or a.ndim != 3 or a.shape[0] != n:
+            bad(name, f"must be an (N={n}, K, ...) array, got shape {np.shape(a)}")
+        if a.dtype != np.float32:
+            bad(name, f"must be float32, got {a.dtype}")
+        if not np.isfinite(a).all():
+            bad(name, f"has {int((~np.isfinite(a)).sum())} NaN or infinite values")
+    if ep.commands.shape[1] != ep.latents.shape[1]:
+        bad("commands", f"has {ep.commands.shape[1]} bins but latents have {ep.latents.shape[1]}")
+    if ep.commands.shape[2] != COMMAND_DIM:
+        bad("commands", f"must be {COMMAND_DIM}-D per bin, got {ep.commands.shape[2]}")
+    if ep.latents.shape[1] < 2:
+        bad("latents", f"needs at least 2 bins, got {ep.latents.shape[1]}")
+    if ep.episode_id.dtype.kind != "U":
+        bad("episode_id", f"must be strings, got {ep.episode_id.dtype}")
+    if len(np.unique(ep.episode_id)) != n:
+        bad("episode_id", "has duplicates")
     unknown = sorted(set(ep.split.tolist()) - set(SPLITS))
-    if unknown: bad("split", f"has unknown values {unknown[:5]}; allowed: {list(SPLITS)}")
-    if ep.success.dtype != bool: bad("success", f"must be bool, got {ep.success.dtype}")
+    if unknown:
+        bad("split", f"has unknown values {unknown[:5]}; allowed: {list(SPLITS)}")
+    if ep.success.dtype != bool:
+        bad("success", f"must be bool, got {ep.success.dtype}")
     for name in ("language", "length_bin"):
         a = getattr(ep, name)
-        if a.dtype != np.int64: bad(name, f"must be int64, got {a.dtype}")
-    if n and ep.language.min() < -1: bad("language", "must be an instruction id >= 0, or -1 for a missing instruction")
-    if n and ep.length_bin.min() < 0: bad("length_bin", "must be >= 0")
+        if a.dtype != np.int64:
+            bad(name, f"must be int64, got {a.dtype}")
+    if n and ep.language.min() < -1:
+        bad("language", "must be an instruction id >= 0, or -1 for a missing instruction")
+    if n and ep.length_bin.min() < 0:
+        bad("length_bin", "must be >= 0")
     return ep
 
 # %% ../nbs/40_episodes.ipynb #1e31a836
@@ -99,194 +144,329 @@ PRESETS = {  # size -> (train_full episodes, train_full failures, heldout episod
 WORLD_SEED = 20260707  # fixes the world (rotation, command direction, instruction means) so all sizes and seeds share it
 
 # %% ../nbs/40_episodes.ipynb #41d13d1f
-def _sigmoid(x): return 1.0 / (1.0 + np.exp(-x))
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
 
 # %% ../nbs/40_episodes.ipynb #7e5aa9d5
-def _world(latent_dim:int, n_instructions:int):
+def _world(latent_dim: int, n_instructions: int):
     rng = np.random.default_rng([WORLD_SEED, latent_dim, n_instructions])
     rotation, _ = np.linalg.qr(rng.normal(size=(latent_dim, latent_dim)))
-    lift_direction = rng.normal(size=COMMAND_DIM); lift_direction /= np.linalg.norm(lift_direction)
+    lift_direction = rng.normal(size=COMMAND_DIM)
+    lift_direction /= np.linalg.norm(lift_direction)
     nuisance_map = rng.normal(size=(latent_dim - 2, COMMAND_DIM)) / np.sqrt(COMMAND_DIM)
-    instruction_means = rng.normal(scale=0.7, size=(n_instructions, latent_dim)); instruction_means[:, :2] = 0
+    instruction_means = rng.normal(scale=0.7, size=(n_instructions, latent_dim))
+    instruction_means[:, :2] = 0
     return rotation, lift_direction, nuisance_map, instruction_means
 
 # %% ../nbs/40_episodes.ipynb #4fa2cbfb
-def _simulate(rng, n:int, n_fail:int, world, n_bins:int, missing_language:float):
+def _simulate(rng, n: int, n_fail: int, world, n_bins: int, missing_language: float):
     rotation, lift_direction, nuisance_map, instruction_means = world
     D = rotation.shape[0]
     instruction = rng.integers(0, len(instruction_means), n)
     x = instruction_means[instruction] + rng.normal(scale=0.5, size=(n, D))
-    x[:, 0] = rng.normal(0.0, 0.3, n)                       # lift starts near the table
-    x[:, 1] = rng.normal(-2.0, 0.5, n)                      # contact starts far away
-    speed = np.exp(rng.normal(np.log(0.45), 0.5, n))        # approach speed per bin
-    skill = rng.normal(1.2, 0.9, n)                         # how hard the operator pushes along the lift direction
-    latents = np.empty((n, n_bins, D)); commands = np.empty((n, n_bins, COMMAND_DIM))
+    x[:, 0] = rng.normal(0.0, 0.3, n)  # lift starts near the table
+    x[:, 1] = rng.normal(-2.0, 0.5, n)  # contact starts far away
+    speed = np.exp(rng.normal(np.log(0.45), 0.5, n))  # approach speed per bin
+    skill = rng.normal(1.2, 0.9, n)  # how hard the operator pushes along the lift direction
+    latents = np.empty((n, n_bins, D))
+    commands = np.empty((n, n_bins, COMMAND_DIM))
     for k in range(n_bins):
         u = skill[:, None] * lift_direction + rng.normal(scale=0.8, size=(n, COMMAND_DIM))
         gate = _sigmoid(2.5 * x[:, 1])
         nxt = np.empty_like(x)
-        nxt[:, 0] = x[:, 0] - 0.5 * (1 - gate) * (x[:, 0] + 1) + 0.6 * gate * (u @ lift_direction) + rng.normal(0, 0.1, n)
+        nxt[:, 0] = (
+            x[:, 0]
+            - 0.5 * (1 - gate) * (x[:, 0] + 1)
+            + 0.6 * gate * (u @ lift_direction)
+            + rng.normal(0, 0.1, n)
+        )
         nxt[:, 1] = x[:, 1] + speed + rng.normal(0, 0.05, n)
-        nxt[:, 2:] = (x[:, 2:] + 0.3 * gate[:, None] * (u @ nuisance_map.T)
-                      + 0.1 * (instruction_means[instruction, 2:] - x[:, 2:]) + rng.normal(0, 0.1, (n, D - 2)))
+        nxt[:, 2:] = (
+            x[:, 2:]
+            + 0.3 * gate[:, None] * (u @ nuisance_map.T)
+            + 0.1 * (instruction_means[instruction, 2:] - x[:, 2:])
+            + rng.normal(0, 0.1, (n, D - 2))
+        )
         x = nxt
         latents[:, k], commands[:, k] = x @ rotation.T, u
     score = x[:, 0] + rng.logistic(scale=0.15, size=n)
-    success = np.ones(n, bool); success[np.argsort(score, kind="stable")[:n_fail]] = False
-    length_bin = np.digitize(np.log(1 / speed) + rng.normal(0, 0.2, n), [0.45, 0.8, 1.15]).astype(np.int64)
+    success = np.ones(n, bool)
+    success[np.argsort(score, kind="stable")[:n_fail]] = False
+    length_bin = np.digitize(np.log(1 / speed) + rng.normal(0, 0.2, n), [0.45, 0.8, 1.15]).astype(
+        np.int64
+    )
     language = np.where(rng.random(n) < missing_language, -1, instruction).astype(np.int64)
     return latents.astype(np.float32), commands.astype(np.float32), success, language, length_bin
 
 # %% ../nbs/40_episodes.ipynb #207c7a44
-def make_episodes(size:str="tiny", # one of PRESETS: tiny (CI), small (experiments), full (the seed's scale)
-                  seed:int=0, # draws the episodes (the world itself is fixed)
-                  latent_dim:int=16, # D, the visual latent's dimension (>= 3)
-                  n_bins:int=K_BINS, # K, causal visual bins per episode
-                  missing_language:float=0.3, # fraction of episodes without an instruction id
-                 ) -> Episodes:
+def make_episodes(
+    size: str = "tiny",  # one of PRESETS: tiny (CI), small (experiments), full (the seed's scale)
+    seed: int = 0,  # draws the episodes (the world itself is fixed)
+    latent_dim: int = 16,  # D, the visual latent's dimension (>= 3)
+    n_bins: int = K_BINS,  # K, causal visual bins per episode
+    missing_language: float = 0.3,  # fraction of episodes without an instruction id
+) -> Episodes:
     "Embedded DROID-like episodes with planted gated dynamics; deterministic in (size, seed, latent_dim, n_bins)."
-    if size not in PRESETS: raise ValueError(f"size must be one of {sorted(PRESETS)}, got {size!r}")
-    if latent_dim < 3: raise ValueError(f"latent_dim must be >= 3 (lift, contact, scene), got {latent_dim}")
+    if size not in PRESETS:
+        raise ValueError(f"size must be one of {sorted(PRESETS)}, got {size!r}")
+    if latent_dim < 3:
+        raise ValueError(f"latent_dim must be >= 3 (lift, contact, scene), got {latent_dim}")
     n_train, f_train, n_held, f_held, n_instr = PRESETS[size]
     world = _world(latent_dim, n_instr)
     rng = np.random.default_rng([seed, n_bins])
-    parts = [_simulate(rng, n, f, world, n_bins, missing_language) for n, f in ((n_train, f_train), (n_held, f_held))]
-    latents, commands, success, language, length_bin = (np.concatenate(arrays) for arrays in zip(*parts))
+    parts = [
+        _simulate(rng, n, f, world, n_bins, missing_language)
+        for n, f in ((n_train, f_train), (n_held, f_held))
+    ]
+    latents, commands, success, language, length_bin = (
+        np.concatenate(arrays) for arrays in zip(*parts)
+    )
     split = np.array(["train_full"] * n_train + ["heldout"] * n_held)
     episode_id = np.array([f"ep{i:06d}" for i in range(n_train + n_held)])
-    order = rng.permutation(n_train + n_held)                # splits interleaved, as in a real manifest
-    return Episodes(episode_id, split[order], latents[order], commands[order], success[order], language[order], length_bin[order])
+    order = rng.permutation(n_train + n_held)  # splits interleaved, as in a real manifest
+    return Episodes(
+        episode_id,
+        split[order],
+        latents[order],
+        commands[order],
+        success[order],
+        language[order],
+        length_bin[order],
+    )
 
 # %% ../nbs/40_episodes.ipynb #a5baeb3e
 AUDIT_FORMAT = "hoi_audit.episodes/1"  # the format tag in outcome_audit.json
-ARRAY_FILES = ("episodes.npz", "episodes.parquet")  # the accepted array files, in order of preference
-def _array_file(folder:Path) -> Path:
+ARRAY_FILES = (
+    "episodes.npz",
+    "episodes.parquet",
+)  # the accepted array files, in order of preference
+
+
+def _array_file(folder: Path) -> Path:
     found = [folder / name for name in ARRAY_FILES if (folder / name).exists()]
-    if not found: raise DataError(f"{folder}: no episode arrays (expected one of {list(ARRAY_FILES)})")
-    if len(found) > 1: raise DataError(f"{folder}: both {ARRAY_FILES[0]} and {ARRAY_FILES[1]}; keep one")
+    if not found:
+        raise DataError(f"{folder}: no episode arrays (expected one of {list(ARRAY_FILES)})")
+    if len(found) > 1:
+        raise DataError(f"{folder}: both {ARRAY_FILES[0]} and {ARRAY_FILES[1]}; keep one")
     return found[0]
 
 # %% ../nbs/40_episodes.ipynb #c1ee2d26
-def _read_arrays(path:Path) -> dict:
+def _read_arrays(path: Path) -> dict:
     required = ("episode_id", "latents", "commands", "language", "length_bin")
     if path.suffix == ".npz":
         try:
-            with np.load(path, allow_pickle=False) as z: arrays = {k: z[k] for k in z.files}
-        except Exception as e: raise DataError(f"{path}: cannot read the npz archive ({e})") from e
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except Exception as e:
+            raise DataError(f"{path}: cannot read the npz archive ({e})") from e
         missing = [k for k in required if k not in arrays]
-        if missing: raise DataError(f"{path}: missing field(s) {missing}")
+        if missing:
+            raise DataError(f"{path}: missing field(s) {missing}")
         return arrays
-    try: df = pd.read_parquet(path)
-    except Exception as e: raise DataError(f"{path}: cannot read the parquet file ({e})") from e
+    try:
+        df = pd.read_parquet(path)
+    except Exception as e:
+        raise DataError(f"{path}: cannot read the parquet file ({e})") from e
     missing = [k for k in required if k not in df.columns]
-    if missing: raise DataError(f"{path}: missing column(s) {missing}")
+    if missing:
+        raise DataError(f"{path}: missing column(s) {missing}")
     arrays = {"episode_id": df["episode_id"].astype(str).to_numpy(dtype=str)}
     for name in ("latents", "commands"):
-        try: arrays[name] = np.stack([np.stack([np.asarray(b, dtype=np.float32) for b in row]) for row in df[name]]) if len(df) else np.zeros((0, 0, 0), np.float32)
-        except (ValueError, TypeError) as e: raise DataError(f"{path}: column {name!r} must hold K lists of equal length per row ({e})") from e
+        try:
+            arrays[name] = (
+                np.stack(
+                    [np.stack([np.asarray(b, dtype=np.float32) for b in row]) for row in df[name]]
+                )
+                if len(df)
+                else np.zeros((0, 0, 0), np.float32)
+            )
+        except (ValueError, TypeError) as e:
+            raise DataError(
+                f"{path}: column {name!r} must hold K lists of equal length per row ({e})"
+            ) from e
     arrays["language"] = df["language"].fillna(-1).to_numpy()
     arrays["length_bin"] = df["length_bin"].to_numpy()
     return arrays
 
 # %% ../nbs/40_episodes.ipynb #6fbf8dfa
-def _read_sidecar(path:Path, column:str) -> pd.DataFrame:
-    if not path.exists(): raise DataError(f"{path}: file not found")
-    try: df = pd.read_csv(path, dtype={"episode_id": str})
-    except Exception as e: raise DataError(f"{path}: not a readable CSV ({e})") from e
-    if list(df.columns) != ["episode_id", column]: raise DataError(f"{path}: expected columns ['episode_id', {column!r}], got {list(df.columns)}")
-    if df["episode_id"].duplicated().any(): raise DataError(f"{path}: duplicate episode_id {df['episode_id'][df['episode_id'].duplicated()].iloc[0]!r}")
+def _read_sidecar(path: Path, column: str) -> pd.DataFrame:
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    try:
+        df = pd.read_csv(path, dtype={"episode_id": str})
+    except Exception as e:
+        raise DataError(f"{path}: not a readable CSV ({e})") from e
+    if list(df.columns) != ["episode_id", column]:
+        raise DataError(
+            f"{path}: expected columns ['episode_id', {column!r}], got {list(df.columns)}"
+        )
+    if df["episode_id"].duplicated().any():
+        raise DataError(
+            f"{path}: duplicate episode_id {df['episode_id'][df['episode_id'].duplicated()].iloc[0]!r}"
+        )
     return df.set_index("episode_id")[column]
 
 # %% ../nbs/40_episodes.ipynb #bb0f996a
 def _as_int64(values, path, field) -> np.ndarray:
     a = np.asarray(values)
     if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)): raise DataError(f"{path}: field {field!r} must hold integers")
-    elif a.dtype.kind not in "iub": raise DataError(f"{path}: field {field!r} must hold integers, got {a.dtype}")
+        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
+            raise DataError(f"{path}: field {field!r} must hold integers")
+    elif a.dtype.kind not in "iub":
+        raise DataError(f"{path}: field {field!r} must hold integers, got {a.dtype}")
     return a.astype(np.int64)
 
 # %% ../nbs/40_episodes.ipynb #4118fdec
-def _load_folder(folder:Path) -> Episodes:
+def _load_folder(folder: Path) -> Episodes:
     "Read arrays + sidecars into Episodes (no pin check)."
     path = _array_file(folder)
     arrays = _read_arrays(path)
     ids = np.asarray(arrays["episode_id"]).astype(str)
     dup = pd.Index(ids)[pd.Index(ids).duplicated()]
-    if len(dup): raise DataError(f"{path}: field 'episode_id' has duplicates, e.g. {dup[0]!r}")
-    split, labels = _read_sidecar(folder / "split.csv", "split"), _read_sidecar(folder / "labels.csv", "success")
+    if len(dup):
+        raise DataError(f"{path}: field 'episode_id' has duplicates, e.g. {dup[0]!r}")
+    split, labels = (
+        _read_sidecar(folder / "split.csv", "split"),
+        _read_sidecar(folder / "labels.csv", "success"),
+    )
     for sidecar, name in ((split, "split.csv"), (labels, "labels.csv")):
-        missing = sorted(set(ids) - set(sidecar.index)); extra = sorted(set(sidecar.index) - set(ids))
-        if missing: raise DataError(f"{folder / name}: no row for episode(s) {missing[:5]} of {path.name}")
-        if extra: raise DataError(f"{folder / name}: episode(s) {extra[:5]} are not in {path.name}")
+        missing = sorted(set(ids) - set(sidecar.index))
+        extra = sorted(set(sidecar.index) - set(ids))
+        if missing:
+            raise DataError(f"{folder / name}: no row for episode(s) {missing[:5]} of {path.name}")
+        if extra:
+            raise DataError(f"{folder / name}: episode(s) {extra[:5]} are not in {path.name}")
     bad = sorted(set(labels.astype(str)) - {"0", "1", "True", "False"})
-    if bad: raise DataError(f"{folder / 'labels.csv'}: field 'success' must be 0/1, got {bad[:5]}")
+    if bad:
+        raise DataError(f"{folder / 'labels.csv'}: field 'success' must be 0/1, got {bad[:5]}")
     success = labels.loc[ids].astype(str).isin(["1", "True"]).to_numpy()
     latents, commands = (np.asarray(arrays[k]) for k in ("latents", "commands"))
     for name, a in (("latents", latents), ("commands", commands)):
-        if a.dtype.kind != "f": raise DataError(f"{path}: field {name!r} must be floating point, got {a.dtype}")
-    ep = Episodes.__new__(Episodes)   # validate with the file's name in messages before constructing
-    for k, v in dict(episode_id=ids, split=split.loc[ids].astype(str).to_numpy(dtype=str), latents=latents.astype(np.float32),
-                     commands=commands.astype(np.float32), success=success, language=_as_int64(arrays["language"], path, "language"),
-                     length_bin=_as_int64(arrays["length_bin"], path, "length_bin")).items(): object.__setattr__(ep, k, v)
+        if a.dtype.kind != "f":
+            raise DataError(f"{path}: field {name!r} must be floating point, got {a.dtype}")
+    ep = Episodes.__new__(Episodes)  # validate with the file's name in messages before constructing
+    for k, v in dict(
+        episode_id=ids,
+        split=split.loc[ids].astype(str).to_numpy(dtype=str),
+        latents=latents.astype(np.float32),
+        commands=commands.astype(np.float32),
+        success=success,
+        language=_as_int64(arrays["language"], path, "language"),
+        length_bin=_as_int64(arrays["length_bin"], path, "length_bin"),
+    ).items():
+        object.__setattr__(ep, k, v)
     validate_episodes(ep, where=str(path))
     return ep
 
 # %% ../nbs/40_episodes.ipynb #493b7106
-def _audit(folder:Path, ep:Episodes) -> dict:
-    files = {p.name: sha256_file(p) for p in (_array_file(folder), folder / "split.csv", folder / "labels.csv")}
-    counts = {s: {"episodes": int((ep.split == s).sum()), "failures": int(((ep.split == s) & ~ep.success).sum())} for s in SPLITS}
-    return {"format": AUDIT_FORMAT, "files": files, "counts": counts,
-            "shape": {"n_bins": ep.n_bins, "latent_dim": ep.latent_dim, "command_dim": COMMAND_DIM}}
+def _audit(folder: Path, ep: Episodes) -> dict:
+    files = {
+        p.name: sha256_file(p)
+        for p in (_array_file(folder), folder / "split.csv", folder / "labels.csv")
+    }
+    counts = {
+        s: {
+            "episodes": int((ep.split == s).sum()),
+            "failures": int(((ep.split == s) & ~ep.success).sum()),
+        }
+        for s in SPLITS
+    }
+    return {
+        "format": AUDIT_FORMAT,
+        "files": files,
+        "counts": counts,
+        "shape": {"n_bins": ep.n_bins, "latent_dim": ep.latent_dim, "command_dim": COMMAND_DIM},
+    }
 
 # %% ../nbs/40_episodes.ipynb #f3032cfc
-def pin_episodes(folder, # a folder with episode arrays, split.csv and labels.csv
-                ) -> Path: # the written outcome_audit.json
+def pin_episodes(
+    folder,  # a folder with episode arrays, split.csv and labels.csv
+) -> Path:  # the written outcome_audit.json
     "Validate a folder of episodes and write its `outcome_audit.json` (SHA-256 of the arrays, split and label sidecars)."
     folder = Path(folder)
-    if not folder.is_dir(): raise DataError(f"{folder}: not a folder of episodes")
+    if not folder.is_dir():
+        raise DataError(f"{folder}: not a folder of episodes")
     return write_json(folder / "outcome_audit.json", _audit(folder, _load_folder(folder)))
 
 # %% ../nbs/40_episodes.ipynb #f00a1ff9
-def write_episodes(ep:Episodes, # the episodes to write
-                   folder, # the destination folder (created)
-                   format:str="npz", # "npz" or "parquet" for the arrays
-                  ) -> Path: # the folder
+def write_episodes(
+    ep: Episodes,  # the episodes to write
+    folder,  # the destination folder (created)
+    format: str = "npz",  # "npz" or "parquet" for the arrays
+) -> Path:  # the folder
     "Write episodes in the folder format, with `outcome_audit.json` pinning every file."
     folder = Path(folder)
-    if format not in ("npz", "parquet"): raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
-    for name in ARRAY_FILES:   # a stale array file of the other format would make the folder ambiguous
-        if (folder / name).exists() and name != f"episodes.{format}": (folder / name).unlink()
+    if format not in ("npz", "parquet"):
+        raise ValueError(f"format must be 'npz' or 'parquet', got {format!r}")
+    for (
+        name
+    ) in ARRAY_FILES:  # a stale array file of the other format would make the folder ambiguous
+        if (folder / name).exists() and name != f"episodes.{format}":
+            (folder / name).unlink()
     if format == "npz":
-        write_npz(folder / "episodes.npz", episode_id=ep.episode_id, latents=ep.latents, commands=ep.commands,
-                  language=ep.language, length_bin=ep.length_bin)
+        write_npz(
+            folder / "episodes.npz",
+            episode_id=ep.episode_id,
+            latents=ep.latents,
+            commands=ep.commands,
+            language=ep.language,
+            length_bin=ep.length_bin,
+        )
     else:
-        write_table(folder / "episodes.parquet", pd.DataFrame({
-            "episode_id": ep.episode_id, "latents": [[b.tolist() for b in e] for e in ep.latents],
-            "commands": [[b.tolist() for b in e] for e in ep.commands], "language": ep.language, "length_bin": ep.length_bin}))
-    write_table(folder / "split.csv", pd.DataFrame({"episode_id": ep.episode_id, "split": ep.split}))
-    write_table(folder / "labels.csv", pd.DataFrame({"episode_id": ep.episode_id, "success": ep.success.astype(int)}))
+        write_table(
+            folder / "episodes.parquet",
+            pd.DataFrame(
+                {
+                    "episode_id": ep.episode_id,
+                    "latents": [[b.tolist() for b in e] for e in ep.latents],
+                    "commands": [[b.tolist() for b in e] for e in ep.commands],
+                    "language": ep.language,
+                    "length_bin": ep.length_bin,
+                }
+            ),
+        )
+    write_table(
+        folder / "split.csv", pd.DataFrame({"episode_id": ep.episode_id, "split": ep.split})
+    )
+    write_table(
+        folder / "labels.csv",
+        pd.DataFrame({"episode_id": ep.episode_id, "success": ep.success.astype(int)}),
+    )
     pin_episodes(folder)
     return folder
 
 # %% ../nbs/40_episodes.ipynb #b2c5176b
-def read_episodes(folder, # a folder written by `write_episodes` or pinned by `pin_episodes`
-                 ) -> Episodes:
+def read_episodes(
+    folder,  # a folder written by `write_episodes` or pinned by `pin_episodes`
+) -> Episodes:
     "Read a folder of episodes, verifying `outcome_audit.json`'s pins first (`PinMismatch` names the changed file)."
     folder = Path(folder)
-    if not folder.is_dir(): raise DataError(f"{folder}: not a folder of episodes")
+    if not folder.is_dir():
+        raise DataError(f"{folder}: not a folder of episodes")
     audit_path = folder / "outcome_audit.json"
     if not audit_path.exists():
-        raise DataError(f"{audit_path}: file not found; pin the folder's split and labels once with hoi_audit.episodes.pin_episodes")
+        raise DataError(
+            f"{audit_path}: file not found; pin the folder's split and labels once with hoi_audit.episodes.pin_episodes"
+        )
     audit = read_json(audit_path)
-    if not isinstance(audit, dict) or audit.get("format") != AUDIT_FORMAT or not isinstance(audit.get("files"), dict):
+    if (
+        not isinstance(audit, dict)
+        or audit.get("format") != AUDIT_FORMAT
+        or not isinstance(audit.get("files"), dict)
+    ):
         raise DataError(f"{audit_path}: not an outcome audit of format {AUDIT_FORMAT!r}")
     array_name = _array_file(folder).name
     for name in (array_name, "split.csv", "labels.csv"):
-        if name not in audit["files"]: raise DataError(f"{audit_path}: no pin for {name}")
+        if name not in audit["files"]:
+            raise DataError(f"{audit_path}: no pin for {name}")
         path = folder / name
-        if not path.exists(): raise DataError(f"{path}: file not found (pinned in {audit_path.name})")
+        if not path.exists():
+            raise DataError(f"{path}: file not found (pinned in {audit_path.name})")
         verify(path, audit["files"][name], name=str(path))
     ep = _load_folder(folder)
     counts = _audit(folder, ep)["counts"]
-    if audit.get("counts", counts) != counts: raise PinMismatch(f"{audit_path}: split/failure counts {audit['counts']} do not match the files {counts}")
+    if audit.get("counts", counts) != counts:
+        raise PinMismatch(
+            f"{audit_path}: split/failure counts {audit['counts']} do not match the files {counts}"
+        )
     return ep

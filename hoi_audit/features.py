@@ -15,7 +15,7 @@ from .procedural import segments_of
 __all__ = ['FeatureSpec', 'synthesize_features']
 
 # %% ../nbs/12a_features.ipynb #2119553a
-def _rng(seed:int, *parts) -> np.random.Generator:
+def _rng(seed: int, *parts) -> np.random.Generator:
     "A generator seeded by `seed` and the names in `parts` (stable across runs and platforms)."
     words = [int.from_bytes(hashlib.sha256(str(p).encode()).digest()[:4], "little") for p in parts]
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
@@ -55,41 +55,53 @@ class FeatureSpec:
         return _rng(self.seed, kind, name, self.latent_dim).standard_normal(self.latent_dim)
 
 # %% ../nbs/12a_features.ipynb #a606adc7
-def _fade(n:int, end_fade:float) -> np.ndarray:
+def _fade(n: int, end_fade: float) -> np.ndarray:
     "Weights of the current action over a segment of n frames: 1, then a linear fade to 0 over its last `end_fade` fraction."
     w, k = np.ones(n), int(round(end_fade * n))
-    if k > 0: w[n - k:] = np.arange(k - 1, -1, -1) / k
+    if k > 0:
+        w[n - k :] = np.arange(k - 1, -1, -1) / k
     return w
 
 # %% ../nbs/12a_features.ipynb #4e640891
-def synthesize_features(labels:np.ndarray, # class id per frame (T,)
-                        spec:FeatureSpec, # the knobs
-                        n_classes:int, # size of the class list
-                        background:Iterable=(), # background class ids (never a "next action")
-                        participant=None, # participant id (None: no participant offset)
-                        camera=None, # camera id (None: no camera offset)
-                        video_seed:str="", # the video's own seed name (its noise)
-                        dtype="float32", # float32, or float16 to halve the disk
-                       ) -> np.ndarray: # D x T, like the public I3D files
+def synthesize_features(
+    labels: np.ndarray,  # class id per frame (T,)
+    spec: FeatureSpec,  # the knobs
+    n_classes: int,  # size of the class list
+    background: Iterable = (),  # background class ids (never a "next action")
+    participant=None,  # participant id (None: no participant offset)
+    camera=None,  # camera id (None: no camera offset)
+    video_seed: str = "",  # the video's own seed name (its noise)
+    dtype="float32",  # float32, or float16 to halve the disk
+) -> np.ndarray:  # D x T, like the public I3D files
     "Features of one video: prototypes of the current action, a ramped cue of the next one, noise and offsets."
     labels = np.asarray(labels, dtype=np.int64)
-    if labels.ndim != 1 or labels.size == 0: raise DataError(f"video {video_seed!r}: labels must be a non-empty 1-D array")
-    if labels.min() < 0 or labels.max() >= n_classes: raise DataError(f"video {video_seed!r}: label ids outside [0, {n_classes})")
+    if labels.ndim != 1 or labels.size == 0:
+        raise DataError(f"video {video_seed!r}: labels must be a non-empty 1-D array")
+    if labels.min() < 0 or labels.max() >= n_classes:
+        raise DataError(f"video {video_seed!r}: label ids outside [0, {n_classes})")
     mu, background = spec.prototypes(n_classes), set(int(b) for b in background)
     rng = _rng(spec.seed, "video", video_seed)
     segs = segments_of(labels)
-    next_action, upcoming = [None] * len(segs), None     # the next non-background action after each segment
+    next_action, upcoming = (
+        [None] * len(segs),
+        None,
+    )  # the next non-background action after each segment
     for i in range(len(segs) - 1, -1, -1):
         next_action[i] = upcoming
-        if segs[i, 2] not in background: upcoming = segs[i, 2]
+        if segs[i, 2] not in background:
+            upcoming = segs[i, 2]
     z = np.zeros((labels.size, spec.latent_dim))
     for (s, e, c), nxt in zip(segs, next_action):
-        z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[c] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
+        z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
+            c
+        ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
         if nxt is not None and spec.next_signal > 0:
             ramp = np.arange(1, e - s + 1) / (e - s)
             z[s:e] += spec.next_signal * ramp[:, None] * mu[nxt]
-    if participant is not None: z += spec.participant_shift * spec.offset("participant", participant)
-    if camera is not None: z += spec.camera_shift * spec.offset("camera", camera)
+    if participant is not None:
+        z += spec.participant_shift * spec.offset("participant", participant)
+    if camera is not None:
+        z += spec.camera_shift * spec.offset("camera", camera)
     x = rng.standard_normal((spec.dim, labels.size), dtype=np.float32)
     x *= np.float32(spec.frame_noise)
     x += (spec.embedding().T @ z.T).astype(np.float32)

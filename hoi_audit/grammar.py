@@ -21,6 +21,7 @@ __all__ = ['PREDICTORS', 'Seq', 'AnyOrder', 'Choice', 'Maybe', 'seq', 'any_order
 @dataclass(frozen=True)
 class Seq:
     "Run `parts` one after the other."
+
     parts: tuple
 
 # %% ../nbs/11_grammar.ipynb #7aab8f1e
@@ -34,6 +35,7 @@ class AnyOrder:
 @dataclass(frozen=True)
 class Choice:
     "Run exactly one of `options`, drawn with `probs`."
+
     options: tuple
     probs: tuple
 
@@ -41,6 +43,7 @@ class Choice:
 @dataclass(frozen=True)
 class Maybe:
     "Run `part` with probability `p` (an optional step)."
+
     part: object
     p: float
 
@@ -60,54 +63,81 @@ def choice(*options) -> Choice:
     return Choice(tuple(o for _, o in options), tuple(float(p) for p, _ in options))
 
 # %% ../nbs/11_grammar.ipynb #423adfc2
-def maybe(part, p:float) -> Maybe:
+def maybe(part, p: float) -> Maybe:
     "An optional step, taken with probability `p`."
     return Maybe(part, float(p))
 
 # %% ../nbs/11_grammar.ipynb #210c9900
-def _check_node(node, where:str):
-    if isinstance(node, str): return
+def _check_node(node, where: str):
+    if isinstance(node, str):
+        return
     if isinstance(node, Seq):
-        for i, p in enumerate(node.parts): _check_node(p, f"{where}.seq[{i}]")
+        for i, p in enumerate(node.parts):
+            _check_node(p, f"{where}.seq[{i}]")
     elif isinstance(node, AnyOrder):
-        if not node.parts: raise DataError(f"{where}: any_order needs at least one part")
-        if node.weights is not None and (len(node.weights) != len(node.parts) or min(node.weights) <= 0):
-            raise DataError(f"{where}: any_order needs one positive weight per part, got {node.weights}")
-        if len(node.parts) > 7: raise DataError(f"{where}: any_order of {len(node.parts)} parts is too large to enumerate (at most 7)")
-        for i, p in enumerate(node.parts): _check_node(p, f"{where}.any_order[{i}]")
+        if not node.parts:
+            raise DataError(f"{where}: any_order needs at least one part")
+        if node.weights is not None and (
+            len(node.weights) != len(node.parts) or min(node.weights) <= 0
+        ):
+            raise DataError(
+                f"{where}: any_order needs one positive weight per part, got {node.weights}"
+            )
+        if len(node.parts) > 7:
+            raise DataError(
+                f"{where}: any_order of {len(node.parts)} parts is too large to enumerate (at most 7)"
+            )
+        for i, p in enumerate(node.parts):
+            _check_node(p, f"{where}.any_order[{i}]")
     elif isinstance(node, Choice):
-        if not node.options or len(node.options) != len(node.probs) or min(node.probs) < 0 or not math.isclose(sum(node.probs), 1.0, abs_tol=1e-9):
-            raise DataError(f"{where}: choice probabilities must be non-negative and sum to 1, got {node.probs}")
-        for i, p in enumerate(node.options): _check_node(p, f"{where}.choice[{i}]")
+        if (
+            not node.options
+            or len(node.options) != len(node.probs)
+            or min(node.probs) < 0
+            or not math.isclose(sum(node.probs), 1.0, abs_tol=1e-9)
+        ):
+            raise DataError(
+                f"{where}: choice probabilities must be non-negative and sum to 1, got {node.probs}"
+            )
+        for i, p in enumerate(node.options):
+            _check_node(p, f"{where}.choice[{i}]")
     elif isinstance(node, Maybe):
-        if not 0 <= node.p <= 1: raise DataError(f"{where}: maybe probability must be in [0, 1], got {node.p}")
+        if not 0 <= node.p <= 1:
+            raise DataError(f"{where}: maybe probability must be in [0, 1], got {node.p}")
         _check_node(node.part, f"{where}.maybe")
-    else: raise DataError(f"{where}: not a grammar node: {node!r}")
+    else:
+        raise DataError(f"{where}: not a grammar node: {node!r}")
 
 # %% ../nbs/11_grammar.ipynb #df28657c
-def _concat(dists:Sequence[dict]) -> dict:
+def _concat(dists: Sequence[dict]) -> dict:
     out = {(): 1.0}
     for d in dists:
         nxt = defaultdict(float)
         for a, pa in out.items():
-            for b, pb in d.items(): nxt[a + b] += pa * pb
+            for b, pb in d.items():
+                nxt[a + b] += pa * pb
         out = nxt
     return dict(out)
 
 # %% ../nbs/11_grammar.ipynb #dd7a5706
 def transcript_distribution(node) -> dict:
     "Every transcript (tuple of action names) `node` can produce, with its exact probability."
-    if isinstance(node, str): return {(node,): 1.0}
-    if isinstance(node, Seq): return _concat([transcript_distribution(p) for p in node.parts])
+    if isinstance(node, str):
+        return {(node,): 1.0}
+    if isinstance(node, Seq):
+        return _concat([transcript_distribution(p) for p in node.parts])
     if isinstance(node, Maybe):
         out = defaultdict(float, {(): 1.0 - node.p})
-        for t, p in transcript_distribution(node.part).items(): out[t] += node.p * p
+        for t, p in transcript_distribution(node.part).items():
+            out[t] += node.p * p
         return {t: p for t, p in out.items() if p > 0}
     if isinstance(node, Choice):
         out = defaultdict(float)
         for option, q in zip(node.options, node.probs):
-            if q == 0: continue
-            for t, p in transcript_distribution(option).items(): out[t] += q * p
+            if q == 0:
+                continue
+            for t, p in transcript_distribution(option).items():
+                out[t] += q * p
         return dict(out)
     if isinstance(node, AnyOrder):
         parts = [transcript_distribution(p) for p in node.parts]
@@ -115,18 +145,26 @@ def transcript_distribution(node) -> dict:
         out = defaultdict(float)
         for order in itertools.permutations(range(len(parts))):
             p_order, left = 1.0, sum(w)
-            for i in order: p_order, left = p_order * w[i] / left, left - w[i]
-            for t, p in _concat([parts[i] for i in order]).items(): out[t] += p_order * p
+            for i in order:
+                p_order, left = p_order * w[i] / left, left - w[i]
+            for t, p in _concat([parts[i] for i in order]).items():
+                out[t] += p_order * p
         return dict(out)
     raise DataError(f"not a grammar node: {node!r}")
 
 # %% ../nbs/11_grammar.ipynb #93b26850
-def sample_transcript(node, rng:np.random.Generator) -> tuple:
+def sample_transcript(node, rng: np.random.Generator) -> tuple:
     "Draw one transcript from `node` by forward simulation."
-    if isinstance(node, str): return (node,)
-    if isinstance(node, Seq): return sum((sample_transcript(p, rng) for p in node.parts), ())
-    if isinstance(node, Maybe): return sample_transcript(node.part, rng) if rng.random() < node.p else ()
-    if isinstance(node, Choice): return sample_transcript(node.options[rng.choice(len(node.options), p=np.asarray(node.probs))], rng)
+    if isinstance(node, str):
+        return (node,)
+    if isinstance(node, Seq):
+        return sum((sample_transcript(p, rng) for p in node.parts), ())
+    if isinstance(node, Maybe):
+        return sample_transcript(node.part, rng) if rng.random() < node.p else ()
+    if isinstance(node, Choice):
+        return sample_transcript(
+            node.options[rng.choice(len(node.options), p=np.asarray(node.probs))], rng
+        )
     if isinstance(node, AnyOrder):
         left = list(range(len(node.parts)))
         w = list(node.weights or (1.0,) * len(node.parts))
@@ -141,56 +179,79 @@ def sample_transcript(node, rng:np.random.Generator) -> tuple:
 # %% ../nbs/11_grammar.ipynb #8a8dfbff
 def grammar_json(node):
     "A JSON summary of a grammar node (for `truth.json`)."
-    if isinstance(node, str): return node
-    if isinstance(node, Seq): return {"seq": [grammar_json(p) for p in node.parts]}
-    if isinstance(node, AnyOrder): return {"any_order": [grammar_json(p) for p in node.parts], **({"weights": list(node.weights)} if node.weights else {})}
-    if isinstance(node, Choice): return {"choice": [[p, grammar_json(o)] for p, o in zip(node.probs, node.options)]}
-    if isinstance(node, Maybe): return {"maybe": grammar_json(node.part), "p": node.p}
+    if isinstance(node, str):
+        return node
+    if isinstance(node, Seq):
+        return {"seq": [grammar_json(p) for p in node.parts]}
+    if isinstance(node, AnyOrder):
+        return {
+            "any_order": [grammar_json(p) for p in node.parts],
+            **({"weights": list(node.weights)} if node.weights else {}),
+        }
+    if isinstance(node, Choice):
+        return {"choice": [[p, grammar_json(o)] for p, o in zip(node.probs, node.options)]}
+    if isinstance(node, Maybe):
+        return {"maybe": grammar_json(node.part), "p": node.p}
     raise DataError(f"not a grammar node: {node!r}")
 
 # %% ../nbs/11_grammar.ipynb #2e94c4a3
 @dataclass(frozen=True)
 class Task:
     "A named task: its grammar and its prior weight among the tasks."
-    name: str # e.g. "cereals"
-    grammar: object # a grammar node
-    weight: float = 1.0 # relative frequency of the task
+
+    name: str  # e.g. "cereals"
+    grammar: object  # a grammar node
+    weight: float = 1.0  # relative frequency of the task
 
 # %% ../nbs/11_grammar.ipynb #c199c617
 @dataclass(frozen=True)
 class Grammar:
     "Procedural tasks over a class list; `background` classes are never steps."
-    classes: tuple # class names; the index is the class id
-    background: tuple # background class names (e.g. ("SIL",))
-    tasks: tuple # Task objects
+
+    classes: tuple  # class names; the index is the class id
+    background: tuple  # background class names (e.g. ("SIL",))
+    tasks: tuple  # Task objects
 
     def __post_init__(self):
         object.__setattr__(self, "classes", tuple(self.classes))
         object.__setattr__(self, "background", tuple(self.background))
         object.__setattr__(self, "tasks", tuple(self.tasks))
-        if len(set(self.classes)) != len(self.classes): raise DataError(f"grammar: duplicate class names in {self.classes}")
+        if len(set(self.classes)) != len(self.classes):
+            raise DataError(f"grammar: duplicate class names in {self.classes}")
         unknown = [b for b in self.background if b not in self.classes]
-        if unknown: raise DataError(f"grammar: background classes {unknown} are not in the class list")
+        if unknown:
+            raise DataError(f"grammar: background classes {unknown} are not in the class list")
         names = [t.name for t in self.tasks]
-        if not names or len(set(names)) != len(names): raise DataError(f"grammar: task names must be unique and non-empty, got {names}")
+        if not names or len(set(names)) != len(names):
+            raise DataError(f"grammar: task names must be unique and non-empty, got {names}")
         for t in self.tasks:
             _check_node(t.grammar, f"task {t.name!r}")
-            if t.weight <= 0: raise DataError(f"task {t.name!r}: weight must be positive, got {t.weight}")
+            if t.weight <= 0:
+                raise DataError(f"task {t.name!r}: weight must be positive, got {t.weight}")
         for task, transcript, _ in self.distribution():
             bad = [a for a in transcript if a not in self.classes or a in self.background]
-            if bad: raise DataError(f"task {task!r}: actions {sorted(set(bad))} are unknown classes or background")
+            if bad:
+                raise DataError(
+                    f"task {task!r}: actions {sorted(set(bad))} are unknown classes or background"
+                )
             if any(a == b for a, b in zip(transcript, transcript[1:])):
-                raise DataError(f"task {task!r}: transcript {transcript} repeats an action back to back (the segments would merge)")
+                raise DataError(
+                    f"task {task!r}: transcript {transcript} repeats an action back to back (the segments would merge)"
+                )
 
     @property
-    def class_id(self) -> dict: return {c: i for i, c in enumerate(self.classes)}
+    def class_id(self) -> dict:
+        return {c: i for i, c in enumerate(self.classes)}
+
     @property
     def prior(self) -> dict:
         total = sum(t.weight for t in self.tasks)
         return {t.name: t.weight / total for t in self.tasks}
-    def task(self, name:str) -> Task:
+
+    def task(self, name: str) -> Task:
         for t in self.tasks:
-            if t.name == name: return t
+            if t.name == name:
+                return t
         raise DataError(f"grammar: no task {name!r}; tasks are {[t.name for t in self.tasks]}")
 
     def distribution(self) -> list:
@@ -198,11 +259,12 @@ class Grammar:
         if "_dist" not in self.__dict__:
             rows = []
             for t in self.tasks:
-                for tr, p in sorted(transcript_distribution(t.grammar).items()): rows.append((t.name, tr, self.prior[t.name] * p))
+                for tr, p in sorted(transcript_distribution(t.grammar).items()):
+                    rows.append((t.name, tr, self.prior[t.name] * p))
             object.__setattr__(self, "_dist", rows)
         return self.__dict__["_dist"]
 
-    def sample(self, rng:np.random.Generator, task:str|None=None) -> tuple:
+    def sample(self, rng: np.random.Generator, task: str | None = None) -> tuple:
         "Draw (task, transcript); the task from the prior unless given."
         if task is None:
             names = [t.name for t in self.tasks]
@@ -213,53 +275,91 @@ class Grammar:
         "Expected number of segments of each action per video."
         out = defaultdict(float)
         for _, tr, p in self.distribution():
-            for a in tr: out[a] += p
+            for a in tr:
+                out[a] += p
         return dict(out)
 
     def summary(self) -> dict:
         "A JSON summary for `truth.json`: tasks, their grammars and transcript counts."
         dist = self.distribution()
-        return {"classes": list(self.classes), "background": list(self.background),
-                "tasks": [{"name": t.name, "prior": self.prior[t.name], "grammar": grammar_json(t.grammar),
-                           "n_transcripts": sum(1 for n, _, _ in dist if n == t.name)} for t in self.tasks],
-                "n_transcripts": len(dist), "expected_actions_per_video": sum(p * len(tr) for _, tr, p in dist)}
+        return {
+            "classes": list(self.classes),
+            "background": list(self.background),
+            "tasks": [
+                {
+                    "name": t.name,
+                    "prior": self.prior[t.name],
+                    "grammar": grammar_json(t.grammar),
+                    "n_transcripts": sum(1 for n, _, _ in dist if n == t.name),
+                }
+                for t in self.tasks
+            ],
+            "n_transcripts": len(dist),
+            "expected_actions_per_video": sum(p * len(tr) for _, tr, p in dist),
+        }
 
 # %% ../nbs/11_grammar.ipynb #64a99ae5
-PREDICTORS = ("majority", "bigram", "latest_action", "completed_set", "full_history", "full_history_and_task")
+PREDICTORS = (
+    "majority",
+    "bigram",
+    "latest_action",
+    "completed_set",
+    "full_history",
+    "full_history_and_task",
+)
 
 # %% ../nbs/11_grammar.ipynb #06a9b88b
-def predictor_input(predictor:str, # one of PREDICTORS
-                    history:tuple, # the actions observed before the query, in order
-                    task:str|None=None, # the latent task (only `full_history_and_task` reads it)
-                   ):
+def predictor_input(
+    predictor: str,  # one of PREDICTORS
+    history: tuple,  # the actions observed before the query, in order
+    task: str | None = None,  # the latent task (only `full_history_and_task` reads it)
+):
     "What `predictor` sees of a query: a hashable key."
-    if predictor == "majority": return ()
-    if predictor in ("bigram", "latest_action"): return history[-1] if history else None
-    if predictor == "completed_set": return frozenset(history)
-    if predictor == "full_history": return tuple(history)
-    if predictor == "full_history_and_task": return (task, tuple(history))
+    if predictor == "majority":
+        return ()
+    if predictor in ("bigram", "latest_action"):
+        return history[-1] if history else None
+    if predictor == "completed_set":
+        return frozenset(history)
+    if predictor == "full_history":
+        return tuple(history)
+    if predictor == "full_history_and_task":
+        return (task, tuple(history))
     raise ValueError(f"unknown predictor {predictor!r}; known predictors are {PREDICTORS}")
 
 # %% ../nbs/11_grammar.ipynb #dc64549e
-def transcript_queries(transcript:Sequence, # the non-background actions of a video, in order
-                       include_first:bool, # is the first action (empty history) a query?
-                      ) -> list:
+def transcript_queries(
+    transcript: Sequence,  # the non-background actions of a video, in order
+    include_first: bool,  # is the first action (empty history) a query?
+) -> list:
     "The (history, target) pairs of one video."
-    return [(tuple(transcript[:i]), transcript[i]) for i in range(0 if include_first else 1, len(transcript))]
+    return [
+        (tuple(transcript[:i]), transcript[i])
+        for i in range(0 if include_first else 1, len(transcript))
+    ]
 
 # %% ../nbs/11_grammar.ipynb #fc4e674e
 def _as_grammar(source) -> Grammar:
-    if isinstance(source, Grammar): return source
-    if hasattr(source, "grammar") and isinstance(source.grammar, Grammar): return source.grammar
-    hint = f": for a preset, pass hoi_audit.presets.preset({source!r})" if isinstance(source, str) else ""
-    raise TypeError(f"expected a Grammar or something with a .grammar (a preset, a synthetic dataset), "
-                    f"got {type(source).__name__}{hint}")
+    if isinstance(source, Grammar):
+        return source
+    if hasattr(source, "grammar") and isinstance(source.grammar, Grammar):
+        return source.grammar
+    hint = (
+        f": for a preset, pass hoi_audit.presets.preset({source!r})"
+        if isinstance(source, str)
+        else ""
+    )
+    raise TypeError(
+        f"expected a Grammar or something with a .grammar (a preset, a synthetic dataset), "
+        f"got {type(source).__name__}{hint}"
+    )
 
 # %% ../nbs/11_grammar.ipynb #5f675c0b
-def query_weights(source, # a Grammar, or a preset or SyntheticDataset (its .grammar)
-                  predictor:str, # one of PREDICTORS
-                  include_first:bool, # is the first action (empty history) a query?
-                 ) -> dict:
+def query_weights(
+    source,  # a Grammar, or a preset or SyntheticDataset (its .grammar)
+    predictor: str,  # one of PREDICTORS
+    include_first: bool,  # is the first action (empty history) a query?
+) -> dict:
     "W[input][target]: the expected number of queries per video with that predictor input and target."
     W = defaultdict(lambda: defaultdict(float))
     for task, transcript, p in _as_grammar(source).distribution():
@@ -268,21 +368,24 @@ def query_weights(source, # a Grammar, or a preset or SyntheticDataset (its .gra
     return W
 
 # %% ../nbs/11_grammar.ipynb #403cc598
-def bayes_accuracy(source, # a Grammar, or a preset or SyntheticDataset (its .grammar)
-                   predictor:str, # one of PREDICTORS
-                   include_first:bool, # is the first action (empty history) a query?
-                   top_k:int=1, # Act@k: a query is correct if the target is among the k best guesses
-                  ) -> float:
+def bayes_accuracy(
+    source,  # a Grammar, or a preset or SyntheticDataset (its .grammar)
+    predictor: str,  # one of PREDICTORS
+    include_first: bool,  # is the first action (empty history) a query?
+    top_k: int = 1,  # Act@k: a query is correct if the target is among the k best guesses
+) -> float:
     "The exact Bayes-optimal pooled Act@k of a label-only predictor under the generator."
     W = query_weights(source, predictor, include_first)
     total = sum(sum(w.values()) for w in W.values())
-    if total == 0: raise DataError("the grammar yields no queries (every transcript is too short)")
+    if total == 0:
+        raise DataError("the grammar yields no queries (every transcript is too short)")
     return sum(sum(sorted(w.values(), reverse=True)[:top_k]) for w in W.values()) / total
 
 # %% ../nbs/11_grammar.ipynb #71baa55d
-def bayes_table(source, # a Grammar, or a preset or SyntheticDataset (its .grammar)
-                top_k:Sequence=(1, 5), # the k of Act@k
-               ) -> pd.DataFrame:
+def bayes_table(
+    source,  # a Grammar, or a preset or SyntheticDataset (its .grammar)
+    top_k: Sequence = (1, 5),  # the k of Act@k
+) -> pd.DataFrame:
     "Exact Bayes Act@k of every predictor, with and without the first query: tidy (predictor, include_first, top_k, value)."
     rows = []
     for include_first in (False, True):
@@ -290,11 +393,21 @@ def bayes_table(source, # a Grammar, or a preset or SyntheticDataset (its .gramm
             W = query_weights(source, predictor, include_first)
             total = sum(sum(w.values()) for w in W.values())
             for k in top_k:
-                rows.append({"predictor": predictor, "include_first": include_first, "top_k": int(k),
-                             "value": sum(sum(sorted(w.values(), reverse=True)[:k]) for w in W.values()) / total})
+                rows.append(
+                    {
+                        "predictor": predictor,
+                        "include_first": include_first,
+                        "top_k": int(k),
+                        "value": sum(sum(sorted(w.values(), reverse=True)[:k]) for w in W.values())
+                        / total,
+                    }
+                )
     return pd.DataFrame(rows)
 
 # %% ../nbs/11_grammar.ipynb #067da545
-def expected_queries(source, include_first:bool) -> float:
+def expected_queries(source, include_first: bool) -> float:
     "Expected number of queries per video."
-    return sum(p * len(transcript_queries(tr, include_first)) for _, tr, p in _as_grammar(source).distribution())
+    return sum(
+        p * len(transcript_queries(tr, include_first))
+        for _, tr, p in _as_grammar(source).distribution()
+    )

@@ -34,9 +34,11 @@ RULES = {
 }
 
 # %% ../nbs/46_lint.ipynb #15382e02
-def _seconds(value, where:str) -> float:
-    try: return float(value)
-    except (TypeError, ValueError): return parse_timestamp(value, where)
+def _seconds(value, where: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return parse_timestamp(value, where)
 
 # %% ../nbs/46_lint.ipynb #e2d24506
 def read_windows(path, # CSV: narration_id, window_start, window_end (seconds or HH:MM:SS.ss)
@@ -54,197 +56,313 @@ def read_windows(path, # CSV: narration_id, window_start, window_end (seconds or
     return df[["narration_id", "window_start", "window_end"]]
 
 # %% ../nbs/46_lint.ipynb #13f000ed
-def read_ids(path, # a text file (one id per line) or a CSV with a narration_id column
-             what:str="scored ids", # what to call the file in errors
-            ) -> list:
+def read_ids(
+    path,  # a text file (one id per line) or a CSV with a narration_id column
+    what: str = "scored ids",  # what to call the file in errors
+) -> list:
     "Narration ids from a file; duplicates are an error."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: {what} file not found")
+    if not path.is_file():
+        raise DataError(f"{path}: {what} file not found")
     if path.suffix.lower() == ".csv":
         df = pd.read_csv(path, dtype={"narration_id": str})
-        if "narration_id" not in df.columns: raise DataError(f"{path}: {what} CSV needs a narration_id column")
+        if "narration_id" not in df.columns:
+            raise DataError(f"{path}: {what} CSV needs a narration_id column")
         ids = df.narration_id.tolist()
-    else: ids = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    else:
+        ids = [line.strip() for line in path.read_text().splitlines() if line.strip()]
     seen, dup = set(), []
     for i in ids:
-        if i in seen: dup.append(i)
+        if i in seen:
+            dup.append(i)
         seen.add(i)
-    if dup: raise DataError(f"{path}: duplicate {what} {dup[:5]}")
+    if dup:
+        raise DataError(f"{path}: duplicate {what} {dup[:5]}")
     return ids
 
 # %% ../nbs/46_lint.ipynb #1cb0da25
 def read_exclusions(path) -> dict:
     "narration_id -> reason, from a CSV (narration_id, reason) or the JSON record of `hoi-audit extract`."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: exclusion record not found")
+    if not path.is_file():
+        raise DataError(f"{path}: exclusion record not found")
     if path.suffix.lower() == ".json":
         rec = json.loads(path.read_text())
-        if "records" not in rec: raise DataError(f"{path}: not an extraction record (no 'records')")
+        if "records" not in rec:
+            raise DataError(f"{path}: not an extraction record (no 'records')")
         return {r["action_id"]: r["error"] for r in rec["records"] if r.get("error")}
     df = pd.read_csv(path, dtype={"narration_id": str, "reason": str})
-    if not {"narration_id", "reason"} <= set(df.columns): raise DataError(f"{path}: the exclusion CSV needs narration_id and reason columns")
+    if not {"narration_id", "reason"} <= set(df.columns):
+        raise DataError(f"{path}: the exclusion CSV needs narration_id and reason columns")
     empty = df.narration_id[df.reason.isna() | (df.reason.astype(str).str.strip() == "")].tolist()
-    if empty: raise DataError(f"{path}: exclusion(s) without a reason: {empty[:5]}")
+    if empty:
+        raise DataError(f"{path}: exclusion(s) without a reason: {empty[:5]}")
     return dict(zip(df.narration_id, df.reason))
 
 # %% ../nbs/46_lint.ipynb #65ebb804
 def read_training_log(path) -> pd.DataFrame:
     "checkpoint, split, metric, value (and an optional selection_split) per row."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: training log not found")
+    if not path.is_file():
+        raise DataError(f"{path}: training log not found")
     df = pd.read_csv(path, dtype={"split": str, "selection_split": str})
     missing = [c for c in ("checkpoint", "split", "metric", "value") if c not in df.columns]
-    if missing: raise DataError(f"{path}: training log is missing column(s) {missing} (checkpoint, split, metric, value)")
+    if missing:
+        raise DataError(
+            f"{path}: training log is missing column(s) {missing} (checkpoint, split, metric, value)"
+        )
     return df
 
 # %% ../nbs/46_lint.ipynb #eeb9473f
-def _finding(rule:str, ids, message:str) -> dict:
+def _finding(rule: str, ids, message: str) -> dict:
     ids = sorted(str(i) for i in ids)
     return {"rule": rule, "n_actions": len(ids), "narration_ids": ids, "message": message}
 
 # %% ../nbs/46_lint.ipynb #fec260e9
-def check_window_rows(windows:pd.DataFrame, # from read_windows (every row)
-                     ) -> tuple[list[dict], pd.DataFrame]: # (findings, the usable windows: one per action)
+def check_window_rows(
+    windows: pd.DataFrame,  # from read_windows (every row)
+) -> tuple[list[dict], pd.DataFrame]:  # (findings, the usable windows: one per action)
     "`degenerate-window` and `padded-window` findings; the windows the other rules can use."
     unreadable = windows.window_start.isna() | windows.window_end.isna()
     empty = ~unreadable & ~(windows.window_end > windows.window_start)
     repeated = windows.narration_id.duplicated(keep=False)
     out, bad = [], unreadable | empty | repeated
     if bad.any():
-        parts = [f"{int(m.sum())} {what}" for m, what in ((unreadable, "with a time that cannot be read"),
-                 (empty, "ending at or before their start (empty or padded out)"), (repeated, "that are one of several for one action")) if m.any()]
-        out.append(_finding("degenerate-window", sorted(set(windows.narration_id[bad])), f"window rows not used: {'; '.join(parts)}"))
+        parts = [
+            f"{int(m.sum())} {what}"
+            for m, what in (
+                (unreadable, "with a time that cannot be read"),
+                (empty, "ending at or before their start (empty or padded out)"),
+                (repeated, "that are one of several for one action"),
+            )
+            if m.any()
+        ]
+        out.append(
+            _finding(
+                "degenerate-window",
+                sorted(set(windows.narration_id[bad])),
+                f"window rows not used: {'; '.join(parts)}",
+            )
+        )
     padded = ~bad & (windows.window_start < 0)
     if padded.any():
-        out.append(_finding("padded-window", windows.narration_id[padded], f"{int(padded.sum())} window(s) start before their video "
-                            f"(earliest {float(windows.window_start[padded].min()):.3f} s): the frames before 0 s are padding"))
+        out.append(
+            _finding(
+                "padded-window",
+                windows.narration_id[padded],
+                f"{int(padded.sum())} window(s) start before their video "
+                f"(earliest {float(windows.window_start[padded].min()):.3f} s): the frames before 0 s are padding",
+            )
+        )
     return out, windows[~bad].reset_index(drop=True)
 
 # %% ../nbs/46_lint.ipynb #4f47236d
-def annotation_fps(annotations:pd.DataFrame, # from epic.read_narrations (start_frame and start_s, when the CSV has them)
-                  ) -> float|None: # frames per second, None when the CSV has no frame numbers
+def annotation_fps(
+    annotations: pd.DataFrame,  # from epic.read_narrations (start_frame and start_s, when the CSV has them)
+) -> float | None:  # frames per second, None when the CSV has no frame numbers
     "The benchmark's frame rate, from its annotations' frame numbers and timestamps (the median over actions that start after 0 s)."
-    if "start_frame" not in annotations.columns: return None
+    if "start_frame" not in annotations.columns:
+        return None
     frames, seconds = pd.to_numeric(annotations.start_frame, errors="coerce"), annotations.start_s
     ok = (seconds > 0) & frames.notna()
     return float(np.median(frames[ok] / seconds[ok])) if ok.any() else None
 
 # %% ../nbs/46_lint.ipynb #413c7e79
-def check_windows(annotations:pd.DataFrame, # from epic.read_narrations (start_s, stop_s)
-                  windows:pd.DataFrame, # from read_windows
-                  scored:list, # scored narration ids
-                  gap:float=1.0, # the anticipation gap, seconds
-                  fps:float|None=None, # the benchmark's frame rate: the tolerance is one frame (None: 1 ms)
-                 ) -> list[dict]:
+def check_windows(
+    annotations: pd.DataFrame,  # from epic.read_narrations (start_s, stop_s)
+    windows: pd.DataFrame,  # from read_windows
+    scored: list,  # scored narration ids
+    gap: float = 1.0,  # the anticipation gap, seconds
+    fps: float | None = None,  # the benchmark's frame rate: the tolerance is one frame (None: 1 ms)
+) -> list[dict]:
     "`window-anchor`, `missing-window` and the windows' `unknown-id` findings."
-    out, tol = [], 1.0 / fps if fps else 1e-3    # times rounded to frames differ by up to a frame
+    out, tol = [], 1.0 / fps if fps else 1e-3  # times rounded to frames differ by up to a frame
     known = set(annotations.narration_id)
     unknown = sorted(set(windows.narration_id) - known)
-    if unknown: out.append(_finding("unknown-id", unknown, f"{len(unknown)} window row(s) name narrations the annotations do not have"))
+    if unknown:
+        out.append(
+            _finding(
+                "unknown-id",
+                unknown,
+                f"{len(unknown)} window row(s) name narrations the annotations do not have",
+            )
+        )
     missing = sorted(set(scored) & known - set(windows.narration_id))
-    if missing: out.append(_finding("missing-window", missing, f"{len(missing)} scored action(s) have no observation window"))
+    if missing:
+        out.append(
+            _finding(
+                "missing-window",
+                missing,
+                f"{len(missing)} scored action(s) have no observation window",
+            )
+        )
     w = windows.merge(annotations[["narration_id", "start_s", "stop_s"]], on="narration_id")
     w = w[w.narration_id.isin(set(scored))]
-    if len(w) == 0: return out
+    if len(w) == 0:
+        return out
     to_start, to_stop = w.start_s - w.window_end, w.stop_s - w.window_end
     early = w.narration_id[to_start < gap - tol].tolist()
     if len(w) > 1 and to_stop.std() <= tol < to_start.std():
-        out.append(_finding("window-anchor", w.narration_id, f"all {len(w)} windows end {to_stop.mean():.3f} s before the action's END "
-                            f"(spread {to_stop.std():.1e} s) while their distance to the start varies with the action's duration: the "
-                            f"windows are placed relative to the stop time; {len(early)} of them end less than {gap:g} s before the "
-                            "action starts, so the model sees the action it is asked to anticipate"))
+        out.append(
+            _finding(
+                "window-anchor",
+                w.narration_id,
+                f"all {len(w)} windows end {to_stop.mean():.3f} s before the action's END "
+                f"(spread {to_stop.std():.1e} s) while their distance to the start varies with the action's duration: the "
+                f"windows are placed relative to the stop time; {len(early)} of them end less than {gap:g} s before the "
+                "action starts, so the model sees the action it is asked to anticipate",
+            )
+        )
     elif early:
         worst = float(to_start.min())
-        out.append(_finding("window-anchor", early, f"{len(early)} window(s) end less than {gap:g} s before the action starts "
-                            f"(the latest ends {-worst:.3f} s {'after' if worst < 0 else 'before'} the start)"))
+        out.append(
+            _finding(
+                "window-anchor",
+                early,
+                f"{len(early)} window(s) end less than {gap:g} s before the action starts "
+                f"(the latest ends {-worst:.3f} s {'after' if worst < 0 else 'before'} the start)",
+            )
+        )
     return out
 
 # %% ../nbs/46_lint.ipynb #885b5898
-def check_scored_set(annotations:pd.DataFrame, # the evaluated split's annotations
-                     scored:list, # scored narration ids
-                     excluded:dict|None=None, # narration_id -> reason
-                     train_classes=None, # verb classes that occur in training (None: unknown)
-                     train_nouns=None, # noun classes that occur in training (None: unknown)
-                     train_pairs=None, # (verb_class, noun_class) pairs that occur in training (None: unknown)
-                    ) -> list[dict]:
+def check_scored_set(
+    annotations: pd.DataFrame,  # the evaluated split's annotations
+    scored: list,  # scored narration ids
+    excluded: dict | None = None,  # narration_id -> reason
+    train_classes=None,  # verb classes that occur in training (None: unknown)
+    train_nouns=None,  # noun classes that occur in training (None: unknown)
+    train_pairs=None,  # (verb_class, noun_class) pairs that occur in training (None: unknown)
+) -> list[dict]:
     "`class-filter` (verbs), `noun-filter`, `pair-filter`, `dropped-without-record` and the scored ids' `unknown-id` findings."
     out, excluded = [], dict(excluded or {})
     known = set(annotations.narration_id)
     unknown = sorted(set(scored) - known)
-    if unknown: out.append(_finding("unknown-id", unknown, f"{len(unknown)} scored id(s) are not in the annotations"))
+    if unknown:
+        out.append(
+            _finding(
+                "unknown-id", unknown, f"{len(unknown)} scored id(s) are not in the annotations"
+            )
+        )
     gone = annotations[~annotations.narration_id.isin(set(scored) | set(excluded))]
-    if len(gone) == 0: return out
+    if len(gone) == 0:
+        return out
     if train_classes is not None:
         unseen = ~gone.verb_class.isin(set(train_classes))
         if unseen.any():
             all_classes = annotations.verb_class.nunique()
             kept = annotations[annotations.narration_id.isin(set(scored))].verb_class.nunique()
-            out.append(_finding("class-filter", gone.narration_id[unseen],
-                                f"{int(unseen.sum())} unscored action(s) have verb classes never seen in training "
-                                f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set shrinks from "
-                                f"{all_classes} to {kept} verb classes; score every action and report seen-class metrics separately"))
+            out.append(
+                _finding(
+                    "class-filter",
+                    gone.narration_id[unseen],
+                    f"{int(unseen.sum())} unscored action(s) have verb classes never seen in training "
+                    f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set shrinks from "
+                    f"{all_classes} to {kept} verb classes; score every action and report seen-class metrics separately",
+                )
+            )
             gone = gone[~unseen]
     if train_nouns is not None and len(gone):
         unseen = ~gone.noun_class.isin(set(train_nouns))
         if unseen.any():
-            out.append(_finding("noun-filter", gone.narration_id[unseen],
-                                f"{int(unseen.sum())} unscored action(s) have noun classes never seen in training "
-                                f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): score every action and report seen-class metrics separately"))
+            out.append(
+                _finding(
+                    "noun-filter",
+                    gone.narration_id[unseen],
+                    f"{int(unseen.sum())} unscored action(s) have noun classes never seen in training "
+                    f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): score every action and report seen-class metrics separately",
+                )
+            )
             gone = gone[~unseen]
     if train_pairs is not None and len(gone):
         pairs = list(zip(gone.verb_class, gone.noun_class))
         unseen = ~pd.Series([p in set(train_pairs) for p in pairs], index=gone.index)
         if unseen.any():
             kinds = sorted({p for p, u in zip(pairs, unseen) if u})
-            out.append(_finding("pair-filter", gone.narration_id[unseen],
-                                f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training although both classes "
-                                f"are ({len(kinds)} pair(s), e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop"))
+            out.append(
+                _finding(
+                    "pair-filter",
+                    gone.narration_id[unseen],
+                    f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training although both classes "
+                    f"are ({len(kinds)} pair(s), e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop",
+                )
+            )
             gone = gone[~unseen]
     if len(gone):
-        out.append(_finding("dropped-without-record", gone.narration_id,
-                            f"{len(gone)} annotated action(s) are neither scored nor listed in the exclusion record"
-                            + ("" if excluded else " (no exclusion record was given)")))
+        out.append(
+            _finding(
+                "dropped-without-record",
+                gone.narration_id,
+                f"{len(gone)} annotated action(s) are neither scored nor listed in the exclusion record"
+                + ("" if excluded else " (no exclusion record was given)"),
+            )
+        )
     return out
 
 # %% ../nbs/46_lint.ipynb #d51f18cf
-def selection_splits(log:pd.DataFrame) -> list:
+def selection_splits(log: pd.DataFrame) -> list:
     "The splits a training log selects checkpoints on."
-    if "selection_split" in log.columns: return sorted(set(log.selection_split.dropna()))
+    if "selection_split" in log.columns:
+        return sorted(set(log.selection_split.dropna()))
     per_split = log.groupby("split").checkpoint.nunique()
     return sorted(s for s, n in per_split.items() if n > 1 and str(s).lower() != "train")
 
 # %% ../nbs/46_lint.ipynb #8c2c4e5d
-def check_selection(log:pd.DataFrame|None, # from read_training_log
-                    reported_split:str|None, # the split the scores are reported on
-                    scored:list, # scored narration ids (all are affected)
-                   ) -> list[dict]:
+def check_selection(
+    log: pd.DataFrame | None,  # from read_training_log
+    reported_split: str | None,  # the split the scores are reported on
+    scored: list,  # scored narration ids (all are affected)
+) -> list[dict]:
     "`selection-on-reported-split` findings."
-    if log is None: return []
-    if not reported_split: raise DataError("a training log was given without the name of the reported split (--reported-split)")
+    if log is None:
+        return []
+    if not reported_split:
+        raise DataError(
+            "a training log was given without the name of the reported split (--reported-split)"
+        )
     used = selection_splits(log)
-    if reported_split not in used: return []
+    if reported_split not in used:
+        return []
     n = log[log.split == reported_split].checkpoint.nunique()
-    return [_finding("selection-on-reported-split", scored, f"the training log selects checkpoints on {reported_split!r} "
-                     f"(evaluated at {n} checkpoints), the split that is reported: all {len(scored)} scored actions are affected")]
+    return [
+        _finding(
+            "selection-on-reported-split",
+            scored,
+            f"the training log selects checkpoints on {reported_split!r} "
+            f"(evaluated at {n} checkpoints), the split that is reported: all {len(scored)} scored actions are affected",
+        )
+    ]
 
 # %% ../nbs/46_lint.ipynb #ac950351
 @dataclass
 class LintReport:
     "The findings of `lint_protocol`; `ok` when there are none."
-    findings:pd.DataFrame # rule, n_actions, narration_ids, message
-    inputs:dict = field(default_factory=dict) # input name -> SHA-256
-    n_annotated:int = 0
-    n_scored:int = 0
+
+    findings: pd.DataFrame  # rule, n_actions, narration_ids, message
+    inputs: dict = field(default_factory=dict)  # input name -> SHA-256
+    n_annotated: int = 0
+    n_scored: int = 0
+
     @property
-    def ok(self) -> bool: return len(self.findings) == 0
-    def finding(self, rule:str) -> dict:
+    def ok(self) -> bool:
+        return len(self.findings) == 0
+
+    def finding(self, rule: str) -> dict:
         "The finding of `rule` (KeyError if none)."
         rows = self.findings[self.findings.rule == rule]
-        if len(rows) == 0: raise KeyError(f"no {rule!r} finding")
+        if len(rows) == 0:
+            raise KeyError(f"no {rule!r} finding")
         return rows.iloc[0].to_dict()
+
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "n_annotated": self.n_annotated, "n_scored": self.n_scored, "rules": RULES,
-                "findings": self.findings.to_dict("records"), "inputs": self.inputs}
+        return {
+            "ok": self.ok,
+            "n_annotated": self.n_annotated,
+            "n_scored": self.n_scored,
+            "rules": RULES,
+            "findings": self.findings.to_dict("records"),
+            "inputs": self.inputs,
+        }
 
 # %% ../nbs/46_lint.ipynb #e44bcb36
 def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
@@ -276,41 +394,72 @@ def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
     return LintReport(findings, inputs, len(ann), len(ids))
 
 # %% ../nbs/46_lint.ipynb #a9bd26bc
-PLANTABLE = ("window-anchor", "class-filter", "dropped-without-record", "selection-on-reported-split")
+PLANTABLE = (
+    "window-anchor",
+    "class-filter",
+    "dropped-without-record",
+    "selection-on-reported-split",
+)
 
 # %% ../nbs/46_lint.ipynb #988906b8
-def _timestamp(s:float) -> str: return f"{int(s // 3600):02d}:{int(s % 3600 // 60):02d}:{s % 60:05.2f}"
+def _timestamp(s: float) -> str:
+    return f"{int(s // 3600):02d}:{int(s % 3600 // 60):02d}:{s % 60:05.2f}"
 
 # %% ../nbs/46_lint.ipynb #2bd1ee6e
-def _example_annotations(rng, prefix:str, n:int, classes) -> pd.DataFrame:
+def _example_annotations(rng, prefix: str, n: int, classes) -> pd.DataFrame:
     "`n` EPIC-100 rows of one-verb actions cycling through `classes`, with random durations and pauses, ids prefixed by `prefix`."
     rows, t = [], 8.0
     for i in range(n):
         dur = float(rng.choice([0.5, 1.5, 3.0, 6.0]))
         verb = int(classes[i % len(classes)])
         p = f"P{i % 3 + 1:02d}"
-        rows.append({"narration_id": f"{prefix}{p}_{i:03d}", "participant_id": p, "video_id": f"{p}_01",
-                     "narration_timestamp": _timestamp(t), "start_timestamp": _timestamp(t), "stop_timestamp": _timestamp(t + dur),
-                     "start_frame": int(t * 60), "stop_frame": int((t + dur) * 60), "narration": f"verb {verb}", "verb": f"v{verb}",
-                     "verb_class": verb, "noun": "thing", "noun_class": 0, "all_nouns": "['thing']", "all_noun_classes": "[0]"})
+        rows.append(
+            {
+                "narration_id": f"{prefix}{p}_{i:03d}",
+                "participant_id": p,
+                "video_id": f"{p}_01",
+                "narration_timestamp": _timestamp(t),
+                "start_timestamp": _timestamp(t),
+                "stop_timestamp": _timestamp(t + dur),
+                "start_frame": int(t * 60),
+                "stop_frame": int((t + dur) * 60),
+                "narration": f"verb {verb}",
+                "verb": f"v{verb}",
+                "verb_class": verb,
+                "noun": "thing",
+                "noun_class": 0,
+                "all_nouns": "['thing']",
+                "all_noun_classes": "[0]",
+            }
+        )
         t += dur + float(rng.uniform(1.0, 3.0))
     return pd.DataFrame(rows, columns=EPIC_COLUMNS)
 
 # %% ../nbs/46_lint.ipynb #be6f2af9
-def write_example_protocol(folder, # where to write the files
-                           plant:tuple=(), # rules from PLANTABLE to break
-                           seed:int=0, # the annotations' seed
-                          ) -> tuple[dict, dict]: # (lint_protocol's keyword arguments, rule -> the planted narration ids)
+def write_example_protocol(
+    folder,  # where to write the files
+    plant: tuple = (),  # rules from PLANTABLE to break
+    seed: int = 0,  # the annotations' seed
+) -> tuple[dict, dict]:  # (lint_protocol's keyword arguments, rule -> the planted narration ids)
     "A small protocol in lint_protocol's input formats, with `plant`ed problems."
     unknown = sorted(set(plant) - set(PLANTABLE))
-    if unknown: raise ValueError(f"cannot plant {unknown}; plantable: {PLANTABLE}")
-    folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    if unknown:
+        raise ValueError(f"cannot plant {unknown}; plantable: {PLANTABLE}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     ev = _example_annotations(rng, "", 40, range(8))
     tr = _example_annotations(rng, "train_", 60, range(6) if "class-filter" in plant else range(8))
-    start = np.array([parse_timestamp(v) for v in ev.start_timestamp]); stop = np.array([parse_timestamp(v) for v in ev.stop_timestamp])
+    start = np.array([parse_timestamp(v) for v in ev.start_timestamp])
+    stop = np.array([parse_timestamp(v) for v in ev.stop_timestamp])
     end = stop - 1.0 if "window-anchor" in plant else start - 1.0
-    windows = pd.DataFrame({"narration_id": ev.narration_id, "window_start": np.round(end - 5.0, 3), "window_end": np.round(end, 3)})
+    windows = pd.DataFrame(
+        {
+            "narration_id": ev.narration_id,
+            "window_start": np.round(end - 5.0, 3),
+            "window_end": np.round(end, 3),
+        }
+    )
     planted, scored = {}, ev.narration_id.tolist()
     if "class-filter" in plant:
         planted["class-filter"] = ev.narration_id[ev.verb_class >= 6].tolist()
@@ -319,18 +468,41 @@ def write_example_protocol(folder, # where to write the files
         planted["dropped-without-record"] = [scored[2], scored[5], scored[9]]
         scored = [i for i in scored if i not in planted["dropped-without-record"]]
     # two actions excluded with a reason: never a finding
-    excluded = pd.DataFrame({"narration_id": [scored[0], scored[1]], "reason": ["decode failed: damaged packets"] * 2})
+    excluded = pd.DataFrame(
+        {"narration_id": [scored[0], scored[1]], "reason": ["decode failed: damaged packets"] * 2}
+    )
     scored = scored[2:]
-    if "window-anchor" in plant: planted["window-anchor"] = scored          # the rule looks at the scored actions' windows
-    if "selection-on-reported-split" in plant: planted["selection-on-reported-split"] = scored
-    log = pd.DataFrame([{"checkpoint": c, "split": s, "metric": "top1_accuracy", "value": round(0.1 + 0.01 * c, 3)}
-                        for c in range(1, 6) for s in ("validation", "test")
-                        if s == ("test" if "selection-on-reported-split" in plant else "validation") or c == 5])
-    paths = {"annotations": folder / "validation.csv", "train_annotations": folder / "train.csv", "windows": folder / "windows.csv",
-             "scored": folder / "scored.txt", "excluded": folder / "excluded.csv", "training_log": folder / "training_log.csv"}
-    ev.to_csv(paths["annotations"], index=False); tr.to_csv(paths["train_annotations"], index=False)
-    windows.to_csv(paths["windows"], index=False); excluded.to_csv(paths["excluded"], index=False)
-    paths["scored"].write_text("\n".join(scored) + "\n"); log.to_csv(paths["training_log"], index=False)
+    if "window-anchor" in plant:
+        planted["window-anchor"] = scored  # the rule looks at the scored actions' windows
+    if "selection-on-reported-split" in plant:
+        planted["selection-on-reported-split"] = scored
+    log = pd.DataFrame(
+        [
+            {
+                "checkpoint": c,
+                "split": s,
+                "metric": "top1_accuracy",
+                "value": round(0.1 + 0.01 * c, 3),
+            }
+            for c in range(1, 6)
+            for s in ("validation", "test")
+            if s == ("test" if "selection-on-reported-split" in plant else "validation") or c == 5
+        ]
+    )
+    paths = {
+        "annotations": folder / "validation.csv",
+        "train_annotations": folder / "train.csv",
+        "windows": folder / "windows.csv",
+        "scored": folder / "scored.txt",
+        "excluded": folder / "excluded.csv",
+        "training_log": folder / "training_log.csv",
+    }
+    ev.to_csv(paths["annotations"], index=False)
+    tr.to_csv(paths["train_annotations"], index=False)
+    windows.to_csv(paths["windows"], index=False)
+    excluded.to_csv(paths["excluded"], index=False)
+    paths["scored"].write_text("\n".join(scored) + "\n")
+    log.to_csv(paths["training_log"], index=False)
     return {**paths, "reported_split": "test"}, planted
 
 # %% ../nbs/46_lint.ipynb #0a8b853c

@@ -12,8 +12,16 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, seed_everything, sha256_json, write_text, write_results,
-                            write_npz)
+from hoi_audit.core import (
+    PROTOCOL_SEEDS,
+    DataError,
+    HoiAuditError,
+    seed_everything,
+    sha256_json,
+    write_text,
+    write_results,
+    write_npz,
+)
 from .store import CommandOutput, ResultStore, Unit
 from .cluster import current_backend
 from .recovery import WindowRecognizer, feature_windows, window_starts
@@ -29,76 +37,103 @@ __all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'TRANSCRIPT_SOURCES', 'ob
            'results_config', 'lta_command', 'add_subcommand']
 
 # %% ../nbs/22_lta.ipynb #a6f3d66d
-def observed_end(n_frames:int, # frames of the video (its annotated length)
-                 observe:float, # observed fraction alpha
-                ) -> int: # the first unobserved frame
+def observed_end(
+    n_frames: int,  # frames of the video (its annotated length)
+    observe: float,  # observed fraction alpha
+) -> int:  # the first unobserved frame
     "The observation cut `int(alpha * n)`, as the reference computes it."
-    if not 0 < observe < 1: raise ValueError(f"the observed fraction must lie in (0, 1), got {observe}")
+    if not 0 < observe < 1:
+        raise ValueError(f"the observed fraction must lie in (0, 1), got {observe}")
     return int(observe * n_frames)
 
 # %% ../nbs/22_lta.ipynb #799fc33a
-HORIZON_CONVENTIONS = ("reference", "split")  # reference: int((alpha + beta) n), as the reference's files; split: int(alpha n) + int(beta n), as queries.lta_split
+HORIZON_CONVENTIONS = (
+    "reference",
+    "split",
+)  # reference: int((alpha + beta) n), as the reference's files; split: int(alpha n) + int(beta n), as queries.lta_split
 
-def horizon_end(n_frames:int, # frames of the video
-                observe:float, # observed fraction alpha
-                predict:float, # predicted fraction beta
-                convention:str="reference", # one of HORIZON_CONVENTIONS
-               ) -> int: # the frame after the last scored one
+
+def horizon_end(
+    n_frames: int,  # frames of the video
+    observe: float,  # observed fraction alpha
+    predict: float,  # predicted fraction beta
+    convention: str = "reference",  # one of HORIZON_CONVENTIONS
+) -> int:  # the frame after the last scored one
     "The end of the scored horizon under either convention, clipped to the video."
-    if convention not in HORIZON_CONVENTIONS: raise ValueError(f"convention must be one of {HORIZON_CONVENTIONS}, got {convention!r}")
-    if not 0 < predict <= 1: raise ValueError(f"the predicted fraction must lie in (0, 1], got {predict}")
-    end = int((observe + predict) * n_frames) if convention == "reference" else observed_end(n_frames, observe) + int(predict * n_frames)
+    if convention not in HORIZON_CONVENTIONS:
+        raise ValueError(f"convention must be one of {HORIZON_CONVENTIONS}, got {convention!r}")
+    if not 0 < predict <= 1:
+        raise ValueError(f"the predicted fraction must lie in (0, 1], got {predict}")
+    end = (
+        int((observe + predict) * n_frames)
+        if convention == "reference"
+        else observed_end(n_frames, observe) + int(predict * n_frames)
+    )
     return min(end, int(n_frames))
 
 # %% ../nbs/22_lta.ipynb #8f5e3a1a
-def class_counts(truth:np.ndarray, # GT class id per frame of the whole video
-                 prediction:np.ndarray, # predicted class id per frame, from frame 0 (observed part included); may be shorter
-                 start:int, # first scored frame (the observation cut)
-                 end:int, # frame after the last scored one
-                 n_classes:int, # size of the class list
-                ) -> np.ndarray: # (2, n_classes) int64: correct and total frames per GT class
+def class_counts(
+    truth: np.ndarray,  # GT class id per frame of the whole video
+    prediction: np.ndarray,  # predicted class id per frame, from frame 0 (observed part included); may be shorter
+    start: int,  # first scored frame (the observation cut)
+    end: int,  # frame after the last scored one
+    n_classes: int,  # size of the class list
+) -> np.ndarray:  # (2, n_classes) int64: correct and total frames per GT class
     "Per-class correct and total frame counts over `[start, min(end, len(prediction), len(truth)))`, as the reference's eval_file."
     truth, prediction = np.asarray(truth, dtype=np.int64), np.asarray(prediction, dtype=np.int64)
     end = min(int(end), len(truth), len(prediction))
-    t, p = truth[int(start):end], prediction[int(start):end]
-    if len(t) and (t.min() < 0 or t.max() >= n_classes): raise DataError(f"class ids outside [0, {n_classes}) in the ground truth")
-    return np.stack([np.bincount(t[t == p], minlength=n_classes), np.bincount(t, minlength=n_classes)]).astype(np.int64)
+    t, p = truth[int(start) : end], prediction[int(start) : end]
+    if len(t) and (t.min() < 0 or t.max() >= n_classes):
+        raise DataError(f"class ids outside [0, {n_classes}) in the ground truth")
+    return np.stack(
+        [np.bincount(t[t == p], minlength=n_classes), np.bincount(t, minlength=n_classes)]
+    ).astype(np.int64)
 
 # %% ../nbs/22_lta.ipynb #207bd8aa
-def mean_over_classes(counts:np.ndarray, # (..., 2, n_classes) correct and total counts (pooled over videos)
-                     ) -> np.ndarray|float: # MoC in percent (NaN where no class has support)
+def mean_over_classes(
+    counts: np.ndarray,  # (..., 2, n_classes) correct and total counts (pooled over videos)
+) -> np.ndarray | float:  # MoC in percent (NaN where no class has support)
     "Mean over the classes with nonzero total of correct / total, in percent."
     counts = np.asarray(counts, dtype=float)
     correct, total = counts[..., 0, :], counts[..., 1, :]
     support = total > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        acc = np.where(support, correct / np.where(support, total, 1), 0.0).sum(axis=-1) / support.sum(axis=-1)
+        acc = np.where(support, correct / np.where(support, total, 1), 0.0).sum(
+            axis=-1
+        ) / support.sum(axis=-1)
     return 100 * acc if np.ndim(acc) else float(100 * acc)
 
 # %% ../nbs/22_lta.ipynb #150ef549
 PREDICTION_HEADER = "### Frame level recognition: ###"
 
-def write_prediction_file(path, # the file (the video's name, `.txt`)
-                          labels:np.ndarray, # class id per frame, observed part included
-                          classes:Sequence[str], # class names by id
-                         ) -> Path:
+
+def write_prediction_file(
+    path,  # the file (the video's name, `.txt`)
+    labels: np.ndarray,  # class id per frame, observed part included
+    classes: Sequence[str],  # class names by id
+) -> Path:
     "Write one prediction file in the reference's format (atomically)."
     names = np.asarray(classes, dtype=object)[np.asarray(labels, dtype=np.int64)]
     return write_text(path, PREDICTION_HEADER + "\n" + " ".join(names) + "\n")
 
 # %% ../nbs/22_lta.ipynb #dce8b5ab
-def read_prediction_file(path, # a prediction file
-                         class_id:dict, # class name -> id
-                        ) -> np.ndarray: # class id per frame
+def read_prediction_file(
+    path,  # a prediction file
+    class_id: dict,  # class name -> id
+) -> np.ndarray:  # class id per frame
     "Read one prediction file; a missing header or an unknown class name is an error naming the file."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: prediction file not found")
+    if not path.is_file():
+        raise DataError(f"{path}: prediction file not found")
     lines = path.read_text().split("\n")
     if lines[0].strip() != PREDICTION_HEADER or len(lines) < 2:
-        raise DataError(f"{path}: not a prediction file (its first line must be {PREDICTION_HEADER!r})")
+        raise DataError(
+            f"{path}: not a prediction file (its first line must be {PREDICTION_HEADER!r})"
+        )
     names = lines[1].split()
     unknown = sorted(set(names) - set(class_id))
-    if unknown: raise DataError(f"{path}: unknown class name(s) {unknown[:5]} (not in mapping.txt)")
+    if unknown:
+        raise DataError(f"{path}: unknown class name(s) {unknown[:5]} (not in mapping.txt)")
     return np.array([class_id[x] for x in names], dtype=np.int64)
 
 # %% ../nbs/22_lta.ipynb #aec5c771
@@ -120,43 +155,51 @@ def score_prediction_folder(dataset, # the `ProceduralDataset` whose ground trut
     return mean_over_classes(counts), counts
 
 # %% ../nbs/22_lta.ipynb #0b75375f
-def _runs(labels:np.ndarray) -> tuple:
+def _runs(labels: np.ndarray) -> tuple:
     "Run-length encoding: (labels, lengths)."
     labels = np.asarray(labels, dtype=np.int64)
-    if not len(labels): return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if not len(labels):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     starts = np.r_[0, np.flatnonzero(np.diff(labels)) + 1]
     return labels[starts], np.diff(np.r_[starts, len(labels)])
 
 # %% ../nbs/22_lta.ipynb #6126fee8
-def gt_observed_transcript(video, # a `procedural.Video`
-                           end:int, # the observation cut
-                          ) -> tuple: # (labels, lengths in frames) of the observed segments
+def gt_observed_transcript(
+    video,  # a `procedural.Video`
+    end: int,  # the observation cut
+) -> tuple:  # (labels, lengths in frames) of the observed segments
     "The annotated segments of frames `[0, end)`."
-    return _runs(video.labels[:int(end)])
+    return _runs(video.labels[: int(end)])
 
 # %% ../nbs/22_lta.ipynb #c02d3cd0
-def recognized_frame_labels(recognizer, # a fitted `recovery.WindowRecognizer`
-                            video, # a `procedural.Video` with features
-                            end:int, # the observation cut: frames at or after it are never read
-                            min_run:int=2, # runs shorter than this many windows are merged into the previous run
-                           ) -> np.ndarray: # class id per observed frame
+def recognized_frame_labels(
+    recognizer,  # a fitted `recovery.WindowRecognizer`
+    video,  # a `procedural.Video` with features
+    end: int,  # the observation cut: frames at or after it are never read
+    min_run: int = 2,  # runs shorter than this many windows are merged into the previous run
+) -> np.ndarray:  # class id per observed frame
     "Frame labels of `[0, end)` from the window recognizer (windows ending by `end` only)."
     end, w, s = int(end), recognizer.window, recognizer.stride
-    if end < 1: raise ValueError(f"{video.name}: nothing observed (cut at {end})")
+    if end < 1:
+        raise ValueError(f"{video.name}: nothing observed (cut at {end})")
     starts = window_starts(end, w, s)
-    if not len(starts): return np.full(end, recognizer.predict_segment(video, 0, end), dtype=np.int64)
+    if not len(starts):
+        return np.full(end, recognizer.predict_segment(video, 0, end), dtype=np.int64)
     window_pred = recognizer.predict_windows(feature_windows(video.features(), end, w, s))
     labels, lengths = _runs(window_pred)
     keep = lengths >= min_run
     keep[0] = True
-    smoothed = labels[np.maximum.accumulate(np.where(keep, np.arange(len(keep)), 0))]   # a flicker takes its last kept predecessor's label
+    smoothed = labels[
+        np.maximum.accumulate(np.where(keep, np.arange(len(keep)), 0))
+    ]  # a flicker takes its last kept predecessor's label
     per_window = np.repeat(smoothed, lengths)
     frames = np.repeat(per_window, s)[:end]
-    if len(frames) < end: frames = np.r_[frames, np.full(end - len(frames), per_window[-1])]
+    if len(frames) < end:
+        frames = np.r_[frames, np.full(end - len(frames), per_window[-1])]
     return frames.astype(np.int64)
 
 # %% ../nbs/22_lta.ipynb #f696febe
-def recognized_observed_transcript(recognizer, video, end:int, min_run:int=2) -> tuple:
+def recognized_observed_transcript(recognizer, video, end: int, min_run: int = 2) -> tuple:
     "The recognized segments of frames `[0, end)`: (labels, lengths in frames)."
     return _runs(recognized_frame_labels(recognizer, video, end, min_run))
 
@@ -164,30 +207,36 @@ def recognized_observed_transcript(recognizer, video, end:int, min_run:int=2) ->
 @dataclass(frozen=True)
 class LTAConfig:
     "The anticipation model, its training, and the protocol's settings."
-    observe:tuple = (0.2, 0.3) # observed fractions alpha
-    predict:tuple = (0.1, 0.2, 0.3, 0.5) # predicted fractions beta
-    convention:str = "reference" # horizon end (HORIZON_CONVENTIONS)
-    hidden:int = 64 # GRU width
-    layers:int = 1 # GRU layers
-    epochs:int = 30 # training epochs
-    batch_size:int = 32 # transcripts per step
-    lr:float = 3e-3 # Adam learning rate
-    random_cuts:int = 8 # random cut frames per training video (the whole transcript covers every segment boundary)
-    cut_range:tuple = (0.05, 0.8) # random cuts fall in this fraction of the video
-    length_weight:float = 10.0 # weight of the two length losses against the class loss
-    max_segments:int = 200 # most segments predicted per video (a guard)
-    recognizer_window:int = 16 # the window recognizer's window (frames)
-    recognizer_stride:int = 8 # its stride
-    recognizer_seed:int = 42 # its seed
-    recognizer_max_windows:int = 8000 # at most this many training windows (a seeded subset)
-    min_run:int = 2 # windows a recognized run must last
+
+    observe: tuple = (0.2, 0.3)  # observed fractions alpha
+    predict: tuple = (0.1, 0.2, 0.3, 0.5)  # predicted fractions beta
+    convention: str = "reference"  # horizon end (HORIZON_CONVENTIONS)
+    hidden: int = 64  # GRU width
+    layers: int = 1  # GRU layers
+    epochs: int = 30  # training epochs
+    batch_size: int = 32  # transcripts per step
+    lr: float = 3e-3  # Adam learning rate
+    random_cuts: int = 8  # random cut frames per training video (the whole transcript covers every segment boundary)
+    cut_range: tuple = (0.05, 0.8)  # random cuts fall in this fraction of the video
+    length_weight: float = 10.0  # weight of the two length losses against the class loss
+    max_segments: int = 200  # most segments predicted per video (a guard)
+    recognizer_window: int = 16  # the window recognizer's window (frames)
+    recognizer_stride: int = 8  # its stride
+    recognizer_seed: int = 42  # its seed
+    recognizer_max_windows: int = 8000  # at most this many training windows (a seeded subset)
+    min_run: int = 2  # windows a recognized run must last
 
     def __post_init__(self):
-        if self.convention not in HORIZON_CONVENTIONS: raise ValueError(f"convention must be one of {HORIZON_CONVENTIONS}, got {self.convention!r}")
+        if self.convention not in HORIZON_CONVENTIONS:
+            raise ValueError(
+                f"convention must be one of {HORIZON_CONVENTIONS}, got {self.convention!r}"
+            )
         for f in (*self.observe, *self.predict):
-            if not 0 < f < 1: raise ValueError(f"observed and predicted fractions must lie in (0, 1), got {f}")
+            if not 0 < f < 1:
+                raise ValueError(f"observed and predicted fractions must lie in (0, 1), got {f}")
 
-    def as_dict(self) -> dict: return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+    def as_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 # %% ../nbs/22_lta.ipynb #d7399ff9
 class SegmentRNN(nn.Module):
@@ -204,16 +253,18 @@ class SegmentRNN(nn.Module):
                 nn.functional.softplus(self.next_length(out)).squeeze(-1))
 
 # %% ../nbs/22_lta.ipynb #e2e6d417
-def transcript_tokens(labels:Sequence[int], # segment classes
-                      lengths:Sequence[float], # segment lengths / video length
-                      n_classes:int, # size of the class list
-                      unfinished:bool=True, # the last segment is cut by the observation
-                     ) -> np.ndarray: # (n_segments, n_classes + 2) float32
+def transcript_tokens(
+    labels: Sequence[int],  # segment classes
+    lengths: Sequence[float],  # segment lengths / video length
+    n_classes: int,  # size of the class list
+    unfinished: bool = True,  # the last segment is cut by the observation
+) -> np.ndarray:  # (n_segments, n_classes + 2) float32
     "The model's input tokens for one transcript."
     x = np.zeros((len(labels), n_classes + 2), dtype=np.float32)
     x[np.arange(len(labels)), np.asarray(labels, dtype=np.int64)] = 1
     x[:, n_classes] = lengths
-    if unfinished and len(labels): x[-1, n_classes + 1] = 1
+    if unfinished and len(labels):
+        x[-1, n_classes + 1] = 1
     return x
 
 # %% ../nbs/22_lta.ipynb #7abb11fb
@@ -240,28 +291,42 @@ def training_examples(dataset, # a `ProceduralDataset`
     return out
 
 # %% ../nbs/22_lta.ipynb #442ec92f
-def _batch(examples:list) -> tuple:
+def _batch(examples: list) -> tuple:
     size = max(len(e[0]) for e in examples)
     tokens = torch.zeros(len(examples), size, examples[0][0].shape[1])
     remaining, length = torch.zeros(len(examples), size), torch.zeros(len(examples), size)
-    nxt, mask = torch.full((len(examples), size), -1, dtype=torch.int64), torch.zeros(len(examples), size, dtype=torch.bool)
+    nxt, mask = (
+        torch.full((len(examples), size), -1, dtype=torch.int64),
+        torch.zeros(len(examples), size, dtype=torch.bool),
+    )
     for k, (x, r, c, l) in enumerate(examples):
-        tokens[k, :len(x)], remaining[k, :len(x)] = torch.from_numpy(x), torch.from_numpy(r).float()
-        nxt[k, :len(x)], length[k, :len(x)], mask[k, :len(x)] = torch.from_numpy(c), torch.from_numpy(l).float(), True
+        tokens[k, : len(x)], remaining[k, : len(x)] = (
+            torch.from_numpy(x),
+            torch.from_numpy(r).float(),
+        )
+        nxt[k, : len(x)], length[k, : len(x)], mask[k, : len(x)] = (
+            torch.from_numpy(c),
+            torch.from_numpy(l).float(),
+            True,
+        )
     return tokens, mask, remaining, nxt, length
 
 # %% ../nbs/22_lta.ipynb #5580490a
-def fit_lta_model(dataset, # a `ProceduralDataset` (labels are enough: the model reads transcripts, never features)
-                  videos:Sequence[str], # the split's train videos
-                  config:LTAConfig=LTAConfig(), # model and training settings
-                  seed:int=42, # seed of the cuts, the initialization and the batches
-                 ) -> SegmentRNN:
+def fit_lta_model(
+    dataset,  # a `ProceduralDataset` (labels are enough: the model reads transcripts, never features)
+    videos: Sequence[str],  # the split's train videos
+    config: LTAConfig = LTAConfig(),  # model and training settings
+    seed: int = 42,  # seed of the cuts, the initialization and the batches
+) -> SegmentRNN:
     "Train the segment RNN on GT transcripts of the train videos (cross-entropy on the next class, L1 on the lengths; the remaining length on unfinished segments only)."
     seed_everything(seed)
     examples = training_examples(dataset, videos, config, seed)
-    if not examples: raise DataError(f"{dataset.root}: no training transcripts in {len(videos)} videos")
+    if not examples:
+        raise DataError(f"{dataset.root}: no training transcripts in {len(videos)} videos")
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)          # small recurrent steps: one thread is fastest and does not fight other processes
+    torch.set_num_threads(
+        1
+    )  # small recurrent steps: one thread is fastest and does not fight other processes
     try:
         model = SegmentRNN(len(dataset.classes), config.hidden, config.layers)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -271,60 +336,105 @@ def fit_lta_model(dataset, # a `ProceduralDataset` (labels are enough: the model
                 tokens, mask, remaining, nxt, nxt_len = _batch([examples[i] for i in idx.tolist()])
                 r, logits, length = model(tokens)
                 has_next = mask & (nxt >= 0)
-                unfinished = mask & (tokens[..., -1] > 0)          # the remaining length is asked of an unfinished segment only
-                loss = config.length_weight * nn.functional.l1_loss(r[unfinished], remaining[unfinished]) if unfinished.any() else 0.0
+                unfinished = mask & (
+                    tokens[..., -1] > 0
+                )  # the remaining length is asked of an unfinished segment only
+                loss = (
+                    config.length_weight
+                    * nn.functional.l1_loss(r[unfinished], remaining[unfinished])
+                    if unfinished.any()
+                    else 0.0
+                )
                 if has_next.any():
                     loss = loss + nn.functional.cross_entropy(logits[has_next], nxt[has_next])
-                    loss = loss + config.length_weight * nn.functional.l1_loss(length[has_next], nxt_len[has_next])
-                opt.zero_grad(); loss.backward(); opt.step()
-    finally: torch.set_num_threads(threads)
+                    loss = loss + config.length_weight * nn.functional.l1_loss(
+                        length[has_next], nxt_len[has_next]
+                    )
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    finally:
+        torch.set_num_threads(threads)
     return model.eval()
 
 # %% ../nbs/22_lta.ipynb #1b20d19c
 @torch.no_grad()
-def anticipate(model:SegmentRNN, # a fitted model
-               labels:Sequence[int], # observed segment classes (GT or recognized)
-               lengths:Sequence[int], # their lengths in frames (they sum to the observation cut)
-               video_length:float, # the length the protocol implies: cut / alpha (oracle: it comes from the video's length)
-               end:int, # predict frames up to this one
-               min_length:int=1, # frames of the shortest predicted segment
-               max_segments:int=200, # most segments predicted (then the last class is held)
-              ) -> np.ndarray: # class id per frame of [0, end): the observed labels, then the prediction
+def anticipate(
+    model: SegmentRNN,  # a fitted model
+    labels: Sequence[int],  # observed segment classes (GT or recognized)
+    lengths: Sequence[int],  # their lengths in frames (they sum to the observation cut)
+    video_length: float,  # the length the protocol implies: cut / alpha (oracle: it comes from the video's length)
+    end: int,  # predict frames up to this one
+    min_length: int = 1,  # frames of the shortest predicted segment
+    max_segments: int = 200,  # most segments predicted (then the last class is held)
+) -> np.ndarray:  # class id per frame of [0, end): the observed labels, then the prediction
     "Finish the last observed segment, then predict segments until `end`."
     labels, lengths = [int(x) for x in labels], [int(x) for x in lengths]
-    if not labels: raise ValueError("an empty observed transcript")
+    if not labels:
+        raise ValueError("an empty observed transcript")
     cut, frames = sum(lengths), [np.repeat(labels, lengths)]
     token_lengths = [x / video_length for x in lengths]
     filled, unfinished, guard = cut, True, 0
     while filled < end and guard < max_segments:
-        x = torch.from_numpy(transcript_tokens(labels, token_lengths, model.n_classes, unfinished))[None]
+        x = torch.from_numpy(transcript_tokens(labels, token_lengths, model.n_classes, unfinished))[
+            None
+        ]
         remaining, logits, length = (o[0, -1] for o in model(x))
         if unfinished:
             extra = int(round(float(remaining) * video_length))
-            frames.append(np.full(extra, labels[-1])); filled += extra; token_lengths[-1] += extra / video_length; unfinished = False
+            frames.append(np.full(extra, labels[-1]))
+            filled += extra
+            token_lengths[-1] += extra / video_length
+            unfinished = False
             continue
-        logits = logits.clone(); logits[labels[-1]] = -math.inf
+        logits = logits.clone()
+        logits[labels[-1]] = -math.inf
         c, n = int(logits.argmax()), max(min_length, int(round(float(length) * video_length)))
-        labels.append(c); token_lengths.append(n / video_length); frames.append(np.full(n, c)); filled += n; guard += 1
+        labels.append(c)
+        token_lengths.append(n / video_length)
+        frames.append(np.full(n, c))
+        filled += n
+        guard += 1
     out = np.concatenate(frames).astype(np.int64)
-    if len(out) < end: out = np.r_[out, np.full(end - len(out), out[-1])]
+    if len(out) < end:
+        out = np.r_[out, np.full(end - len(out), out[-1])]
     return out[:end]
 
 # %% ../nbs/22_lta.ipynb #666ebda2
-TRANSCRIPT_SOURCES = ("recognizer", "gt")  # the observed transcript's source at test time (the reference's decoded / GT switch)
+TRANSCRIPT_SOURCES = (
+    "recognizer",
+    "gt",
+)  # the observed transcript's source at test time (the reference's decoded / GT switch)
 
-def _unit(dataset, split:int, seed:int, config:LTAConfig) -> Unit:
+
+def _unit(dataset, split: int, seed: int, config: LTAConfig) -> Unit:
     parts = dataset.splits[split]
-    labels = {v: sha256_json(dataset.video(v).labels.tolist()) for v in parts["train"] + parts["test"]}
-    return Unit({"dataset": dataset.name, "split": int(split), "seed": int(seed)}, config=config.as_dict(),
-                inputs={"labels": sha256_json(labels), "train": sha256_json(parts["train"]), "test": sha256_json(parts["test"]),
-                        "features": sha256_json([str(dataset.video(v).feature_path) for v in parts["train"] + parts["test"]])})
+    labels = {
+        v: sha256_json(dataset.video(v).labels.tolist()) for v in parts["train"] + parts["test"]
+    }
+    return Unit(
+        {"dataset": dataset.name, "split": int(split), "seed": int(seed)},
+        config=config.as_dict(),
+        inputs={
+            "labels": sha256_json(labels),
+            "train": sha256_json(parts["train"]),
+            "test": sha256_json(parts["test"]),
+            "features": sha256_json(
+                [str(dataset.video(v).feature_path) for v in parts["train"] + parts["test"]]
+            ),
+        },
+    )
 
 # %% ../nbs/22_lta.ipynb #063b0886
-def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) -> dict:
+def _compute_unit(dataset, split: int, seed: int, config: LTAConfig, workdir: Path) -> dict:
     parts, n_classes = dataset.splits[split], len(dataset.classes)
-    recognizer = WindowRecognizer(max_windows=config.recognizer_max_windows).fit(dataset, split=split, window=config.recognizer_window, stride=config.recognizer_stride,
-                                        seed=config.recognizer_seed)
+    recognizer = WindowRecognizer(max_windows=config.recognizer_max_windows).fit(
+        dataset,
+        split=split,
+        window=config.recognizer_window,
+        stride=config.recognizer_stride,
+        seed=config.recognizer_seed,
+    )
     model = fit_lta_model(dataset, parts["train"], config, seed)
     rows, arrays = [], {}
     for name in parts["test"]:
@@ -332,75 +442,142 @@ def _compute_unit(dataset, split:int, seed:int, config:LTAConfig, workdir:Path) 
         n = video.n_frames
         for alpha in config.observe:
             cut = observed_end(n, alpha)
-            if cut < 1: raise DataError(f"{dataset.root}: video {name} has {n} frames: nothing observed at {alpha:.0%}")
+            if cut < 1:
+                raise DataError(
+                    f"{dataset.root}: video {name} has {n} frames: nothing observed at {alpha:.0%}"
+                )
             last = max(horizon_end(n, alpha, b, config.convention) for b in config.predict)
-            sources = {"gt": gt_observed_transcript(video, cut), "recognizer": recognized_observed_transcript(recognizer, video, cut, config.min_run)}
+            sources = {
+                "gt": gt_observed_transcript(video, cut),
+                "recognizer": recognized_observed_transcript(
+                    recognizer, video, cut, config.min_run
+                ),
+            }
             for condition in TRANSCRIPT_SOURCES:
-                pred = anticipate(model, *sources[condition], cut / alpha, last, max_segments=config.max_segments)
+                pred = anticipate(
+                    model, *sources[condition], cut / alpha, last, max_segments=config.max_segments
+                )
                 arrays[f"{name}|{alpha}|{condition}"] = pred
                 for beta in config.predict:
-                    c = class_counts(video.labels, pred, cut, horizon_end(n, alpha, beta, config.convention), n_classes)
-                    rows.append({"video": name, "observed": alpha, "beta": beta, "condition": condition,
-                                 "correct": c[0].tolist(), "total": c[1].tolist()})
-    write_npz(workdir / "predictions.npz", compress=True, **{k.replace("|", "__"): v for k, v in arrays.items()})
+                    c = class_counts(
+                        video.labels,
+                        pred,
+                        cut,
+                        horizon_end(n, alpha, beta, config.convention),
+                        n_classes,
+                    )
+                    rows.append(
+                        {
+                            "video": name,
+                            "observed": alpha,
+                            "beta": beta,
+                            "condition": condition,
+                            "correct": c[0].tolist(),
+                            "total": c[1].tolist(),
+                        }
+                    )
+    write_npz(
+        workdir / "predictions.npz",
+        compress=True,
+        **{k.replace("|", "__"): v for k, v in arrays.items()},
+    )
     return {"rows": rows}
 
 # %% ../nbs/22_lta.ipynb #4ddef4aa
-def lta_counts(dataset, # a `ProceduralDataset` with features
-               splits:Sequence[int]|None=None, # splits (None: all)
-               seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds of the anticipation model
-               config:LTAConfig=LTAConfig(), # settings
-               store:ResultStore|None=None, # where units are kept (None: a temporary folder)
-               progress:bool=False, # a progress bar
-              ) -> pd.DataFrame: # split, seed, video, observed, beta, condition, correct (list), total (list)
+def lta_counts(
+    dataset,  # a `ProceduralDataset` with features
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds of the anticipation model
+    config: LTAConfig = LTAConfig(),  # settings
+    store: ResultStore | None = None,  # where units are kept (None: a temporary folder)
+    progress: bool = False,  # a progress bar
+) -> pd.DataFrame:  # split, seed, video, observed, beta, condition, correct (list), total (list)
     "Per-video, per-class correct/total counts of every (split, seed, observed fraction, horizon, observed-transcript source)."
-    if not dataset.has_features: raise DataError(f"{dataset.root}: the recognized transcript needs features (an MS-TCN folder with features/)")
+    if not dataset.has_features:
+        raise DataError(
+            f"{dataset.root}: the recognized transcript needs features (an MS-TCN folder with features/)"
+        )
     splits = sorted(dataset.splits) if splits is None else [int(s) for s in splits]
     unknown = [s for s in splits if s not in dataset.splits]
-    if unknown: raise DataError(f"{dataset.root}: no split(s) {unknown} (splits: {sorted(dataset.splits)})")
-    if not seeds: raise DataError("no seeds")
+    if unknown:
+        raise DataError(f"{dataset.root}: no split(s) {unknown} (splits: {sorted(dataset.splits)})")
+    if not seeds:
+        raise DataError("no seeds")
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_lta_")))
     units = [_unit(dataset, s, seed, config) for s in splits for seed in seeds]
-    results = store.run(units, lambda u, w: _compute_unit(dataset, u.key["split"], u.key["seed"], config, w), progress=progress, desc="lta", backend=current_backend())
-    rows = [{"split": u.key["split"], "seed": u.key["seed"], **r} for u, res in zip(units, results) for r in res["rows"]]
-    out = pd.DataFrame(rows, columns=["split", "seed", "video", "observed", "beta", "condition", "correct", "total"])
+    results = store.run(
+        units,
+        lambda u, w: _compute_unit(dataset, u.key["split"], u.key["seed"], config, w),
+        progress=progress,
+        desc="lta",
+        backend=current_backend(),
+    )
+    rows = [
+        {"split": u.key["split"], "seed": u.key["seed"], **r}
+        for u, res in zip(units, results)
+        for r in res["rows"]
+    ]
+    out = pd.DataFrame(
+        rows,
+        columns=["split", "seed", "video", "observed", "beta", "condition", "correct", "total"],
+    )
     out.attrs.update(units=units, store=store)
     return out
 
 # %% ../nbs/22_lta.ipynb #7579ab97
-def _stack(group:pd.DataFrame, seeds:list, videos:list) -> np.ndarray:
+def _stack(group: pd.DataFrame, seeds: list, videos: list) -> np.ndarray:
     "(seeds, videos, 2, n_classes) counts of one (split, observed, beta, condition)."
     by = {(r.seed, r.video): (r.correct, r.total) for r in group.itertuples()}
     return np.array([[by[(s, v)] for v in videos] for s in seeds], dtype=float)
 
 # %% ../nbs/22_lta.ipynb #39f3810f
-def moc_records(counts:pd.DataFrame, # from `lta_counts`
-               ) -> pd.DataFrame: # split, seed, observed, beta, condition, metric ('moc'), value
+def moc_records(
+    counts: pd.DataFrame,  # from `lta_counts`
+) -> pd.DataFrame:  # split, seed, observed, beta, condition, metric ('moc'), value
     "MoC of every (split, seed, observed, beta, condition): counts pooled over the split's test videos."
     rows = []
-    for (split, seed, alpha, beta, condition), g in counts.groupby(["split", "seed", "observed", "beta", "condition"], sort=True):
-        pooled = np.stack([np.sum(g["correct"].tolist(), axis=0), np.sum(g["total"].tolist(), axis=0)])
-        rows.append({"split": split, "seed": seed, "observed": alpha, "beta": beta, "condition": condition, "metric": "moc",
-                     "value": mean_over_classes(pooled)})
+    for (split, seed, alpha, beta, condition), g in counts.groupby(
+        ["split", "seed", "observed", "beta", "condition"], sort=True
+    ):
+        pooled = np.stack(
+            [np.sum(g["correct"].tolist(), axis=0), np.sum(g["total"].tolist(), axis=0)]
+        )
+        rows.append(
+            {
+                "split": split,
+                "seed": seed,
+                "observed": alpha,
+                "beta": beta,
+                "condition": condition,
+                "metric": "moc",
+                "value": mean_over_classes(pooled),
+            }
+        )
     return pd.DataFrame(rows)
 
 # %% ../nbs/22_lta.ipynb #0003d3dc
-def lta_table(records:pd.DataFrame, # from `moc_records`
-             ) -> pd.DataFrame: # rows (observed, condition), columns beta: mean, std over splits
+def lta_table(
+    records: pd.DataFrame,  # from `moc_records`
+) -> pd.DataFrame:  # rows (observed, condition), columns beta: mean, std over splits
     "Table 14's condition rows: MoC mean and std over splits (seeds averaged within a split)."
     per = records.groupby(["observed", "beta", "condition", "split"])["value"].mean()
     g = per.groupby(["observed", "beta", "condition"])
-    out = pd.DataFrame({"moc": g.mean(), "moc_std": g.std(ddof=1), "n_splits": g.size()}).reset_index()
-    return out.pivot_table(index=["observed", "condition"], columns="beta", values=["moc", "moc_std"])
+    out = pd.DataFrame(
+        {"moc": g.mean(), "moc_std": g.std(ddof=1), "n_splits": g.size()}
+    ).reset_index()
+    return out.pivot_table(
+        index=["observed", "condition"], columns="beta", values=["moc", "moc_std"]
+    )
 
 # %% ../nbs/22_lta.ipynb #610711cc
-def lta_gap(counts:pd.DataFrame, # from `lta_counts`
-            oracle:str="gt", # the oracle transcript's condition
-            non_oracle:str="recognizer", # the recognized transcript's condition
-            n_boot:int=2000, # bootstrap replicates of the per-video interval
-            confidence:float=0.95, # both intervals' level
-            seed:int=0, # the bootstrap's seed
-           ) -> pd.DataFrame: # observed, beta, gap, ci_low/ci_high (per split), ci_low_video/ci_high_video, n_splits, n_videos
+def lta_gap(
+    counts: pd.DataFrame,  # from `lta_counts`
+    oracle: str = "gt",  # the oracle transcript's condition
+    non_oracle: str = "recognizer",  # the recognized transcript's condition
+    n_boot: int = 2000,  # bootstrap replicates of the per-video interval
+    confidence: float = 0.95,  # both intervals' level
+    seed: int = 0,  # the bootstrap's seed
+) -> pd.DataFrame:  # observed, beta, gap, ci_low/ci_high (per split), ci_low_video/ci_high_video, n_splits, n_videos
     "GT minus recognizer MoC per (observed, beta): the mean paired split difference, its split-level t and video-level bootstrap intervals."
     rows, seeds = [], sorted(counts["seed"].unique())
     for (alpha, beta), g in counts.groupby(["observed", "beta"], sort=True):
@@ -409,40 +586,72 @@ def lta_gap(counts:pd.DataFrame, # from `lta_counts`
         for split, gs in g.groupby("split", sort=True):
             videos = sorted(gs["video"].unique())
             a, b = (_stack(gs[gs["condition"] == c], seeds, videos) for c in (oracle, non_oracle))
-            split_diff[split] = float(np.mean(mean_over_classes(a.sum(axis=1)) - mean_over_classes(b.sum(axis=1))))
+            split_diff[split] = float(
+                np.mean(mean_over_classes(a.sum(axis=1)) - mean_over_classes(b.sum(axis=1)))
+            )
             draws = rng.integers(0, len(videos), size=(n_boot, len(videos)))
             w = np.stack([np.bincount(d, minlength=len(videos)) for d in draws]).astype(float)
             moc = lambda c: mean_over_classes(np.einsum("bv,svck->bsck", w, c)).mean(axis=1)
             boot += moc(a) - moc(b)
         boot /= len(split_diff)
         diffs = pd.Series(split_diff)
-        t = student_t_interval(diffs, confidence) if len(diffs) > 1 else Interval(float(diffs.mean()), math.nan, math.nan, 1, confidence, "student-t", note="one split: undefined")
+        t = (
+            student_t_interval(diffs, confidence)
+            if len(diffs) > 1
+            else Interval(
+                float(diffs.mean()),
+                math.nan,
+                math.nan,
+                1,
+                confidence,
+                "student-t",
+                note="one split: undefined",
+            )
+        )
         q = np.nanpercentile(boot, [50 * (1 - confidence), 100 - 50 * (1 - confidence)])
-        rows.append({"observed": alpha, "beta": beta, "gap": t.estimate, "ci_low": t.low, "ci_high": t.high,
-                     "ci_low_video": float(q[0]), "ci_high_video": float(q[1]), "n_splits": len(diffs), "n_videos": int(g["video"].nunique())})
+        rows.append(
+            {
+                "observed": alpha,
+                "beta": beta,
+                "gap": t.estimate,
+                "ci_low": t.low,
+                "ci_high": t.high,
+                "ci_low_video": float(q[0]),
+                "ci_high_video": float(q[1]),
+                "n_splits": len(diffs),
+                "n_videos": int(g["video"].nunique()),
+            }
+        )
     return pd.DataFrame(rows)
 
 # %% ../nbs/22_lta.ipynb #31e56028
 @dataclass
 class LTAResult:
     "The long-term-anticipation protocol: counts, MoC records, Table 14's rows and the gap."
-    counts: pd.DataFrame # per video and class (from `lta_counts`)
-    records: pd.DataFrame # MoC per split, seed, observed, beta, condition
-    table: pd.DataFrame # mean and std over splits
-    gap: pd.DataFrame # GT - recognizer with per-split and per-video intervals
+
+    counts: pd.DataFrame  # per video and class (from `lta_counts`)
+    records: pd.DataFrame  # MoC per split, seed, observed, beta, condition
+    table: pd.DataFrame  # mean and std over splits
+    gap: pd.DataFrame  # GT - recognizer with per-split and per-video intervals
     config: LTAConfig = field(default_factory=LTAConfig)
-    predictions: Path|None = None # where the prediction files are (None: not written)
+    predictions: Path | None = None  # where the prediction files are (None: not written)
 
 # %% ../nbs/22_lta.ipynb #1823b9a0
-def write_predictions(dataset, # the dataset
-                      counts:pd.DataFrame, # from `lta_counts` (its store holds the frame predictions)
-                      folder, # where to write
-                      config:LTAConfig, # the protocol's settings
-                      seed:int|None=None, # the training seed whose predictions are written (None: the first)
-                     ) -> Path:
+def write_predictions(
+    dataset,  # the dataset
+    counts: pd.DataFrame,  # from `lta_counts` (its store holds the frame predictions)
+    folder,  # where to write
+    config: LTAConfig,  # the protocol's settings
+    seed: int | None = None,  # the training seed whose predictions are written (None: the first)
+) -> Path:
     "Write the prediction files of one seed, one folder per (condition, observed, beta)."
     folder, store = Path(folder), counts.attrs["store"]
-    units = [u for u in counts.attrs["units"] if u.key["seed"] == (seed if seed is not None else min(x.key["seed"] for x in counts.attrs["units"]))]
+    units = [
+        u
+        for u in counts.attrs["units"]
+        if u.key["seed"]
+        == (seed if seed is not None else min(x.key["seed"] for x in counts.attrs["units"]))
+    ]
     for u in units:
         with np.load(store.files(u) / "predictions.npz") as z:
             for key in z.files:
@@ -450,51 +659,79 @@ def write_predictions(dataset, # the dataset
                 n = dataset.video(name).n_frames
                 for beta in config.predict:
                     end = horizon_end(n, float(alpha), beta, config.convention)
-                    write_prediction_file(folder / condition / f"obs{alpha}_pred{beta}" / f"{name}.txt", z[key][:end], dataset.classes)
+                    write_prediction_file(
+                        folder / condition / f"obs{alpha}_pred{beta}" / f"{name}.txt",
+                        z[key][:end],
+                        dataset.classes,
+                    )
     return folder
 
 # %% ../nbs/22_lta.ipynb #a5543297
-def run_lta(dataset, # a `ProceduralDataset` with features
-            splits:Sequence[int]|None=None, # splits (None: all)
-            seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-            config:LTAConfig=LTAConfig(), # settings
-            store:ResultStore|None=None, # result store (a killed run resumes)
-            predictions=None, # a folder for the prediction files (None: not written)
-            n_boot:int=2000, # bootstrap replicates of the per-video interval
-            progress:bool=False, # progress bar
-           ) -> LTAResult:
+def run_lta(
+    dataset,  # a `ProceduralDataset` with features
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    config: LTAConfig = LTAConfig(),  # settings
+    store: ResultStore | None = None,  # result store (a killed run resumes)
+    predictions=None,  # a folder for the prediction files (None: not written)
+    n_boot: int = 2000,  # bootstrap replicates of the per-video interval
+    progress: bool = False,  # progress bar
+) -> LTAResult:
     "The standard LTA protocol with the GT / recognized observed-transcript switch: Table 14."
     counts = lta_counts(dataset, splits, seeds, config, store, progress)
     records = moc_records(counts)
     out = LTAResult(counts, records, lta_table(records), lta_gap(counts, n_boot=n_boot), config)
-    if predictions is not None: out.predictions = write_predictions(dataset, counts, predictions, config)
+    if predictions is not None:
+        out.predictions = write_predictions(dataset, counts, predictions, config)
     return out
 
 # %% ../nbs/22_lta.ipynb #ff9e43fe
-def lta_results_records(result:LTAResult, # from `run_lta`
-                        dataset_name:str, # the dataset's name in the records
-                       ) -> list[dict]:
+def lta_results_records(
+    result: LTAResult,  # from `run_lta`
+    dataset_name: str,  # the dataset's name in the records
+) -> list[dict]:
     "MoC records (factors observed, beta, condition; metric 'moc') and gap records (metric 'moc_gap', both intervals)."
     recs = [{"dataset": dataset_name, **r} for r in result.records.to_dict("records")]
     for r in result.gap.to_dict("records"):
-        recs.append({"dataset": dataset_name, "observed": r["observed"], "beta": r["beta"], "condition": "gt - recognizer", "metric": "moc_gap",
-                     "value": r["gap"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_low_video": r["ci_low_video"],
-                     "ci_high_video": r["ci_high_video"], "n": r["n_splits"], "n_videos": r["n_videos"]})
+        recs.append(
+            {
+                "dataset": dataset_name,
+                "observed": r["observed"],
+                "beta": r["beta"],
+                "condition": "gt - recognizer",
+                "metric": "moc_gap",
+                "value": r["gap"],
+                "ci_low": r["ci_low"],
+                "ci_high": r["ci_high"],
+                "ci_low_video": r["ci_low_video"],
+                "ci_high_video": r["ci_high_video"],
+                "n": r["n_splits"],
+                "n_videos": r["n_videos"],
+            }
+        )
     return recs
 
 # %% ../nbs/22_lta.ipynb #89a9cd5a
-def results_config(config:LTAConfig, **extra) -> dict:
+def results_config(config: LTAConfig, **extra) -> dict:
     "The results JSON's config: the settings, the horizon convention spelled out, and how each number was computed."
-    return {**config.as_dict(), "horizon_end": "int((observe + beta) * n)" if config.convention == "reference" else "int(observe * n) + int(beta * n)",
-            "moc": "per-class correct/total pooled over a split's test videos; mean over classes with nonzero total; background counted",
-            "table": "mean and std (ddof=1) over splits of seed-averaged MoC",
-            "ci_split": "paired Student-t over per-split differences, n_splits - 1 df",
-            "ci_video": "paired percentile bootstrap over test videos, stratified by split", **extra}
+    return {
+        **config.as_dict(),
+        "horizon_end": "int((observe + beta) * n)"
+        if config.convention == "reference"
+        else "int(observe * n) + int(beta * n)",
+        "moc": "per-class correct/total pooled over a split's test videos; mean over classes with nonzero total; background counted",
+        "table": "mean and std (ddof=1) over splits of seed-averaged MoC",
+        "ci_split": "paired Student-t over per-split differences, n_splits - 1 df",
+        "ci_video": "paired percentile bootstrap over test videos, stratified by split",
+        **extra,
+    }
 
 # %% ../nbs/22_lta.ipynb #a52e4273
-def _floats(text:str) -> tuple:
-    try: return tuple(float(x) for x in text.replace(",", " ").split())
-    except ValueError: raise HoiAuditError(f"cannot parse {text!r} as fractions") from None
+def _floats(text: str) -> tuple:
+    try:
+        return tuple(float(x) for x in text.replace(",", " ").split())
+    except ValueError:
+        raise HoiAuditError(f"cannot parse {text!r} as fractions") from None
 
 # %% ../nbs/22_lta.ipynb #127a47bc
 def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/

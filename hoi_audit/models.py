@@ -26,72 +26,120 @@ __all__ = ['INPUTS', 'VECTOR_INPUTS', 'DEVICE_ENV', 'DEVICES', 'ARCHITECTURES', 
            'user_architecture', 'architecture', 'check_anticipator', 'verb_scores', 'anticipation_metrics']
 
 # %% ../nbs/15_models.ipynb #8bb1ded4
-def video_window_tokens(dataset, # a `ProceduralDataset` with features
-                        queries:pd.DataFrame, # queries with video, window_start, window_end
-                        n_tokens:int=4, # pooled tokens per window
-                       ) -> np.ndarray: # (n_queries, n_tokens, D) float32
+def video_window_tokens(
+    dataset,  # a `ProceduralDataset` with features
+    queries: pd.DataFrame,  # queries with video, window_start, window_end
+    n_tokens: int = 4,  # pooled tokens per window
+) -> np.ndarray:  # (n_queries, n_tokens, D) float32
     "Each query's observation window pooled into `n_tokens` mean tokens (one video's features in memory at a time)."
-    if n_tokens < 1: raise ValueError(f"n_tokens must be >= 1, got {n_tokens}")
-    if len(queries) == 0: raise DataError("video_window_tokens: no queries")
+    if n_tokens < 1:
+        raise ValueError(f"n_tokens must be >= 1, got {n_tokens}")
+    if len(queries) == 0:
+        raise DataError("video_window_tokens: no queries")
     out = None
     starts, ends = queries["window_start"].to_numpy(), queries["window_end"].to_numpy()
-    for name, idx in pd.Series(np.arange(len(queries))).groupby(queries["video"].to_numpy(), sort=True):
+    for name, idx in pd.Series(np.arange(len(queries))).groupby(
+        queries["video"].to_numpy(), sort=True
+    ):
         features = dataset.video(name).features()
-        if out is None: out = np.zeros((len(queries), n_tokens, features.shape[1]), dtype=np.float32)
+        if out is None:
+            out = np.zeros((len(queries), n_tokens, features.shape[1]), dtype=np.float32)
         for r in idx.to_numpy():
             w0, w1 = int(starts[r]), int(ends[r])
             if not 0 <= w0 <= w1 <= len(features):
-                raise DataError(f"{dataset.video(name).feature_path}: query window [{w0}, {w1}) outside the video's {len(features)} frames")
+                raise DataError(
+                    f"{dataset.video(name).feature_path}: query window [{w0}, {w1}) outside the video's {len(features)} frames"
+                )
             window = np.asarray(features[w0:w1], dtype=np.float32)
             for j, chunk in enumerate(np.array_split(np.arange(len(window)), n_tokens)):
-                if len(chunk): out[r, j] = window[chunk].mean(axis=0)
+                if len(chunk):
+                    out[r, j] = window[chunk].mean(axis=0)
     return out
 
 # %% ../nbs/15_models.ipynb #08a7bdb1
-def history_token_matrix(histories:Sequence[tuple], # one history (tuple of class ids) per query
-                         max_len:int=16, # most recent actions kept
-                        ) -> np.ndarray: # (n_queries, max_len) int64, 0 = padding
+def history_token_matrix(
+    histories: Sequence[tuple],  # one history (tuple of class ids) per query
+    max_len: int = 16,  # most recent actions kept
+) -> np.ndarray:  # (n_queries, max_len) int64, 0 = padding
     "Histories as left-padded token rows (class id + 1), the latest action in the last column."
-    if max_len < 1: raise ValueError(f"max_len must be >= 1, got {max_len}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
     out = np.zeros((len(histories), max_len), dtype=np.int64)
     for r, h in enumerate(histories):
         h = list(h)[-max_len:]
-        if h: out[r, max_len - len(h):] = np.asarray(h, dtype=np.int64) + 1
+        if h:
+            out[r, max_len - len(h) :] = np.asarray(h, dtype=np.int64) + 1
     return out
 
 # %% ../nbs/15_models.ipynb #ccf36efc
 INPUTS = ("video", "history", "state", "elapsed_fraction")  # the input blocks a model can take
-VECTOR_INPUTS = ("state", "elapsed_fraction")                # inputs that enter the model as one linear token each
+VECTOR_INPUTS = (
+    "state",
+    "elapsed_fraction",
+)  # inputs that enter the model as one linear token each
 
-def input_blocks(dataset, # the `ProceduralDataset` the queries come from
-                 queries:pd.DataFrame, # queries (history, t, windows)
-                 inputs:Sequence[str], # a subset of INPUTS
-                 history:Sequence[tuple]|None=None, # the history per query; None: the queries' GT history
-                 history_source:str="oracle", # source of `history` ('recognizer' for recovered histories)
-                 video_tokens:np.ndarray|None=None, # precomputed `video_window_tokens` of these queries
-                 n_tokens:int=4, # pooled video tokens (when they are computed here)
-                 max_history:int=16, # history tokens kept
-                 with_history:bool=True, # the condition has a history: the state summarises it (False: elapsed frames only)
-                ) -> list[Block]: # one Block per input, named as in INPUTS
+
+def input_blocks(
+    dataset,  # the `ProceduralDataset` the queries come from
+    queries: pd.DataFrame,  # queries (history, t, windows)
+    inputs: Sequence[str],  # a subset of INPUTS
+    history: Sequence[tuple] | None = None,  # the history per query; None: the queries' GT history
+    history_source: str = "oracle",  # source of `history` ('recognizer' for recovered histories)
+    video_tokens: np.ndarray | None = None,  # precomputed `video_window_tokens` of these queries
+    n_tokens: int = 4,  # pooled video tokens (when they are computed here)
+    max_history: int = 16,  # history tokens kept
+    with_history: bool = True,  # the condition has a history: the state summarises it (False: elapsed frames only)
+) -> list[Block]:  # one Block per input, named as in INPUTS
     "The input blocks of a condition: window video, history tokens, causal state (and the oracle elapsed fraction), each with its source."
     unknown = [i for i in inputs if i not in INPUTS]
-    if unknown or not inputs: raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(inputs)}")
-    if "history" in inputs and not with_history: raise ValueError("inputs hold 'history' but with_history=False")
-    if history is None and history_source != "oracle": raise ProvenanceError("the queries' own history is the GT history: its source is 'oracle'")
-    if history is not None and len(history) != len(queries): raise DataError(f"{len(history)} histories for {len(queries)} queries")
+    if unknown or not inputs:
+        raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(inputs)}")
+    if "history" in inputs and not with_history:
+        raise ValueError("inputs hold 'history' but with_history=False")
+    if history is None and history_source != "oracle":
+        raise ProvenanceError("the queries' own history is the GT history: its source is 'oracle'")
+    if history is not None and len(history) != len(queries):
+        raise DataError(f"{len(history)} histories for {len(queries)} queries")
     history = None if history is None else [tuple(h) for h in history]
     blocks = []
     for name in inputs:
         if name == "video":
-            tokens = video_window_tokens(dataset, queries, n_tokens) if video_tokens is None else video_tokens
-            if len(tokens) != len(queries): raise DataError(f"{len(tokens)} video token rows for {len(queries)} queries")
+            tokens = (
+                video_window_tokens(dataset, queries, n_tokens)
+                if video_tokens is None
+                else video_tokens
+            )
+            if len(tokens) != len(queries):
+                raise DataError(f"{len(tokens)} video token rows for {len(queries)} queries")
             blocks.append(Block("video", "video", tokens))
         elif name == "history":
-            blocks.append(query_block("history", lambda v: history_token_matrix(v["history"], max_history), queries, history, history_source))
+            blocks.append(
+                query_block(
+                    "history",
+                    lambda v: history_token_matrix(v["history"], max_history),
+                    queries,
+                    history,
+                    history_source,
+                )
+            )
         elif name == "state":
-            blocks.append(query_block("state", lambda v: state_matrix(v, len(dataset.classes), with_history), queries, history, history_source))
+            blocks.append(
+                query_block(
+                    "state",
+                    lambda v: state_matrix(v, len(dataset.classes), with_history),
+                    queries,
+                    history,
+                    history_source,
+                )
+            )
         else:
-            blocks.append(query_block("elapsed_fraction", lambda v: v["elapsed_fraction"][:, None].astype(np.float32), queries))
+            blocks.append(
+                query_block(
+                    "elapsed_fraction",
+                    lambda v: v["elapsed_fraction"][:, None].astype(np.float32),
+                    queries,
+                )
+            )
     return blocks
 
 # %% ../nbs/15_models.ipynb #dbc8aec2
@@ -178,24 +226,28 @@ class AnticipationModel(nn.Module):
         return self.head(self.norm(x[:, 0]))
 
 # %% ../nbs/15_models.ipynb #2a7f2e8e
-def fit_token_pca(tokens:np.ndarray, # (n_queries, n_tokens, D) training video tokens
-                  n_components:int, # principal components kept
-                  seed:int=42, # seed of the row subset and of the randomized solver
-                  max_rows:int=20000, # fit on at most this many token rows (a seeded subset)
-                 ) -> tuple: # (mean (D,), components (D, n_components)) float32
+def fit_token_pca(
+    tokens: np.ndarray,  # (n_queries, n_tokens, D) training video tokens
+    n_components: int,  # principal components kept
+    seed: int = 42,  # seed of the row subset and of the randomized solver
+    max_rows: int = 20000,  # fit on at most this many token rows (a seeded subset)
+) -> tuple:  # (mean (D,), components (D, n_components)) float32
     "Principal components of the training tokens (every token row pooled), for `reduce_tokens`."
     from sklearn.decomposition import PCA
+
     rows = np.asarray(tokens, dtype=np.float32).reshape(-1, tokens.shape[-1])
-    if len(rows) > max_rows: rows = rows[np.sort(np.random.default_rng(seed).choice(len(rows), max_rows, replace=False))]
+    if len(rows) > max_rows:
+        rows = rows[np.sort(np.random.default_rng(seed).choice(len(rows), max_rows, replace=False))]
     k = min(n_components, *rows.shape)
     pca = PCA(k, svd_solver="randomized", random_state=seed).fit(rows)
     return pca.mean_.astype(np.float32), pca.components_.T.astype(np.float32)
 
 # %% ../nbs/15_models.ipynb #fc845d7d
-def reduce_tokens(tokens:np.ndarray, # (n_queries, n_tokens, D)
-                  mean:np.ndarray, # (D,) from `fit_token_pca`
-                  components:np.ndarray, # (D, k)
-                 ) -> np.ndarray: # (n_queries, n_tokens, k) float32
+def reduce_tokens(
+    tokens: np.ndarray,  # (n_queries, n_tokens, D)
+    mean: np.ndarray,  # (D,) from `fit_token_pca`
+    components: np.ndarray,  # (D, k)
+) -> np.ndarray:  # (n_queries, n_tokens, k) float32
     "Tokens projected on the principal components."
     return (np.asarray(tokens, dtype=np.float32) - mean) @ components
 
@@ -204,21 +256,29 @@ class AnticipatorContractError(ContractError, DataError):
     "A network (an architecture or a user's factory) broke the anticipation contract; the message names what it broke (the one `plugins.ContractError`, and a `DataError` as before)."
 
 # %% ../nbs/15_models.ipynb #0adb5c5f
-def _tensors(blocks:Sequence[Block]) -> dict:
+def _tensors(blocks: Sequence[Block]) -> dict:
     return {b.name: np.asarray(b.data) for b in blocks}
 
 # %% ../nbs/15_models.ipynb #9e5dcf80
-def _check_inputs(blocks:Sequence[Block], condition:Condition) -> dict:
+def _check_inputs(blocks: Sequence[Block], condition: Condition) -> dict:
     blocks = condition.check(blocks)
     names = [b.name for b in blocks]
-    if len(set(names)) != len(names): raise DataError(f"condition {condition.name!r}: duplicate block names {names}")
+    if len(set(names)) != len(names):
+        raise DataError(f"condition {condition.name!r}: duplicate block names {names}")
     unknown = [n for n in names if n not in INPUTS]
-    if unknown: raise DataError(f"condition {condition.name!r}: unknown block(s) {unknown}; model inputs are {INPUTS}")
+    if unknown:
+        raise DataError(
+            f"condition {condition.name!r}: unknown block(s) {unknown}; model inputs are {INPUTS}"
+        )
     arrays = _tensors(blocks)
     rows = {k: len(v) for k, v in arrays.items()}
-    if len(set(rows.values())) > 1: raise DataError(f"condition {condition.name!r}: blocks have different numbers of rows {rows}")
+    if len(set(rows.values())) > 1:
+        raise DataError(
+            f"condition {condition.name!r}: blocks have different numbers of rows {rows}"
+        )
     for k, v in arrays.items():
-        if k != "history" and not np.isfinite(v).all(): raise DataError(f"condition {condition.name!r}: block {k!r} has NaN/inf values")
+        if k != "history" and not np.isfinite(v).all():
+            raise DataError(f"condition {condition.name!r}: block {k!r} has NaN/inf values")
     return arrays
 
 # %% ../nbs/15_models.ipynb #ef04ff4a
@@ -271,48 +331,75 @@ class Anticipator:
         return torch.cat(out).float().numpy() if out else np.zeros((0, self.n_classes), np.float32)
 
 # %% ../nbs/15_models.ipynb #4664f997
-def _validation_videos(groups:np.ndarray, fraction:float, seed:int) -> np.ndarray:
+def _validation_videos(groups: np.ndarray, fraction: float, seed: int) -> np.ndarray:
     "A boolean mask of the queries whose group (session or participant) is held out for validation (at least one, never all)."
     videos = np.unique(groups)
-    if fraction == 0 or len(videos) < 2: return np.zeros(len(groups), bool)
+    if fraction == 0 or len(videos) < 2:
+        return np.zeros(len(groups), bool)
     k = min(max(1, int(round(fraction * len(videos)))), len(videos) - 1)
     held = np.random.default_rng(seed).choice(videos, size=k, replace=False)
     return np.isin(groups, held)
 
 # %% ../nbs/15_models.ipynb #4527cd38
-def _checked_logits(model:nn.Module, inputs:dict, n_classes:int, name:str) -> torch.Tensor:
+def _checked_logits(model: nn.Module, inputs: dict, n_classes: int, name: str) -> torch.Tensor:
     "The network's logits for `inputs`, or an `AnticipatorContractError` that says what the network broke."
-    try: out = model(**inputs)
+    try:
+        out = model(**inputs)
     except Exception as e:
-        raise AnticipatorContractError(f"{name}: forward(**inputs) with inputs {sorted(inputs)} raised {type(e).__name__}: {e}") from e
+        raise AnticipatorContractError(
+            f"{name}: forward(**inputs) with inputs {sorted(inputs)} raised {type(e).__name__}: {e}"
+        ) from e
     n = len(next(iter(inputs.values())))
-    if not isinstance(out, torch.Tensor): raise AnticipatorContractError(f"{name}: forward returned {type(out).__name__}, not a tensor of logits")
+    if not isinstance(out, torch.Tensor):
+        raise AnticipatorContractError(
+            f"{name}: forward returned {type(out).__name__}, not a tensor of logits"
+        )
     if tuple(out.shape) != (n, n_classes):
-        raise AnticipatorContractError(f"{name}: forward returned logits of shape {tuple(out.shape)}, expected ({n}, {n_classes}) (queries, classes)")
-    if not out.is_floating_point(): raise AnticipatorContractError(f"{name}: forward returned {out.dtype} logits, expected floating point")
+        raise AnticipatorContractError(
+            f"{name}: forward returned logits of shape {tuple(out.shape)}, expected ({n}, {n_classes}) (queries, classes)"
+        )
+    if not out.is_floating_point():
+        raise AnticipatorContractError(
+            f"{name}: forward returned {out.dtype} logits, expected floating point"
+        )
     return out
 
 # %% ../nbs/15_models.ipynb #c9ea977f
-def _standardise(arrays:dict, fit_rows:np.ndarray, config:TrainConfig, seed:int) -> tuple:
+def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: int) -> tuple:
     "The video's principal components and every float input's mean and std, from the fitting rows only; the arrays with the video reduced."
     normalisation, projection = {}, {}
     if "video" in arrays and 0 < config.video_dim < arrays["video"].shape[-1]:
         projection["video"] = fit_token_pca(arrays["video"][fit_rows], config.video_dim, seed)
         arrays = {**arrays, "video": reduce_tokens(arrays["video"], *projection["video"])}
     for k, v in arrays.items():
-        if k == "history": continue
+        if k == "history":
+            continue
         v = np.asarray(v, dtype=np.float32)[fit_rows]
         axes = tuple(range(v.ndim - 1))
-        normalisation[k] = (v.mean(axis=axes).astype(np.float32), (v.std(axis=axes) + 1e-6).astype(np.float32))
+        normalisation[k] = (
+            v.mean(axis=axes).astype(np.float32),
+            (v.std(axis=axes) + 1e-6).astype(np.float32),
+        )
     return arrays, normalisation, projection
 
 # %% ../nbs/15_models.ipynb #8f11ba8d
-def _train_epochs(model:nn.Module, result:Anticipator, X:dict, Y:torch.Tensor, train_idx:torch.Tensor, val_idx:torch.Tensor,
-                  config:TrainConfig, seed:int, name:str):
+def _train_epochs(
+    model: nn.Module,
+    result: Anticipator,
+    X: dict,
+    Y: torch.Tensor,
+    train_idx: torch.Tensor,
+    val_idx: torch.Tensor,
+    config: TrainConfig,
+    seed: int,
+    name: str,
+):
     "AdamW on shuffled mini-batches with early stopping on the validation cross-entropy; the best epoch's weights are loaded, the epochs recorded in `result`."
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
-    train_loss = getattr(model, "training_loss", None)    # a network with its own objective (a diffusion head); else cross-entropy
+    train_loss = getattr(
+        model, "training_loss", None
+    )  # a network with its own objective (a diffusion head); else cross-entropy
     shuffle = torch.Generator().manual_seed(seed)
     best, best_state, waited = math.inf, None, 0
     for epoch in range(config.epochs):
@@ -320,261 +407,431 @@ def _train_epochs(model:nn.Module, result:Anticipator, X:dict, Y:torch.Tensor, t
         order = train_idx[torch.randperm(len(train_idx), generator=shuffle)]
         total = 0.0
         for i in range(0, len(order), config.batch_size):
-            idx = order[i:i + config.batch_size]
+            idx = order[i : i + config.batch_size]
             batch = {k: v[idx] for k, v in X.items()}
-            loss = train_loss(batch, Y[idx]) if train_loss is not None else loss_fn(model(**batch), Y[idx])
-            if not torch.isfinite(loss): raise AnticipatorContractError(f"{name}: training loss is {float(loss)} at epoch {epoch}")
-            opt.zero_grad(); loss.backward(); opt.step()
+            loss = (
+                train_loss(batch, Y[idx])
+                if train_loss is not None
+                else loss_fn(model(**batch), Y[idx])
+            )
+            if not torch.isfinite(loss):
+                raise AnticipatorContractError(
+                    f"{name}: training loss is {float(loss)} at epoch {epoch}"
+                )
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
             total += float(loss.detach()) * len(idx)
         record = {"epoch": epoch, "train_loss": total / max(len(order), 1)}
-        if len(val_idx):               # every architecture is early-stopped on the same criterion: validation cross-entropy of its logits
+        if len(
+            val_idx
+        ):  # every architecture is early-stopped on the same criterion: validation cross-entropy of its logits
             model.eval()
-            with torch.no_grad(): record["val_loss"] = float(loss_fn(model(**{k: v[val_idx] for k, v in X.items()}), Y[val_idx]))
+            with torch.no_grad():
+                record["val_loss"] = float(
+                    loss_fn(model(**{k: v[val_idx] for k, v in X.items()}), Y[val_idx])
+                )
             score = record["val_loss"]
-        else: score = -epoch   # no validation part: keep the last epoch
+        else:
+            score = -epoch  # no validation part: keep the last epoch
         result.history.append(record)
-        if score < best: best, best_state, waited, result.best_epoch = score, copy.deepcopy(model.state_dict()), 0, epoch
+        if score < best:
+            best, best_state, waited, result.best_epoch = (
+                score,
+                copy.deepcopy(model.state_dict()),
+                0,
+                epoch,
+            )
         else:
             waited += 1
-            if waited >= config.patience: break
-    if best_state is None: raise AnticipatorContractError(f"{name}: no epoch gave a finite validation loss")
+            if waited >= config.patience:
+                break
+    if best_state is None:
+        raise AnticipatorContractError(f"{name}: no epoch gave a finite validation loss")
     model.load_state_dict(best_state)
     model.eval()
 
 # %% ../nbs/15_models.ipynb #a33b5aa3
-def training_device(config:TrainConfig) -> torch.device:
+def training_device(config: TrainConfig) -> torch.device:
     "Where `config` trains: the CPU, or CUDA with torch's deterministic algorithms (the same seed gives the same weights); an error names a missing GPU."
-    if config.device == "cpu": return torch.device("cpu")
+    if config.device == "cpu":
+        return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise DataError(f"TrainConfig(device={config.device!r}): torch sees no CUDA device here (torch {torch.__version__}, "
-                        f"CUDA build {torch.version.cuda or 'none'}); use device 'cpu', or 'auto' to take CUDA only where there is one")
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")   # cuBLAS reproducibility; read when cuBLAS first starts in this process
+        raise DataError(
+            f"TrainConfig(device={config.device!r}): torch sees no CUDA device here (torch {torch.__version__}, "
+            f"CUDA build {torch.version.cuda or 'none'}); use device 'cpu', or 'auto' to take CUDA only where there is one"
+        )
+    os.environ.setdefault(
+        "CUBLAS_WORKSPACE_CONFIG", ":4096:8"
+    )  # cuBLAS reproducibility; read when cuBLAS first starts in this process
     torch.use_deterministic_algorithms(True)
     return torch.device(config.device)
 
 # %% ../nbs/15_models.ipynb #21bdc826
-def _fit(condition, arrays, y, n_classes, groups, config, seed, build=None, name="transformer") -> Anticipator:
+def _fit(
+    condition, arrays, y, n_classes, groups, config, seed, build=None, name="transformer"
+) -> Anticipator:
     seed_everything(seed)
     val = _validation_videos(groups, config.val_fraction, seed)
     fit_rows = ~val
     input_shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
     arrays, normalisation, projection = _standardise(arrays, fit_rows, config, seed)
     shapes = {k: tuple(v.shape[1:]) for k, v in arrays.items()}
-    model = AnticipationModel(n_classes, shapes, config) if build is None else build(shapes, n_classes, config, seed)
-    if not isinstance(model, nn.Module): raise AnticipatorContractError(f"{name}: the factory returned {type(model).__name__}, not a torch.nn.Module")
-    if not any(p.requires_grad for p in model.parameters()): raise AnticipatorContractError(f"{name}: the network has no trainable parameters")
+    model = (
+        AnticipationModel(n_classes, shapes, config)
+        if build is None
+        else build(shapes, n_classes, config, seed)
+    )
+    if not isinstance(model, nn.Module):
+        raise AnticipatorContractError(
+            f"{name}: the factory returned {type(model).__name__}, not a torch.nn.Module"
+        )
+    if not any(p.requires_grad for p in model.parameters()):
+        raise AnticipatorContractError(f"{name}: the network has no trainable parameters")
     device = training_device(config)
     model.to(device)
     result = Anticipator(model, condition, normalisation, n_classes=n_classes, name=name)
-    X = {k: v.to(device) for k, v in result._torch_inputs(arrays).items()}     # already reduced: the projection is attached after
+    X = {
+        k: v.to(device) for k, v in result._torch_inputs(arrays).items()
+    }  # already reduced: the projection is attached after
     result.projection, result.input_shapes = projection, input_shapes
     Y = torch.as_tensor(y).to(device)
-    train_idx, val_idx = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
-    if build is not None:              # a shape check before training (eval mode draws no random numbers)
+    train_idx, val_idx = (
+        torch.as_tensor(np.flatnonzero(fit_rows)),
+        torch.as_tensor(np.flatnonzero(val)),
+    )
+    if build is not None:  # a shape check before training (eval mode draws no random numbers)
         model.eval()
-        with torch.no_grad(): _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
+        with torch.no_grad():
+            _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
     _train_epochs(model, result, X, Y, train_idx, val_idx, config, seed, name)
-    model.to("cpu")   # trained where the config says, handed back on the CPU: testing, ablations and attributions read it as any other model
+    model.to(
+        "cpu"
+    )  # trained where the config says, handed back on the CPU: testing, ablations and attributions read it as any other model
     return result
 
 # %% ../nbs/15_models.ipynb #63b98730
 def _prepare(condition, blocks, targets, n_classes, groups) -> tuple:
     arrays = _check_inputs(blocks, condition)
-    y = np.array(targets, dtype=np.int64)   # a writable copy: torch shares its memory
+    y = np.array(targets, dtype=np.int64)  # a writable copy: torch shares its memory
     n = len(y)
-    if any(len(v) != n for v in arrays.values()): raise DataError(f"{n} targets but {len(next(iter(arrays.values())))} query rows")
-    if n == 0: raise DataError(f"condition {condition.name!r}: no training queries")
-    if y.min() < 0 or y.max() >= n_classes: raise DataError(f"targets outside [0, {n_classes})")
+    if any(len(v) != n for v in arrays.values()):
+        raise DataError(f"{n} targets but {len(next(iter(arrays.values())))} query rows")
+    if n == 0:
+        raise DataError(f"condition {condition.name!r}: no training queries")
+    if y.min() < 0 or y.max() >= n_classes:
+        raise DataError(f"targets outside [0, {n_classes})")
     return arrays, y, np.arange(n) if groups is None else np.asarray(groups)
 
 # %% ../nbs/15_models.ipynb #e1a52d4c
-def fit_anticipation(condition:Condition, # the training condition (the provenance guard)
-                     blocks:Sequence[Block], # input blocks of the train queries
-                     targets, # target class id per train query
-                     n_classes:int, # number of action classes
-                     groups=None, # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
-                     config:TrainConfig=TrainConfig(), # sizes and optimisation
-                     seed:int=42, # the seed (model init, validation videos, shuffling, dropout)
-                    ) -> Anticipator:
+def fit_anticipation(
+    condition: Condition,  # the training condition (the provenance guard)
+    blocks: Sequence[Block],  # input blocks of the train queries
+    targets,  # target class id per train query
+    n_classes: int,  # number of action classes
+    groups=None,  # session or participant per query: held out whole for validation (never a camera copy of a training session); None: every query its own group
+    config: TrainConfig = TrainConfig(),  # sizes and optimisation
+    seed: int = 42,  # the seed (model init, validation videos, shuffling, dropout)
+) -> Anticipator:
     "Train an `AnticipationModel` (transformer fusion) on the blocks with early stopping on held-out train groups; deterministic for a seed."
     arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
-    try: return _fit(condition, arrays, y, n_classes, groups, config, seed)
-    finally: torch.set_num_threads(threads)
+    try:
+        return _fit(condition, arrays, y, n_classes, groups, config, seed)
+    finally:
+        torch.set_num_threads(threads)
 
 # %% ../nbs/15_models.ipynb #6204a466
-def fit_network(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module whose forward(**inputs) gives logits
-                condition:Condition, # the training condition (the provenance guard)
-                blocks:Sequence[Block], # input blocks of the train queries
-                targets, # target class id per train query
-                n_classes:int, # number of action classes
-                groups=None, # session or participant per query: held out whole for validation; None: every query its own group
-                config:TrainConfig=TrainConfig(), # sizes and optimisation (the matched training budget)
-                seed:int=42, # the seed (model init, validation groups, shuffling, dropout)
-                name:str="network", # what errors call the network
-               ) -> Anticipator:
+def fit_network(
+    build: Callable,  # build(shapes, n_classes, config, seed) -> nn.Module whose forward(**inputs) gives logits
+    condition: Condition,  # the training condition (the provenance guard)
+    blocks: Sequence[Block],  # input blocks of the train queries
+    targets,  # target class id per train query
+    n_classes: int,  # number of action classes
+    groups=None,  # session or participant per query: held out whole for validation; None: every query its own group
+    config: TrainConfig = TrainConfig(),  # sizes and optimisation (the matched training budget)
+    seed: int = 42,  # the seed (model init, validation groups, shuffling, dropout)
+    name: str = "network",  # what errors call the network
+) -> Anticipator:
     "Train the network `build` returns with the one trainer every architecture shares; deterministic for a seed."
     arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
-    try: return _fit(condition, arrays, y, n_classes, groups, config, seed, build, name)
-    finally: torch.set_num_threads(threads)
+    try:
+        return _fit(condition, arrays, y, n_classes, groups, config, seed, build, name)
+    finally:
+        torch.set_num_threads(threads)
 
 # %% ../nbs/15_models.ipynb #e95e4bc0
 ARCHITECTURES = Registry("architectures")  # name -> fit function with `fit_anticipation`'s contract
 
-def register_architecture(name:str, # the name audits refer to (AuditConfig.architecture, `--architecture`)
-                          fit:Callable, # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
-                          replace:bool=False, # replace another architecture of that name
-                         ) -> Callable:
+
+def register_architecture(
+    name: str,  # the name audits refer to (AuditConfig.architecture, `--architecture`)
+    fit: Callable,  # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
+    replace: bool = False,  # replace another architecture of that name
+) -> Callable:
     "Register an anticipation architecture under `name` in `ARCHITECTURES`; returns `fit`."
-    if not callable(fit): raise TypeError(f"architecture {name!r}: fit must be callable, got {type(fit).__name__}")
-    if ":" in name: raise ValueError(f"architecture {name!r}: ':' is reserved for 'package.module:factory' user models")
+    if not callable(fit):
+        raise TypeError(f"architecture {name!r}: fit must be callable, got {type(fit).__name__}")
+    if ":" in name:
+        raise ValueError(
+            f"architecture {name!r}: ':' is reserved for 'package.module:factory' user models"
+        )
     return ARCHITECTURES.register(name, fit, replace)
 
 # %% ../nbs/15_models.ipynb #3cc90cb3
-def network_architecture(build:Callable, # build(shapes, n_classes, config, seed) -> nn.Module
-                         name:str, # what errors and records call it
-                        ) -> Callable:
+def network_architecture(
+    build: Callable,  # build(shapes, n_classes, config, seed) -> nn.Module
+    name: str,  # what errors and records call it
+) -> Callable:
     "The registry's fit function for a network: `fit_network` with `build` (the one trainer, the one budget)."
+
     def fit(condition, blocks, targets, n_classes, groups=None, config=TrainConfig(), seed=42):
         return fit_network(build, condition, blocks, targets, n_classes, groups, config, seed, name)
-    fit.__name__, fit.__doc__, fit.network = f"fit_{name}", f"Train the {name!r} network with `fit_network`.", build
+
+    fit.__name__, fit.__doc__, fit.network = (
+        f"fit_{name}",
+        f"Train the {name!r} network with `fit_network`.",
+        build,
+    )
     return fit
 
 # %% ../nbs/15_models.ipynb #562fae94
-def load_factory(spec:str, # 'package.module:factory' (importable, or found from the working directory) or 'path/to/file.py:factory'
-                ) -> Callable:
+def load_factory(
+    spec: str,  # 'package.module:factory' (importable, or found from the working directory) or 'path/to/file.py:factory'
+) -> Callable:
     "The callable a 'module:attribute' spec names (`plugins.load_object`, the one loader), with an error that says which part could not be found."
     factory = load_object(spec)
-    if not callable(factory): raise ContractError(f"{spec!r}: {spec.rpartition(':')[2]!r} is a {type(factory).__name__}, not a callable factory")
+    if not callable(factory):
+        raise ContractError(
+            f"{spec!r}: {spec.rpartition(':')[2]!r} is a {type(factory).__name__}, not a callable factory"
+        )
     return factory
 
 # %% ../nbs/15_models.ipynb #4291dd99
-def user_architecture(spec:str, # 'package.module:factory': factory(shapes, n_classes, seed) -> nn.Module
-                     ) -> Callable:
+def user_architecture(
+    spec: str,  # 'package.module:factory': factory(shapes, n_classes, seed) -> nn.Module
+) -> Callable:
     "A user's network as an architecture: built by their factory, trained by the shared trainer with the audit's budget."
     factory = load_factory(spec)
+
     def build(shapes, n_classes, config, seed):
-        try: return factory(dict(shapes), n_classes, seed)
+        try:
+            return factory(dict(shapes), n_classes, seed)
         except Exception as e:
-            raise AnticipatorContractError(f"{spec}: factory(shapes={dict(shapes)}, n_classes={n_classes}, seed={seed}) raised {type(e).__name__}: {e}") from e
+            raise AnticipatorContractError(
+                f"{spec}: factory(shapes={dict(shapes)}, n_classes={n_classes}, seed={seed}) raised {type(e).__name__}: {e}"
+            ) from e
+
     return network_architecture(build, spec)
 
 # %% ../nbs/15_models.ipynb #19d84271
-def architecture(name:str, # a registered name, or a user's 'package.module:factory'
-                ) -> Callable:
+def architecture(
+    name: str,  # a registered name, or a user's 'package.module:factory'
+) -> Callable:
     "The fit function of a registered architecture, or of a user's network factory."
-    if ":" in name: return user_architecture(name)
-    if name not in ARCHITECTURES: raise DataError(f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture; "
-                                                  "the other built-in families register on `import hoi_audit.architectures`), "
-                                                  "or a user model as 'package.module:factory'")
+    if ":" in name:
+        return user_architecture(name)
+    if name not in ARCHITECTURES:
+        raise DataError(
+            f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture; "
+            "the other built-in families register on `import hoi_audit.architectures`), "
+            "or a user model as 'package.module:factory'"
+        )
     return ARCHITECTURES[name]
+
 
 register_architecture("transformer", fit_anticipation)
 
 # %% ../nbs/15_models.ipynb #4b4083ae
-CHECK_CONFIG = TrainConfig(d_model=16, n_heads=2, n_layers=1, dropout=0.1, epochs=12, batch_size=32, lr=5e-3, patience=12,
-                           val_fraction=0.2, video_dim=0)  # the checker's budget: seconds per architecture
-def _planted_blocks(n:int, n_classes:int, seed:int, source:str="oracle") -> tuple:
+CHECK_CONFIG = TrainConfig(
+    d_model=16,
+    n_heads=2,
+    n_layers=1,
+    dropout=0.1,
+    epochs=12,
+    batch_size=32,
+    lr=5e-3,
+    patience=12,
+    val_fraction=0.2,
+    video_dim=0,
+)  # the checker's budget: seconds per architecture
+
+
+def _planted_blocks(n: int, n_classes: int, seed: int, source: str = "oracle") -> tuple:
     "Random blocks of every input, whose target is the latest history item: a model that reads its history can learn it."
     rng = np.random.default_rng(seed)
     history = rng.integers(0, n_classes + 1, size=(n, 4))
-    history[:, -1] = rng.integers(1, n_classes + 1, size=n)       # the latest action is never padding
-    history[:, :2] *= rng.random((n, 1)) < 0.5                      # some short histories (left padding)
+    history[:, -1] = rng.integers(1, n_classes + 1, size=n)  # the latest action is never padding
+    history[:, :2] *= rng.random((n, 1)) < 0.5  # some short histories (left padding)
     y = history[:, -1] - 1
-    blocks = {"video": Block("video", "video", rng.standard_normal((n, 2, 6)).astype(np.float32)),
-              "history": Block("history", source, history.astype(np.int64)),
-              "state": Block("state", source, rng.standard_normal((n, 5)).astype(np.float32))}
+    blocks = {
+        "video": Block("video", "video", rng.standard_normal((n, 2, 6)).astype(np.float32)),
+        "history": Block("history", source, history.astype(np.int64)),
+        "state": Block("state", source, rng.standard_normal((n, 5)).astype(np.float32)),
+    }
     return blocks, y
 
 # %% ../nbs/15_models.ipynb #5e7d1d79
-def _check_behaviour(run:Callable, logits:Callable, fail:Callable, test:dict, y_test:np.ndarray, n_classes:int, min_act1:float) -> dict:
+def _check_behaviour(
+    run: Callable,
+    logits: Callable,
+    fail: Callable,
+    test: dict,
+    y_test: np.ndarray,
+    n_classes: int,
+    min_act1: float,
+) -> dict:
     "`check_anticipator`'s first checks, on one model with every input: shapes, determinism, seeding, batch independence, reading, learning."
     every = ("video", "history", "state")
     report = {}
     first = run(every, 42)
     out = logits(first, every)
     n_test = len(y_test)
-    if out.shape != (n_test, n_classes): fail("shapes", f"predict_logits gave {out.shape}, expected ({n_test}, {n_classes})")
-    if not np.isfinite(out).all(): fail("shapes", "predict_logits gave NaN/inf logits")
+    if out.shape != (n_test, n_classes):
+        fail("shapes", f"predict_logits gave {out.shape}, expected ({n_test}, {n_classes})")
+    if not np.isfinite(out).all():
+        fail("shapes", "predict_logits gave NaN/inf logits")
     report["shapes"] = out.shape
     again, other = logits(run(every, 42), every), logits(run(every, 43), every)
-    if out.tobytes() != again.tobytes(): fail("determinism", f"the same seed gave different logits (max difference {np.abs(out - again).max():.3g})")
-    if np.array_equal(out, other): fail("seeding", "seeds 42 and 43 gave identical logits: the seed does not reach the model")
+    if out.tobytes() != again.tobytes():
+        fail(
+            "determinism",
+            f"the same seed gave different logits (max difference {np.abs(out - again).max():.3g})",
+        )
+    if np.array_equal(out, other):
+        fail("seeding", "seeds 42 and 43 gave identical logits: the seed does not reach the model")
     report["determinism"] = "bit-identical for seed 42; differs for 43"
     one = np.concatenate([logits(first, every, rows=slice(i, i + 1)) for i in range(5)])
     if not np.allclose(one, out[:5], atol=1e-4, rtol=1e-4):
-        fail("batch independence", f"a query's logits change with the other queries in its batch (max difference {np.abs(one - out[:5]).max():.3g})")
+        fail(
+            "batch independence",
+            f"a query's logits change with the other queries in its batch (max difference {np.abs(one - out[:5]).max():.3g})",
+        )
     report["batch_independence"] = float(np.abs(one - out[:5]).max())
-    moved = {**test, "history": Block("history", "oracle", np.roll(test["history"].data, 1, axis=0))}
-    if np.array_equal(logits(first, every, moved), out): fail("reads its inputs", "logits do not change when the history changes")
+    moved = {
+        **test,
+        "history": Block("history", "oracle", np.roll(test["history"].data, 1, axis=0)),
+    }
+    if np.array_equal(logits(first, every, moved), out):
+        fail("reads its inputs", "logits do not change when the history changes")
     act1 = 100 * float(np.mean(out.argmax(1) == y_test))
-    if act1 < min_act1: fail("learning", f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance {100 / n_classes:.0f}%; needs {min_act1:.0f}%)")
+    if act1 < min_act1:
+        fail(
+            "learning",
+            f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance {100 / n_classes:.0f}%; needs {min_act1:.0f}%)",
+        )
     report["act1_planted"] = act1
     return report
 
 # %% ../nbs/15_models.ipynb #dc743a1d
-def _check_subsets_and_guard(run:Callable, logits:Callable, fail:Callable, fit:Callable, train:dict, test:dict, y:np.ndarray,
-                             n_classes:int, groups:np.ndarray, config:TrainConfig) -> dict:
+def _check_subsets_and_guard(
+    run: Callable,
+    logits: Callable,
+    fail: Callable,
+    fit: Callable,
+    train: dict,
+    test: dict,
+    y: np.ndarray,
+    n_classes: int,
+    groups: np.ndarray,
+    config: TrainConfig,
+) -> dict:
     "`check_anticipator`'s last checks, one epoch each: every single input alone, and the provenance guard at fit and at test."
     every, n_test, report = ("video", "history", "state"), len(test["history"].data), {}
     quick = replace(config, epochs=1)
-    for k in every:                                      # every single input alone: a model must not need a block its condition does not give
+    for k in (
+        every
+    ):  # every single input alone: a model must not need a block its condition does not give
         m = run((k,), 42, quick, Condition(f"check_{k}", {"video", "oracle"}, deployable=False))
-        if logits(m, (k,)).shape != (n_test, n_classes): fail(f"input subset {[k]}", "wrong logit shape")
+        if logits(m, (k,)).shape != (n_test, n_classes):
+            fail(f"input subset {[k]}", "wrong logit shape")
     report["input_subsets"] = list(every)
     deployable = Condition("check_deployable", {"video", "recognizer"})
     try:
         run(("video", "history"), 42, quick, deployable)
-        fail("provenance at fit", "a deployable condition was handed an oracle history block and fit did not refuse it")
-    except ProvenanceError: pass
+        fail(
+            "provenance at fit",
+            "a deployable condition was handed an oracle history block and fit did not refuse it",
+        )
+    except ProvenanceError:
+        pass
     rec = {**train, "history": Block("history", "recognizer", train["history"].data)}
-    try: m = fit(deployable, [rec["video"], rec["history"]], y, n_classes, groups, quick, 42)
-    except Exception as e: fail("fit on recognizer blocks", f"raised {type(e).__name__}: {e}")
+    try:
+        m = fit(deployable, [rec["video"], rec["history"]], y, n_classes, groups, quick, 42)
+    except Exception as e:
+        fail("fit on recognizer blocks", f"raised {type(e).__name__}: {e}")
     try:
         m.predict_logits([test["video"], test["history"]])
-        fail("provenance at test", "a model trained under a deployable condition accepted an oracle test block")
-    except ProvenanceError: pass
+        fail(
+            "provenance at test",
+            "a model trained under a deployable condition accepted an oracle test block",
+        )
+    except ProvenanceError:
+        pass
     report["provenance"] = "refuses oracle blocks under a deployable condition, at fit and at test"
     return report
 
 # %% ../nbs/15_models.ipynb #dee036f5
-def check_anticipator(arch, # a registered name, 'package.module:factory', or a fit function with `fit_anticipation`'s contract
-                      config:TrainConfig=CHECK_CONFIG, # the training budget of the checks
-                      n_classes:int=5, # classes of the planted task
-                      min_act1:float=60.0, # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
-                     ) -> dict: # check name -> what was measured
+def check_anticipator(
+    arch,  # a registered name, 'package.module:factory', or a fit function with `fit_anticipation`'s contract
+    config: TrainConfig = CHECK_CONFIG,  # the training budget of the checks
+    n_classes: int = 5,  # classes of the planted task
+    min_act1: float = 60.0,  # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
+) -> dict:  # check name -> what was measured
     "Check the anticipation contract (shapes, seeding, determinism, provenance, input subsets, batch independence, learning); raise `AnticipatorContractError` naming the first broken check."
     name = arch if isinstance(arch, str) else getattr(arch, "__name__", type(arch).__name__)
     fit = architecture(arch) if isinstance(arch, str) else arch
-    if not callable(fit): raise AnticipatorContractError(f"{name}: not callable")
-    def fail(check, why): raise AnticipatorContractError(f"{name} breaks the contract: {check}: {why}")
-    (train, y), (test, y_test) = _planted_blocks(240, n_classes, 0), _planted_blocks(120, n_classes, 1)
+    if not callable(fit):
+        raise AnticipatorContractError(f"{name}: not callable")
+
+    def fail(check, why):
+        raise AnticipatorContractError(f"{name} breaks the contract: {check}: {why}")
+
+    (train, y), (test, y_test) = (
+        _planted_blocks(240, n_classes, 0),
+        _planted_blocks(120, n_classes, 1),
+    )
     oracle = Condition("check_oracle", {"video", "oracle"}, deployable=False)
     groups = np.arange(240) // 8
+
     def run(inputs, seed, cfg=config, condition=oracle):
-        try: return fit(condition, [train[k] for k in inputs], y, n_classes, groups, cfg, seed)
-        except (ProvenanceError, AnticipatorContractError): raise
-        except Exception as e: fail(f"fit on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+        try:
+            return fit(condition, [train[k] for k in inputs], y, n_classes, groups, cfg, seed)
+        except (ProvenanceError, AnticipatorContractError):
+            raise
+        except Exception as e:
+            fail(f"fit on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+
     def logits(model, inputs, blocks=test, rows=slice(None)):
-        try: out = model.predict_logits([Block(k, blocks[k].source, blocks[k].data[rows]) for k in inputs])
-        except (ProvenanceError, AnticipatorContractError): raise
-        except Exception as e: fail(f"predict_logits on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
+        try:
+            out = model.predict_logits(
+                [Block(k, blocks[k].source, blocks[k].data[rows]) for k in inputs]
+            )
+        except (ProvenanceError, AnticipatorContractError):
+            raise
+        except Exception as e:
+            fail(f"predict_logits on inputs {list(inputs)}", f"raised {type(e).__name__}: {e}")
         return np.asarray(out)
+
     report = _check_behaviour(run, logits, fail, test, y_test, n_classes, min_act1)
-    report.update(_check_subsets_and_guard(run, logits, fail, fit, train, test, y, n_classes, groups, config))
+    report.update(
+        _check_subsets_and_guard(run, logits, fail, fit, train, test, y, n_classes, groups, config)
+    )
     return report
 
 # %% ../nbs/15_models.ipynb #9ef0e2d6
-def verb_scores(logits:np.ndarray, # (n, n_classes) action logits
-                verb_of:np.ndarray, # class id -> verb id
-               ) -> np.ndarray: # (n, n_verbs) log marginal probability of each verb
+def verb_scores(
+    logits: np.ndarray,  # (n, n_classes) action logits
+    verb_of: np.ndarray,  # class id -> verb id
+) -> np.ndarray:  # (n, n_verbs) log marginal probability of each verb
     "Verb scores from action logits: log of the summed softmax probability of each verb's actions."
     logits = np.asarray(logits, dtype=np.float64)
     verb_of = np.asarray(verb_of)
-    if logits.shape[1] != len(verb_of): raise DataError(f"{logits.shape[1]} action logits but verb_of has {len(verb_of)} classes")
+    if logits.shape[1] != len(verb_of):
+        raise DataError(f"{logits.shape[1]} action logits but verb_of has {len(verb_of)} classes")
     logp = logits - logits.max(axis=1, keepdims=True)
     logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
     out = np.full((len(logits), int(verb_of.max()) + 1), -np.inf)
@@ -585,14 +842,20 @@ def verb_scores(logits:np.ndarray, # (n, n_classes) action logits
     return out
 
 # %% ../nbs/15_models.ipynb #35fdea09
-def anticipation_metrics(logits:np.ndarray, # (n, n_classes) action logits
-                         targets, # target class id per query
-                         verb_of:np.ndarray, # class id -> verb id (`dataset.verb_of`)
-                        ) -> dict: # act1, act5, verb1 in percent
+def anticipation_metrics(
+    logits: np.ndarray,  # (n, n_classes) action logits
+    targets,  # target class id per query
+    verb_of: np.ndarray,  # class id -> verb id (`dataset.verb_of`)
+) -> dict:  # act1, act5, verb1 in percent
     "Act@1, Act@5 and Verb@1 (percent) of action logits."
     y = np.asarray(targets, dtype=np.int64)
     logits = np.asarray(logits)
-    if len(y) != len(logits): raise DataError(f"{len(logits)} logit rows for {len(y)} targets")
+    if len(y) != len(logits):
+        raise DataError(f"{len(logits)} logit rows for {len(y)} targets")
     k5 = min(5, logits.shape[1])
-    return {"act1": 100 * float(topk_accuracy(y, logits, k=1)), "act5": 100 * float(topk_accuracy(y, logits, k=k5)),
-            "verb1": 100 * float(topk_accuracy(np.asarray(verb_of)[y], verb_scores(logits, verb_of), k=1))}
+    return {
+        "act1": 100 * float(topk_accuracy(y, logits, k=1)),
+        "act5": 100 * float(topk_accuracy(y, logits, k=k5)),
+        "verb1": 100
+        * float(topk_accuracy(np.asarray(verb_of)[y], verb_scores(logits, verb_of), k=1)),
+    }

@@ -12,10 +12,21 @@ import numpy as np
 import pandas as pd
 from .core import DataError, sha256_json, write_results
 from .store import CommandOutput, ResultStore
-from .conditions import (CONDITIONS, HISTORY_SOURCES, QUERY_SCHEDULES, AuditCondition,
-                                  AuditConfig, HistorySource, NoisyGT, QuerySchedule,
-                                  RecognizerHistories, register_condition, register_history_source,
-                                  register_schedule, training_options)
+from hoi_audit.conditions import (
+    CONDITIONS,
+    HISTORY_SOURCES,
+    QUERY_SCHEDULES,
+    AuditCondition,
+    AuditConfig,
+    HistorySource,
+    NoisyGT,
+    QuerySchedule,
+    RecognizerHistories,
+    register_condition,
+    register_history_source,
+    register_schedule,
+    training_options,
+)
 from .queries import action_segments, next_action_queries
 from .stats import gap_table, mean_std
 
@@ -25,29 +36,46 @@ __all__ = ['PROBE_INPUTS', 'INTEGER_COLUMNS', 'last_actions', 'LastActionsGT', '
            'pair_records', 'gap_summary', 'tidy_records']
 
 # %% ../nbs/18a_pairing.ipynb #dec10cff
-def last_actions(histories, # one history (tuple of class ids) per query
-                 n:int, # most recent actions kept (0: none)
-                ) -> list[tuple]: # the truncated histories
+def last_actions(
+    histories,  # one history (tuple of class ids) per query
+    n: int,  # most recent actions kept (0: none)
+) -> list[tuple]:  # the truncated histories
     "The `n` most recent actions of each history: the dose of Table 12 (H = n)."
-    if not isinstance(n, (int, np.integer)) or n < 0: raise ValueError(f"n must be a non-negative integer, got {n!r}")
-    return [tuple(int(a) for a in h)[max(len(h) - n, 0):] for h in histories]
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+    return [tuple(int(a) for a in h)[max(len(h) - n, 0) :] for h in histories]
 
 # %% ../nbs/18a_pairing.ipynb #e3de1f1d
 @dataclass(frozen=True)
 class LastActionsGT:
     "History source recover function: the `n` most recent actions of the annotated (GT) history; still oracle."
-    n: int # most recent actions kept
+
+    n: int  # most recent actions kept
+
     @property
-    def name(self) -> str: return f"last_actions(gt, n={self.n})"
+    def name(self) -> str:
+        return f"last_actions(gt, n={self.n})"
+
     def __call__(self, dataset, split, train_q, test_q, config) -> tuple:
         return last_actions(train_q["history"], self.n), last_actions(test_q["history"], self.n)
 
 # %% ../nbs/18a_pairing.ipynb #6ec5e26d
 _TRUNCATED = re.compile(r"^(?P<base>[a-z]+)_last(?P<n>\d+)$")
 
-def _recognizer_key(config:AuditConfig) -> tuple:
-    return tuple(getattr(config, k) for k in ("schedule", "window", "recognizer_window", "recognizer_stride", "recognizer_seed",
-                                              "cross_fit", "recognizer_folds"))
+
+def _recognizer_key(config: AuditConfig) -> tuple:
+    return tuple(
+        getattr(config, k)
+        for k in (
+            "schedule",
+            "window",
+            "recognizer_window",
+            "recognizer_stride",
+            "recognizer_seed",
+            "cross_fit",
+            "recognizer_folds",
+        )
+    )
 
 # %% ../nbs/18a_pairing.ipynb #79848467
 class ControlHistories:
@@ -83,121 +111,212 @@ class ControlHistories:
         return (train, test) if n is None else (last_actions(train, n), last_actions(test, n))
 
 # %% ../nbs/18a_pairing.ipynb #e5f3d435
-def history_length_source(base:str, # 'gt' (the annotated history) or a recognizer kind of the backend ('ba', 'bfr')
-                          n:int, # most recent actions kept
-                         ) -> HistorySource:
+def history_length_source(
+    base: str,  # 'gt' (the annotated history) or a recognizer kind of the backend ('ba', 'bfr')
+    n: int,  # most recent actions kept
+) -> HistorySource:
     "The history source `<base>_last<n>` (registered on first use): the n most recent actions of `base`, with `base`'s provenance."
-    if not isinstance(n, (int, np.integer)) or n < 1: raise ValueError(f"history length must be a positive integer, got {n!r} (H=0 is video only)")
-    if base not in HISTORY_SOURCES: raise ValueError(f"unknown history source {base!r}; sources are {sorted(HISTORY_SOURCES)}")
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(
+            f"history length must be a positive integer, got {n!r} (H=0 is video only)"
+        )
+    if base not in HISTORY_SOURCES:
+        raise ValueError(f"unknown history source {base!r}; sources are {sorted(HISTORY_SOURCES)}")
     name = f"{base}_last{n}"
-    if base == "gt": src = HistorySource(name, f"GT history, last {n} actions", "oracle", LastActionsGT(int(n)))
+    if base == "gt":
+        src = HistorySource(name, f"GT history, last {n} actions", "oracle", LastActionsGT(int(n)))
     elif HISTORY_SOURCES[base].recover is None:
-        src = HistorySource(name, f"{HISTORY_SOURCES[base].label}, last {n} actions", HISTORY_SOURCES[base].source)
-    else: raise ValueError(f"history source {base!r} recovers its own histories; a dose is defined for 'gt' and the backend's kinds ('ba', 'bfr')")
+        src = HistorySource(
+            name, f"{HISTORY_SOURCES[base].label}, last {n} actions", HISTORY_SOURCES[base].source
+        )
+    else:
+        raise ValueError(
+            f"history source {base!r} recovers its own histories; a dose is defined for 'gt' and the backend's kinds ('ba', 'bfr')"
+        )
     return register_history_source(src)
 
 # %% ../nbs/18a_pairing.ipynb #5f4816cb
-def dose_condition(base:str, # 'gt' or a recognizer kind ('ba', 'bfr')
-                   n:int, # history length H (0: the video-only row)
-                  ) -> AuditCondition:
+def dose_condition(
+    base: str,  # 'gt' or a recognizer kind ('ba', 'bfr')
+    n: int,  # history length H (0: the video-only row)
+) -> AuditCondition:
     "Table 12's row for history length H: video, the H most recent actions and the causal state built from them (H = 0: `video_only`)."
-    if n == 0: return CONDITIONS["video_only"]
+    if n == 0:
+        return CONDITIONS["video_only"]
     src = history_length_source(base, n)
-    return register_condition(AuditCondition(f"dose_{base}_h{n}", src.label, ("video", "history", "state"), src.name))
+    return register_condition(
+        AuditCondition(f"dose_{base}_h{n}", src.label, ("video", "history", "state"), src.name)
+    )
 
 # %% ../nbs/18a_pairing.ipynb #0197d8c5
-def noise_condition(rate:float, # probability that a GT history item is edited
-                    seed:int=0, # noise seed
-                   ) -> AuditCondition:
+def noise_condition(
+    rate: float,  # probability that a GT history item is edited
+    seed: int = 0,  # noise seed
+) -> AuditCondition:
     "Figure 3 (right)'s point at noise `rate`: video + GT history corrupted by `recovery.noisy_history` (oracle-derived, never deployable)."
-    if not 0 <= rate <= 1: raise ValueError(f"noise rate must lie in [0, 1], got {rate}")
+    if not 0 <= rate <= 1:
+        raise ValueError(f"noise rate must lie in [0, 1], got {rate}")
     suffix = f"{float(rate):g}" + (f"_s{seed}" if seed else "")
-    src = register_history_source(HistorySource(f"noisy_gt_{suffix}", f"GT history with {100 * rate:g}% edits (oracle-derived)", "oracle",
-                                                NoisyGT(float(rate), int(seed))))
-    return register_condition(AuditCondition(f"noise_{suffix}", src.label, ("video", "history", "state"), src.name))
+    src = register_history_source(
+        HistorySource(
+            f"noisy_gt_{suffix}",
+            f"GT history with {100 * rate:g}% edits (oracle-derived)",
+            "oracle",
+            NoisyGT(float(rate), int(seed)),
+        )
+    )
+    return register_condition(
+        AuditCondition(f"noise_{suffix}", src.label, ("video", "history", "state"), src.name)
+    )
 
 # %% ../nbs/18a_pairing.ipynb #0e9d4cab
-def horizon_queries(dataset, # a `ProceduralDataset`
-                    videos:Sequence[str]|None=None, # video names; None: every video
-                    window:int=32, # feature frames in the visual window
-                    horizon:int=1, # the target is the action this many actions ahead (1: the next action)
-                    **options, # passed to `queries.next_action_queries` (gap, include_first, short_window)
-                   ) -> pd.DataFrame: # boundary queries whose target (and target_start) is the h-th action ahead
+def horizon_queries(
+    dataset,  # a `ProceduralDataset`
+    videos: Sequence[str] | None = None,  # video names; None: every video
+    window: int = 32,  # feature frames in the visual window
+    horizon: int = 1,  # the target is the action this many actions ahead (1: the next action)
+    **options,  # passed to `queries.next_action_queries` (gap, include_first, short_window)
+) -> pd.DataFrame:  # boundary queries whose target (and target_start) is the h-th action ahead
     "Table 15's queries: asked at every action boundary, as `next_action_queries`; the target is the action `horizon` ahead."
-    if not isinstance(horizon, (int, np.integer)) or horizon < 1: raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
-    if options.get("background_target"): raise ValueError("horizon targets are actions; background_target is not supported")
-    q = next_action_queries(dataset, videos, window=window, horizons=max(5, int(horizon)), **options)
+    if not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
+    if options.get("background_target"):
+        raise ValueError("horizon targets are actions; background_target is not supported")
+    q = next_action_queries(
+        dataset, videos, window=window, horizons=max(5, int(horizon)), **options
+    )
     attrs = dict(q.attrs)
     target = q[f"target_h{horizon}"].to_numpy()
     keep = target >= 0
     starts = {}
-    for name in q["video"].unique(): starts[name] = action_segments(dataset.video(name), dataset.background)[:, 0]
-    target_start = [int(starts[v][np.searchsorted(starts[v], t) + horizon - 1]) if k else -1
-                    for v, t, k in zip(q["video"], q["target_start"], keep)]
-    q = q.assign(target=target, target_start=np.asarray(target_start, dtype=np.int64))[keep].reset_index(drop=True)
-    q.attrs.update(attrs, dropped={**attrs.get("dropped", {}), **({f"no_action_{horizon}_ahead": int((~keep).sum())} if (~keep).any() else {})})
+    for name in q["video"].unique():
+        starts[name] = action_segments(dataset.video(name), dataset.background)[:, 0]
+    target_start = [
+        int(starts[v][np.searchsorted(starts[v], t) + horizon - 1]) if k else -1
+        for v, t, k in zip(q["video"], q["target_start"], keep)
+    ]
+    q = q.assign(target=target, target_start=np.asarray(target_start, dtype=np.int64))[
+        keep
+    ].reset_index(drop=True)
+    q.attrs.update(
+        attrs,
+        dropped={
+            **attrs.get("dropped", {}),
+            **({f"no_action_{horizon}_ahead": int((~keep).sum())} if (~keep).any() else {}),
+        },
+    )
     return q
 
 # %% ../nbs/18a_pairing.ipynb #52bb0c4f
-def horizon_schedule(horizon:int, # actions ahead
-                    ) -> QuerySchedule:
+def horizon_schedule(
+    horizon: int,  # actions ahead
+) -> QuerySchedule:
     "The query schedule `boundary_h<horizon>` (registered on first use)."
     name = f"boundary_h{horizon}"
-    if name not in QUERY_SCHEDULES: register_schedule(QuerySchedule(name, horizon_queries, (("horizon", int(horizon)),)))
+    if name not in QUERY_SCHEDULES:
+        register_schedule(QuerySchedule(name, horizon_queries, (("horizon", int(horizon)),)))
     return QUERY_SCHEDULES[name]
 
 # %% ../nbs/18a_pairing.ipynb #61cfca99
-PROBE_INPUTS = {"history": ("history",), "state": ("state",), "history+state": ("history", "state")}  # Table 17's rows: no window video
+PROBE_INPUTS = {
+    "history": ("history",),
+    "state": ("state",),
+    "history+state": ("history", "state"),
+}  # Table 17's rows: no window video
 
-def probe_condition(probe_input:str, # a PROBE_INPUTS key
-                    history:str="gt", # the history source the probe reads
-                   ) -> AuditCondition:
+
+def probe_condition(
+    probe_input: str,  # a PROBE_INPUTS key
+    history: str = "gt",  # the history source the probe reads
+) -> AuditCondition:
     "A context-only probe of Table 17: the history tokens, the causal state, or both, from `history`; never the window video."
-    if probe_input not in PROBE_INPUTS: raise ValueError(f"unknown probe input {probe_input!r}; probe inputs are {list(PROBE_INPUTS)}")
+    if probe_input not in PROBE_INPUTS:
+        raise ValueError(
+            f"unknown probe input {probe_input!r}; probe inputs are {list(PROBE_INPUTS)}"
+        )
     key = probe_input.replace("+", "_")
-    label = {"history": "History only", "state": "State only", "history+state": "History + state"}[probe_input]
-    return register_condition(AuditCondition(f"probe_{key}_{history}", f"{label} ({HISTORY_SOURCES[history].label})", PROBE_INPUTS[probe_input], history))
+    label = {"history": "History only", "state": "State only", "history+state": "History + state"}[
+        probe_input
+    ]
+    return register_condition(
+        AuditCondition(
+            f"probe_{key}_{history}",
+            f"{label} ({HISTORY_SOURCES[history].label})",
+            PROBE_INPUTS[probe_input],
+            history,
+        )
+    )
 
 # %% ../nbs/18a_pairing.ipynb #022f8f76
-def _own(condition:str) -> str: return CONDITIONS[condition].history or "none"
+def _own(condition: str) -> str:
+    return CONDITIONS[condition].history or "none"
 
 # %% ../nbs/18a_pairing.ipynb #0c61970b
-def _side(records:pd.DataFrame, side) -> pd.DataFrame:
+def _side(records: pd.DataFrame, side) -> pd.DataFrame:
     "Rows of one side: a condition tested with its own history, or (condition, test_history) for a cross-tested checkpoint."
     condition, test = (side, _own(side)) if isinstance(side, str) else side
     r = records[(records["condition"] == condition) & (records["test_history"] == test)]
-    if r.empty: raise DataError(f"no records of condition {condition!r} tested with history {test!r}")
+    if r.empty:
+        raise DataError(f"no records of condition {condition!r} tested with history {test!r}")
     return r
 
 # %% ../nbs/18a_pairing.ipynb #ae61b97c
-def pair_records(records:pd.DataFrame, # from `engine.audit_records` (every test, with test_history)
-                 oracle, # the oracle side: a condition name, or (condition, test_history)
-                 non_oracle, # the matched non-oracle side, same form
-                 metric:str="act1", # the metric compared
-                 confidence:float=0.95, # the interval's level
-                 **factors, # columns added to every record (e.g. control='matched', horizon=2)
-                ) -> list[dict]: # each side's (split, seed) values, then the gap with its interval
+def pair_records(
+    records: pd.DataFrame,  # from `engine.audit_records` (every test, with test_history)
+    oracle,  # the oracle side: a condition name, or (condition, test_history)
+    non_oracle,  # the matched non-oracle side, same form
+    metric: str = "act1",  # the metric compared
+    confidence: float = 0.95,  # the interval's level
+    **factors,  # columns added to every record (e.g. control='matched', horizon=2)
+) -> list[dict]:  # each side's (split, seed) values, then the gap with its interval
     "Each side's per-(split, seed) value (metric `metric`, factor `side`) and the gap oracle - non_oracle, paired by split (seeds averaged)."
     out, per = [], {}
     for side, spec in (("non_oracle", non_oracle), ("oracle", oracle)):
         r = _side(records, spec)
         r = r[r["metric"] == metric]
-        out += [{**factors, "dataset": x["dataset"], "split": int(x["split"]), "seed": int(x["seed"]), "side": side, "condition": x["condition"],
-                 "test_history": x["test_history"], "metric": metric, "value": float(x["value"])} for x in r.to_dict("records")]
+        out += [
+            {
+                **factors,
+                "dataset": x["dataset"],
+                "split": int(x["split"]),
+                "seed": int(x["seed"]),
+                "side": side,
+                "condition": x["condition"],
+                "test_history": x["test_history"],
+                "metric": metric,
+                "value": float(x["value"]),
+            }
+            for x in r.to_dict("records")
+        ]
         per[side] = r.groupby("split")["value"].mean()
-    both = pd.concat([per["oracle"].rename("oracle"), per["non_oracle"].rename("non_oracle")], axis=1).reset_index()
+    both = pd.concat(
+        [per["oracle"].rename("oracle"), per["non_oracle"].rename("non_oracle")], axis=1
+    ).reset_index()
     tidy = both.melt(id_vars="split", var_name="condition", value_name="value")
     g = gap_table(tidy, "oracle", "non_oracle", unit="split", confidence=confidence).iloc[0]
     name = lambda s: s if isinstance(s, str) else f"{s[0]}@test_{s[1]}"
-    out.append({**factors, "dataset": records["dataset"].iloc[0], "split": "all", "oracle": name(oracle), "non_oracle": name(non_oracle),
-                "metric": f"gap_{metric}", "value": float(g["value"]), "ci_low": float(g["ci_low"]), "ci_high": float(g["ci_high"]), "n": int(g["n"])})
+    out.append(
+        {
+            **factors,
+            "dataset": records["dataset"].iloc[0],
+            "split": "all",
+            "oracle": name(oracle),
+            "non_oracle": name(non_oracle),
+            "metric": f"gap_{metric}",
+            "value": float(g["value"]),
+            "ci_low": float(g["ci_low"]),
+            "ci_high": float(g["ci_high"]),
+            "n": int(g["n"]),
+        }
+    )
     return out
 
 # %% ../nbs/18a_pairing.ipynb #f1d9e72c
-def gap_summary(records:pd.DataFrame|list, # records from `pair_records` (one or many comparisons)
-                by:Sequence[str], # the factor columns that name a comparison (e.g. ['dataset', 'control'])
-                metric:str="act1", # the compared metric
-               ) -> pd.DataFrame: # per comparison: non_oracle, non_oracle_std, oracle, oracle_std (over splits), gap, ci_low, ci_high, n
+def gap_summary(
+    records: pd.DataFrame | list,  # records from `pair_records` (one or many comparisons)
+    by: Sequence[str],  # the factor columns that name a comparison (e.g. ['dataset', 'control'])
+    metric: str = "act1",  # the compared metric
+) -> pd.DataFrame:  # per comparison: non_oracle, non_oracle_std, oracle, oracle_std (over splits), gap, ci_low, ci_high, n
     "Table 2's view: each side's mean ± std over splits (seeds averaged) beside the gap and its interval."
     r, by = pd.DataFrame(records), list(by)
     sides = r[r["metric"] == metric].groupby(by + ["side", "split"], sort=False)["value"].mean()
@@ -205,48 +324,106 @@ def gap_summary(records:pd.DataFrame|list, # records from `pair_records` (one or
     for key, g in r[r["metric"] == f"gap_{metric}"].groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         row = dict(zip(by, key))
-        for side in ("non_oracle", "oracle"): row[side], row[f"{side}_std"] = mean_std(sides.loc[key + (side,)])
+        for side in ("non_oracle", "oracle"):
+            row[side], row[f"{side}_std"] = mean_std(sides.loc[key + (side,)])
         g = g.iloc[0]
-        rows.append({**row, "gap": g["value"], "ci_low": g["ci_low"], "ci_high": g["ci_high"], "n": int(g["n"])})
+        rows.append(
+            {
+                **row,
+                "gap": g["value"],
+                "ci_low": g["ci_low"],
+                "ci_high": g["ci_high"],
+                "n": int(g["n"]),
+            }
+        )
     return pd.DataFrame(rows).set_index(by)
 
 # %% ../nbs/18a_pairing.ipynb #01a8c7b0
-INTEGER_COLUMNS = ("split", "seed", "n", "horizon", "history_length")  # factor columns whose values are integers
+INTEGER_COLUMNS = (
+    "split",
+    "seed",
+    "n",
+    "horizon",
+    "history_length",
+)  # factor columns whose values are integers
 
-def tidy_records(records, # a DataFrame or a list of dicts (from any function here)
-                ) -> list[dict]: # one dict per record: no NaN fields (except intervals), integer factors as int
+
+def tidy_records(
+    records,  # a DataFrame or a list of dicts (from any function here)
+) -> list[dict]:  # one dict per record: no NaN fields (except intervals), integer factors as int
     "Records for a results JSON: concatenation leaves NaN in fields a record does not have, and floats in integer columns."
     rows = records.to_dict("records") if isinstance(records, pd.DataFrame) else list(records)
     out = []
     for r in rows:
-        keep = {k: v for k, v in r.items() if k == "value" or not (isinstance(v, float) and np.isnan(v))}
+        keep = {
+            k: v for k, v in r.items() if k == "value" or not (isinstance(v, float) and np.isnan(v))
+        }
         for k in INTEGER_COLUMNS:
-            if isinstance(keep.get(k), (float, np.floating)) and float(keep[k]).is_integer(): keep[k] = int(keep[k])
+            if isinstance(keep.get(k), (float, np.floating)) and float(keep[k]).is_integer():
+                keep[k] = int(keep[k])
         out.append(keep)
     return out
 
 # %% ../nbs/18a_pairing.ipynb #0cad4f15
-def _store(store:ResultStore|None, part:str) -> ResultStore:
+def _store(store: ResultStore | None, part: str) -> ResultStore:
     "A part of the store (one query schedule or sweep per folder: the same condition under two schedules is two units)."
-    root = Path(store.root) if store is not None else Path(tempfile.mkdtemp(prefix="hoi_audit_store_"))
-    return ResultStore(root / part, peers=getattr(store, "peers", None))   # an experiment's parts look where the experiment looks
+    root = (
+        Path(store.root) if store is not None else Path(tempfile.mkdtemp(prefix="hoi_audit_store_"))
+    )
+    return ResultStore(
+        root / part, peers=getattr(store, "peers", None)
+    )  # an experiment's parts look where the experiment looks
 
 # %% ../nbs/18a_pairing.ipynb #16ce40dc
-def _setup(experiment:str, data_dir:str, out:str, store:str|None, training:dict, name:str|None=None) -> tuple:
+def _setup(
+    experiment: str,
+    data_dir: str,
+    out: str,
+    store: str | None,
+    training: dict,
+    name: str | None = None,
+) -> tuple:
     "The dataset (its input checked before any unit), the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale."
     from hoi_audit.procedural import read_for_command
+
     t = training_options(**training)
     dataset = read_for_command(data_dir, name, t["splits"])
     paths = CommandOutput.parse(out, experiment)
     store = ResultStore(Path(store)) if store else paths.store
-    return dataset, dict(splits=t["splits"], seeds=t["seeds"], store=store, config=t["config"], progress=t["progress"], workers=t["workers"]), paths, t["scale"]
+    return (
+        dataset,
+        dict(
+            splits=t["splits"],
+            seeds=t["seeds"],
+            store=store,
+            config=t["config"],
+            progress=t["progress"],
+            workers=t["workers"],
+        ),
+        paths,
+        t["scale"],
+    )
 
 # %% ../nbs/18a_pairing.ipynb #525f51d8
-def _finish(paths, experiment:str, records, scale:str, kw:dict, dataset, **settings) -> int:
+def _finish(paths, experiment: str, records, scale: str, kw: dict, dataset, **settings) -> int:
     from hoi_audit.procedural import name_config
-    config = {**kw["config"].as_dict(), "seeds": list(kw["seeds"]), **settings, **name_config(dataset)}
-    paths.wrote(write_results(paths.results, experiment, tidy_records(records), scale=scale, config=config,
-                              pins={"config": sha256_json(config)}))
+
+    config = {
+        **kw["config"].as_dict(),
+        "seeds": list(kw["seeds"]),
+        **settings,
+        **name_config(dataset),
+    }
+    paths.wrote(
+        write_results(
+            paths.results,
+            experiment,
+            tidy_records(records),
+            scale=scale,
+            config=config,
+            pins={"config": sha256_json(config)},
+        )
+    )
     paths.report()
     print(f"wrote {kw['store'].root}/")
     return 0

@@ -18,61 +18,91 @@ class ContractError(HoiAuditError, TypeError):
     "A user object does not keep the contract of its role."
 
 # %% ../nbs/06_plugins.ipynb #77a662c7
-def load_module(spec:str, # "package.module" (importable, or found from the working directory) or "path/to/file.py"
-                name:str|None=None, # what errors call the request (default: `spec`, quoted)
-               ) -> types.ModuleType:
+def load_module(
+    spec: str,  # "package.module" (importable, or found from the working directory) or "path/to/file.py"
+    name: str | None = None,  # what errors call the request (default: `spec`, quoted)
+) -> types.ModuleType:
     "The module `spec` names, imported once; a file's code travels by value to worker processes."
     spec, name = str(spec), name or repr(str(spec))
     if spec.endswith(".py") or "/" in spec:
         path = Path(spec)
-        if not path.is_file(): raise ContractError(f"{name}: {path.resolve()} is not a file")
-        module_name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"   # per file and content: a copy elsewhere reads its own folder
+        if not path.is_file():
+            raise ContractError(f"{name}: {path.resolve()} is not a file")
+        module_name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"  # per file and content: a copy elsewhere reads its own folder
         if module_name not in sys.modules:
             loader = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(loader)
             sys.modules[module_name] = module
-            try: loader.loader.exec_module(module)
+            try:
+                loader.loader.exec_module(module)
             except Exception as e:
                 del sys.modules[module_name]
-                raise ContractError(f"{name}: importing {path} raised {type(e).__name__}: {e}") from e
+                raise ContractError(
+                    f"{name}: importing {path} raised {type(e).__name__}: {e}"
+                ) from e
             import cloudpickle
-            cloudpickle.register_pickle_by_value(module)   # units carry the user's code by value to worker processes, which cannot import it
+
+            cloudpickle.register_pickle_by_value(
+                module
+            )  # units carry the user's code by value to worker processes, which cannot import it
         return sys.modules[module_name]
-    if os.getcwd() not in sys.path and "" not in sys.path: sys.path.append(os.getcwd())   # as `python -m` would: the user's own package
-    try: return importlib.import_module(spec)
-    except ImportError as e: raise ContractError(f"{name}: cannot import module {spec!r} ({e})") from e
-    except Exception as e: raise ContractError(f"{name}: importing module {spec!r} raised {type(e).__name__}: {e}") from e
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # as `python -m` would: the user's own package
+    try:
+        return importlib.import_module(spec)
+    except ImportError as e:
+        raise ContractError(f"{name}: cannot import module {spec!r} ({e})") from e
+    except Exception as e:
+        raise ContractError(
+            f"{name}: importing module {spec!r} raised {type(e).__name__}: {e}"
+        ) from e
 
 # %% ../nbs/06_plugins.ipynb #996dc708
-def load_object(spec:str, # "package.module:name" (importable, or found from the working directory) or "path/to/file.py:name"
-               ):
+def load_object(
+    spec: str,  # "package.module:name" (importable, or found from the working directory) or "path/to/file.py:name"
+):
     "The object named by `spec` (its module loaded by `load_module`); an error says which part could not be found."
     module_part, sep, attr = str(spec).rpartition(":")
     if not sep or not module_part or not attr.isidentifier():
-        raise ContractError(f"{spec!r}: expected 'package.module:factory' or 'path/to/file.py:factory'")
+        raise ContractError(
+            f"{spec!r}: expected 'package.module:factory' or 'path/to/file.py:factory'"
+        )
     module = load_module(module_part, name=repr(str(spec)))
-    if not hasattr(module, attr): raise ContractError(f"{spec!r}: module {module_part!r} has no attribute {attr!r}")
+    if not hasattr(module, attr):
+        raise ContractError(f"{spec!r}: module {module_part!r} has no attribute {attr!r}")
     return getattr(module, attr)
 
 # %% ../nbs/06_plugins.ipynb #560d77eb
 PLUGINS_ENV = "HOI_AUDIT_PLUGINS"  # JSON list of [spec, folder]: the plug-ins a command loaded, for the kernels it starts
 
-def plugins_environment(specs, # module names or paths of .py files, as given on the command line
-                       ) -> dict: # {PLUGINS_ENV: ...}, or {} when there are none
+
+def plugins_environment(
+    specs,  # module names or paths of .py files, as given on the command line
+) -> dict:  # {PLUGINS_ENV: ...}, or {} when there are none
     "The environment that hands a command's plug-ins to the processes it starts (`load_env_plugins` reads it)."
-    if not specs: return {}
-    entries = [[str(Path(s).resolve()) if s.endswith(".py") or "/" in s else s, os.getcwd()] for s in map(str, specs)]
+    if not specs:
+        return {}
+    entries = [
+        [str(Path(s).resolve()) if s.endswith(".py") or "/" in s else s, os.getcwd()]
+        for s in map(str, specs)
+    ]
     return {PLUGINS_ENV: json.dumps(entries)}
 
 # %% ../nbs/06_plugins.ipynb #dc6d9016
-def load_env_plugins(environ:dict|None=None, # the environment (default: os.environ)
-                    ) -> list: # the imported modules
+def load_env_plugins(
+    environ: dict | None = None,  # the environment (default: os.environ)
+) -> list:  # the imported modules
     "Import the plug-ins `$HOI_AUDIT_PLUGINS` names (set by `hoi-audit --plugin` for the kernels it starts), as the command did."
     raw = (os.environ if environ is None else environ).get(PLUGINS_ENV) or "[]"
-    try: entries = [(str(s), str(d)) for s, d in json.loads(raw)]
-    except (ValueError, TypeError): raise HoiAuditError(f"${PLUGINS_ENV}={raw!r}: expected a JSON list of [module or file, folder]") from None
+    try:
+        entries = [(str(s), str(d)) for s, d in json.loads(raw)]
+    except (ValueError, TypeError):
+        raise HoiAuditError(
+            f"${PLUGINS_ENV}={raw!r}: expected a JSON list of [module or file, folder]"
+        ) from None
     for _, folder in entries:
-        if folder not in sys.path: sys.path.append(folder)   # where the command looked for a module name
+        if folder not in sys.path:
+            sys.path.append(folder)  # where the command looked for a module name
     return [load_module(spec, name=f"--plugin {spec}") for spec, _ in entries]
 
 # %% ../nbs/06_plugins.ipynb #55ca67ce
@@ -80,8 +110,22 @@ def _name(obj) -> str:
     return obj if isinstance(obj, str) else getattr(obj, "__qualname__", None) or type(obj).__name__
 
 # %% ../nbs/06_plugins.ipynb #e3a2e199
-CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".bin", ".npy", ".npz", ".pkl", ".pickle", ".joblib", ".h5", ".hdf5",
-                       ".onnx", ".msgpack")  # weight files a model that declares no `checkpoints` is taken to read when they lie beside its file
+CHECKPOINT_SUFFIXES = (
+    ".pt",
+    ".pth",
+    ".ckpt",
+    ".safetensors",
+    ".bin",
+    ".npy",
+    ".npz",
+    ".pkl",
+    ".pickle",
+    ".joblib",
+    ".h5",
+    ".hdf5",
+    ".onnx",
+    ".msgpack",
+)  # weight files a model that declares no `checkpoints` is taken to read when they lie beside its file
 
 # %% ../nbs/06_plugins.ipynb #895d4a16
 def code_files(path, # the file that defines a user's model
@@ -94,45 +138,79 @@ def code_files(path, # the file that defines a user's model
     return sorted(root.rglob("*.py"))
 
 # %% ../nbs/06_plugins.ipynb #1bc9d525
-def checkpoint_files(target, # the user's object, class or factory
-                     path, # the file that defines it (None: defined interactively)
-                     name:str="model", # what errors call it
-                    ) -> list[Path]: # the checkpoint files its outputs depend on
+def checkpoint_files(
+    target,  # the user's object, class or factory
+    path,  # the file that defines it (None: defined interactively)
+    name: str = "model",  # what errors call it
+) -> list[Path]:  # the checkpoint files its outputs depend on
     "The checkpoints a model reads: those it declares (`checkpoints` on it, its class or factory, or `CHECKPOINTS` in its module), else the weight files beside its file."
     declared = getattr(target, "checkpoints", None)
     if declared is None:
-        module = sys.modules.get(getattr(target if isinstance(target, type) or inspect.isfunction(target) else type(target), "__module__", "") or "")
+        module = sys.modules.get(
+            getattr(
+                target if isinstance(target, type) or inspect.isfunction(target) else type(target),
+                "__module__",
+                "",
+            )
+            or ""
+        )
         declared = getattr(module, "CHECKPOINTS", None)
     folder = Path(path).resolve().parent if path else Path.cwd()
     if declared is not None:
-        try: files = [folder / Path(p) for p in (declared() if callable(declared) else declared)]
-        except Exception as e: raise ContractError(f"{name}: its declared checkpoints could not be listed ({type(e).__name__}: {e})") from e
+        try:
+            files = [folder / Path(p) for p in (declared() if callable(declared) else declared)]
+        except Exception as e:
+            raise ContractError(
+                f"{name}: its declared checkpoints could not be listed ({type(e).__name__}: {e})"
+            ) from e
         missing = [str(p) for p in files if not p.is_file()]
-        if missing: raise ContractError(f"{name}: declared checkpoint file(s) not found: {', '.join(missing)}")
+        if missing:
+            raise ContractError(
+                f"{name}: declared checkpoint file(s) not found: {', '.join(missing)}"
+            )
         return files
-    if path is None: return []
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CHECKPOINT_SUFFIXES)
+    if path is None:
+        return []
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in CHECKPOINT_SUFFIXES
+    )
 
 # %% ../nbs/06_plugins.ipynb #88a22938
-def identity(obj, # the user's object, class, factory or "module:name" spec
-            ) -> dict: # model (spec or name), source_sha256, and code_sha256 / checkpoints where there are any
+def identity(
+    obj,  # the user's object, class, factory or "module:name" spec
+) -> dict:  # model (spec or name), source_sha256, and code_sha256 / checkpoints where there are any
     "What names a user's model in a store unit: its spec or name, the SHA-256 of its code and of every checkpoint it reads."
     target = load_object(obj) if isinstance(obj, str) else obj
     name = obj if isinstance(obj, str) else _name(obj)
-    try: path = inspect.getsourcefile(target if isinstance(target, type) or inspect.isfunction(target) else type(target))
-    except (TypeError, OSError): path = None      # a builtin, or a class defined interactively
+    try:
+        path = inspect.getsourcefile(
+            target if isinstance(target, type) or inspect.isfunction(target) else type(target)
+        )
+    except (TypeError, OSError):
+        path = None  # a builtin, or a class defined interactively
     path = path if path and Path(path).is_file() else None
-    out = {"model": name, "source_sha256": sha256_file(path) if path else None}   # None: defined interactively
+    out = {
+        "model": name,
+        "source_sha256": sha256_file(path) if path else None,
+    }  # None: defined interactively
     if path:
         files = code_files(path)
         if len(files) > 1:
             root = files[0].parent
-            while not all(f.is_relative_to(root) for f in files): root = root.parent
-            out["code_sha256"] = sha256_json({f.relative_to(root).as_posix(): sha256_file(f) for f in files})
+            while not all(f.is_relative_to(root) for f in files):
+                root = root.parent
+            out["code_sha256"] = sha256_json(
+                {f.relative_to(root).as_posix(): sha256_file(f) for f in files}
+            )
     checkpoints = checkpoint_files(target, path, name)
     if checkpoints:
         folder = Path(path).resolve().parent if path else Path.cwd()
-        out["checkpoints"] = {(p.relative_to(folder).as_posix() if p.resolve().is_relative_to(folder) else str(p)): sha256_file(p) for p in checkpoints}
+        out["checkpoints"] = {
+            (
+                p.relative_to(folder).as_posix() if p.resolve().is_relative_to(folder) else str(p)
+            ): sha256_file(p)
+            for p in checkpoints
+        }
     return out
 
 # %% ../nbs/06_plugins.ipynb #571e6190

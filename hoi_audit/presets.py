@@ -13,69 +13,229 @@ from .grammar import Grammar, Task, any_order, choice, maybe, seq
 __all__ = ['SIZES', 'PRESETS', 'SizeSpec', 'Preset', 'preset', 'HeldOutPreset']
 
 # %% ../nbs/12b_presets.ipynb #740c11ce
-_BREAKFAST_CLASSES = ("SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar stir_coffee pour_sugar "
+_BREAKFAST_CLASSES = (
+    "SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar stir_coffee pour_sugar "
     "pour_oil crack_egg add_saltnpepper fry_egg take_plate put_egg2plate take_eggs butter_pan take_knife cut_orange squeeze_orange "
     "pour_juice take_glass take_squeezer spoon_powder stir_milk spoon_flour stir_dough pour_dough2pan fry_pancake put_pancake2plate "
     "pour_flour cut_fruit put_fruit2bowl peel_fruit stir_fruit cut_bun smear_butter take_topping put_toppingOnTop put_bunTogether "
-    "take_butter stir_egg pour_egg2pan stirfry_egg add_teabag pour_water stir_tea").split()
+    "take_butter stir_egg pour_egg2pan stirfry_egg add_teabag pour_water stir_tea"
+).split()
+
 
 def _breakfast_grammar() -> Grammar:
     fat = choice((0.6, "pour_oil"), (0.4, "butter_pan"))
     sugar = choice((0.6, "spoon_sugar"), (0.4, "pour_sugar"))
     fruit = seq(maybe("peel_fruit", 0.5), "cut_fruit", "put_fruit2bowl")
     tasks = [
-        Task("cereals", seq("take_bowl", choice((0.8, seq("pour_cereals", "pour_milk")), (0.2, seq("pour_milk", "pour_cereals"))),
-                            maybe("stir_cereals", 0.4))),
-        Task("coffee", seq("take_cup", "pour_coffee", any_order(maybe(sugar, 0.5), maybe("pour_milk", 0.6)), maybe("stir_coffee", 0.4))),
-        Task("friedegg", seq(fat, maybe("take_eggs", 0.15), "crack_egg",
-                             choice((0.6, seq("fry_egg", maybe("add_saltnpepper", 0.5))), (0.4, seq("add_saltnpepper", "fry_egg"))),
-                             maybe("take_plate", 0.6), "put_egg2plate")),
-        Task("juice", seq(maybe("take_knife", 0.4), "cut_orange", maybe("take_squeezer", 0.2), "squeeze_orange",
-                          maybe("take_glass", 0.6), "pour_juice")),
+        Task(
+            "cereals",
+            seq(
+                "take_bowl",
+                choice(
+                    (0.8, seq("pour_cereals", "pour_milk")), (0.2, seq("pour_milk", "pour_cereals"))
+                ),
+                maybe("stir_cereals", 0.4),
+            ),
+        ),
+        Task(
+            "coffee",
+            seq(
+                "take_cup",
+                "pour_coffee",
+                any_order(maybe(sugar, 0.5), maybe("pour_milk", 0.6)),
+                maybe("stir_coffee", 0.4),
+            ),
+        ),
+        Task(
+            "friedegg",
+            seq(
+                fat,
+                maybe("take_eggs", 0.15),
+                "crack_egg",
+                choice(
+                    (0.6, seq("fry_egg", maybe("add_saltnpepper", 0.5))),
+                    (0.4, seq("add_saltnpepper", "fry_egg")),
+                ),
+                maybe("take_plate", 0.6),
+                "put_egg2plate",
+            ),
+        ),
+        Task(
+            "juice",
+            seq(
+                maybe("take_knife", 0.4),
+                "cut_orange",
+                maybe("take_squeezer", 0.2),
+                "squeeze_orange",
+                maybe("take_glass", 0.6),
+                "pour_juice",
+            ),
+        ),
         Task("milk", seq("take_cup", any_order("spoon_powder", "pour_milk"), "stir_milk")),
-        Task("pancake", seq(maybe("take_bowl", 0.3), any_order("crack_egg", choice((0.85, "spoon_flour"), (0.15, "pour_flour")), "pour_milk"),
-                            "stir_dough", fat, "pour_dough2pan", "fry_pancake", maybe("take_plate", 0.5), "put_pancake2plate")),
-        Task("salat", seq(maybe("take_plate", 0.3), maybe("take_knife", 0.3), fruit, fruit, maybe(fruit, 0.5), maybe("stir_fruit", 0.3))),
-        Task("sandwich", seq(maybe("take_knife", 0.3), "cut_bun", maybe("take_butter", 0.1), "smear_butter", maybe("take_topping", 0.3),
-                             "put_toppingOnTop", maybe("put_bunTogether", 0.5))),
-        Task("scrambledegg", seq(any_order(fat, seq(maybe("take_bowl", 0.3), "crack_egg", "stir_egg")), "pour_egg2pan",
-                                 any_order("stirfry_egg", maybe("add_saltnpepper", 0.6)), maybe("take_plate", 0.5), "put_egg2plate")),
-        Task("tea", seq("take_cup", "add_teabag", "pour_water", any_order(maybe(sugar, 0.4), maybe("pour_milk", 0.3)), maybe("stir_tea", 0.3))),
+        Task(
+            "pancake",
+            seq(
+                maybe("take_bowl", 0.3),
+                any_order(
+                    "crack_egg", choice((0.85, "spoon_flour"), (0.15, "pour_flour")), "pour_milk"
+                ),
+                "stir_dough",
+                fat,
+                "pour_dough2pan",
+                "fry_pancake",
+                maybe("take_plate", 0.5),
+                "put_pancake2plate",
+            ),
+        ),
+        Task(
+            "salat",
+            seq(
+                maybe("take_plate", 0.3),
+                maybe("take_knife", 0.3),
+                fruit,
+                fruit,
+                maybe(fruit, 0.5),
+                maybe("stir_fruit", 0.3),
+            ),
+        ),
+        Task(
+            "sandwich",
+            seq(
+                maybe("take_knife", 0.3),
+                "cut_bun",
+                maybe("take_butter", 0.1),
+                "smear_butter",
+                maybe("take_topping", 0.3),
+                "put_toppingOnTop",
+                maybe("put_bunTogether", 0.5),
+            ),
+        ),
+        Task(
+            "scrambledegg",
+            seq(
+                any_order(fat, seq(maybe("take_bowl", 0.3), "crack_egg", "stir_egg")),
+                "pour_egg2pan",
+                any_order("stirfry_egg", maybe("add_saltnpepper", 0.6)),
+                maybe("take_plate", 0.5),
+                "put_egg2plate",
+            ),
+        ),
+        Task(
+            "tea",
+            seq(
+                "take_cup",
+                "add_teabag",
+                "pour_water",
+                any_order(maybe(sugar, 0.4), maybe("pour_milk", 0.3)),
+                maybe("stir_tea", 0.3),
+            ),
+        ),
     ]
     return Grammar(_BREAKFAST_CLASSES, ("SIL",), tasks)
 
 # %% ../nbs/12b_presets.ipynb #619e6bfa
-_SALADS_CLASSES = ("cut_tomato place_tomato_into_bowl cut_cheese place_cheese_into_bowl cut_lettuce place_lettuce_into_bowl add_salt "
+_SALADS_CLASSES = (
+    "cut_tomato place_tomato_into_bowl cut_cheese place_cheese_into_bowl cut_lettuce place_lettuce_into_bowl add_salt "
     "add_vinegar add_oil add_pepper mix_dressing peel_cucumber cut_cucumber place_cucumber_into_bowl add_dressing mix_ingredients "
-    "serve_salad_onto_plate action_start action_end").split()
+    "serve_salad_onto_plate action_start action_end"
+).split()
+
 
 def _salads_grammar() -> Grammar:
-    dressing = seq(any_order("add_oil", "add_vinegar"), any_order("add_salt", "add_pepper"), "mix_dressing")
-    ingredients = any_order(seq("peel_cucumber", "cut_cucumber", "place_cucumber_into_bowl"), seq("cut_tomato", "place_tomato_into_bowl"),
-                            seq("cut_cheese", "place_cheese_into_bowl"), seq("cut_lettuce", "place_lettuce_into_bowl"))
-    finish = choice((0.6, seq("mix_ingredients", maybe("add_dressing", 0.85), "serve_salad_onto_plate")),
-                    (0.4, seq("add_dressing", "mix_ingredients", "serve_salad_onto_plate")))
-    salad = seq(choice((0.5, seq(dressing, ingredients)), (0.5, seq(ingredients, dressing))), finish)
+    dressing = seq(
+        any_order("add_oil", "add_vinegar"), any_order("add_salt", "add_pepper"), "mix_dressing"
+    )
+    ingredients = any_order(
+        seq("peel_cucumber", "cut_cucumber", "place_cucumber_into_bowl"),
+        seq("cut_tomato", "place_tomato_into_bowl"),
+        seq("cut_cheese", "place_cheese_into_bowl"),
+        seq("cut_lettuce", "place_lettuce_into_bowl"),
+    )
+    finish = choice(
+        (0.6, seq("mix_ingredients", maybe("add_dressing", 0.85), "serve_salad_onto_plate")),
+        (0.4, seq("add_dressing", "mix_ingredients", "serve_salad_onto_plate")),
+    )
+    salad = seq(
+        choice((0.5, seq(dressing, ingredients)), (0.5, seq(ingredients, dressing))), finish
+    )
     return Grammar(_SALADS_CLASSES, ("action_start", "action_end"), [Task("salad", salad)])
 
 # %% ../nbs/12b_presets.ipynb #246e7d9e
 _GTEA_CLASSES = "take open pour close shake scoop stir put fold spread background".split()
 
+
 def _gtea_grammar() -> Grammar:
     fetch = seq("take", "put")
-    spoonful = seq("take", "open", "scoop", "pour", "close", "put")       # a jar: open it, scoop, pour, close it
+    spoonful = seq(
+        "take", "open", "scoop", "pour", "close", "put"
+    )  # a jar: open it, scoop, pour, close it
     bottle = seq("take", "open", "pour", "close", "put")
     spread_from_jar = seq("take", "open", "take", "scoop", "spread", "put", "close", "put")
     tasks = [
-        Task("Cheese", seq(any_order(fetch, seq("take", "open", "take", "put")), maybe(seq("close", "put"), 0.7), "fold", maybe(fetch, 0.4))),
-        Task("CofHoney", seq(spoonful, any_order(bottle, seq("take", "pour", "put")), "stir", maybe(fetch, 0.3))),
-        Task("Coffee", seq(spoonful, maybe(spoonful, 0.5), seq("take", "pour", "put"), "stir", maybe(fetch, 0.3))),
-        Task("Hotdog", seq(fetch, choice((0.5, seq("take", "open", "take", "put")), (0.5, seq("open", "take", "put"))),
-                           maybe(bottle, 0.5), "fold", maybe(fetch, 0.3))),
-        Task("Pealate", seq(fetch, any_order(spread_from_jar, seq("take", "open", "scoop", "spread", "close", "put")), "fold", maybe(fetch, 0.3))),
-        Task("Peanut", seq(fetch, spread_from_jar, choice((0.7, "fold"), (0.3, seq("take", "fold"))), maybe(fetch, 0.3))),
-        Task("Tea", seq(seq("take", "open", "take", "put"), seq("take", "pour", "put"), maybe("shake", 0.3),
-                        maybe(spoonful, 0.5), "stir", maybe(fetch, 0.3))),
+        Task(
+            "Cheese",
+            seq(
+                any_order(fetch, seq("take", "open", "take", "put")),
+                maybe(seq("close", "put"), 0.7),
+                "fold",
+                maybe(fetch, 0.4),
+            ),
+        ),
+        Task(
+            "CofHoney",
+            seq(spoonful, any_order(bottle, seq("take", "pour", "put")), "stir", maybe(fetch, 0.3)),
+        ),
+        Task(
+            "Coffee",
+            seq(
+                spoonful,
+                maybe(spoonful, 0.5),
+                seq("take", "pour", "put"),
+                "stir",
+                maybe(fetch, 0.3),
+            ),
+        ),
+        Task(
+            "Hotdog",
+            seq(
+                fetch,
+                choice(
+                    (0.5, seq("take", "open", "take", "put")), (0.5, seq("open", "take", "put"))
+                ),
+                maybe(bottle, 0.5),
+                "fold",
+                maybe(fetch, 0.3),
+            ),
+        ),
+        Task(
+            "Pealate",
+            seq(
+                fetch,
+                any_order(spread_from_jar, seq("take", "open", "scoop", "spread", "close", "put")),
+                "fold",
+                maybe(fetch, 0.3),
+            ),
+        ),
+        Task(
+            "Peanut",
+            seq(
+                fetch,
+                spread_from_jar,
+                choice((0.7, "fold"), (0.3, seq("take", "fold"))),
+                maybe(fetch, 0.3),
+            ),
+        ),
+        Task(
+            "Tea",
+            seq(
+                seq("take", "open", "take", "put"),
+                seq("take", "pour", "put"),
+                maybe("shake", 0.3),
+                maybe(spoonful, 0.5),
+                "stir",
+                maybe(fetch, 0.3),
+            ),
+        ),
     ]
     return Grammar(_GTEA_CLASSES, ("background",), tasks)
 
@@ -96,98 +256,275 @@ class SizeSpec:
 @dataclass(frozen=True)
 class Preset:
     "A synthetic dataset's recipe: grammar, names, participants, splits, background, durations and sizes."
+
     name: str
     grammar: Grammar
-    sizes: dict # size name -> SizeSpec
-    split_groups: tuple # per split, the participants of its test set (all sizes draw from these)
-    video_name: str # format with participant, camera, task, repetition
-    repetitions: int # sessions per (participant, task)
-    durations: dict # class name -> mean duration in frames at full size
-    start_background: str|None = None # background class at the start of every video
-    end_background: str|None = None # ... at the end
-    end_background_p: float = 1.0 # probability of the end background
-    gap_background: str|None = None # background class between actions
-    gap_p: float = 0.0 # probability of a background gap between two actions
+    sizes: dict  # size name -> SizeSpec
+    split_groups: tuple  # per split, the participants of its test set (all sizes draw from these)
+    video_name: str  # format with participant, camera, task, repetition
+    repetitions: int  # sessions per (participant, task)
+    durations: dict  # class name -> mean duration in frames at full size
+    start_background: str | None = None  # background class at the start of every video
+    end_background: str | None = None  # ... at the end
+    end_background_p: float = 1.0  # probability of the end background
+    gap_background: str | None = None  # background class between actions
+    gap_p: float = 0.0  # probability of a background gap between two actions
     fps: float = 15.0
-    duration_spread: float = 0.35 # sigma of the log-normal spread of one segment's duration
-    speed_spread: float = 0.2 # sigma of the log-normal per-participant speed
-    features: dict = field(default_factory=dict) # FeatureSpec defaults of this preset
+    duration_spread: float = 0.35  # sigma of the log-normal spread of one segment's duration
+    speed_spread: float = 0.2  # sigma of the log-normal per-participant speed
+    features: dict = field(default_factory=dict)  # FeatureSpec defaults of this preset
 
-    def split_of(self, participant:str) -> int:
+    def split_of(self, participant: str) -> int:
         "The split (1-based) whose test set holds `participant`."
         for i, group in enumerate(self.split_groups, 1):
-            if participant in group: return i
+            if participant in group:
+                return i
         raise DataError(f"preset {self.name!r}: participant {participant!r} is in no split group")
 
 # %% ../nbs/12b_presets.ipynb #4d1c0250
-def _groups(ids:Sequence, n:int) -> tuple:
+def _groups(ids: Sequence, n: int) -> tuple:
     k = len(ids) // n
-    return tuple(tuple(ids[i * k:(i + 1) * k]) for i in range(n))
+    return tuple(tuple(ids[i * k : (i + 1) * k]) for i in range(n))
 
 # %% ../nbs/12b_presets.ipynb #6fce6833
 _BREAKFAST_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(3, 55))
 
 _SALADS_PARTICIPANTS = tuple(f"{i:02d}" for i in range(1, 28) if i not in (8, 12))
 
-_BREAKFAST_DURATIONS = dict(SIL=78, take_bowl=105, pour_cereals=282, pour_milk=208, stir_cereals=116, take_cup=98, pour_coffee=244,
-    pour_oil=208, crack_egg=345, fry_egg=1567, put_egg2plate=235, spoon_powder=298, stir_milk=220, take_knife=97, cut_fruit=597,
-    put_fruit2bowl=104, peel_fruit=732, stir_fruit=182, cut_bun=277, take_butter=74, smear_butter=617, take_topping=197,
-    put_toppingOnTop=369, add_teabag=204, pour_water=227, take_plate=169, spoon_flour=346, stir_dough=689, pour_dough2pan=399,
-    fry_pancake=2488, put_pancake2plate=226, put_bunTogether=63, stir_egg=338, pour_egg2pan=310, stirfry_egg=910, add_saltnpepper=266,
-    pour_sugar=156, cut_orange=149, take_squeezer=85, squeeze_orange=688, pour_juice=199, take_eggs=200, take_glass=116, butter_pan=526,
-    pour_flour=306, spoon_sugar=276, stir_coffee=153, stir_tea=104)
+_BREAKFAST_DURATIONS = dict(
+    SIL=78,
+    take_bowl=105,
+    pour_cereals=282,
+    pour_milk=208,
+    stir_cereals=116,
+    take_cup=98,
+    pour_coffee=244,
+    pour_oil=208,
+    crack_egg=345,
+    fry_egg=1567,
+    put_egg2plate=235,
+    spoon_powder=298,
+    stir_milk=220,
+    take_knife=97,
+    cut_fruit=597,
+    put_fruit2bowl=104,
+    peel_fruit=732,
+    stir_fruit=182,
+    cut_bun=277,
+    take_butter=74,
+    smear_butter=617,
+    take_topping=197,
+    put_toppingOnTop=369,
+    add_teabag=204,
+    pour_water=227,
+    take_plate=169,
+    spoon_flour=346,
+    stir_dough=689,
+    pour_dough2pan=399,
+    fry_pancake=2488,
+    put_pancake2plate=226,
+    put_bunTogether=63,
+    stir_egg=338,
+    pour_egg2pan=310,
+    stirfry_egg=910,
+    add_saltnpepper=266,
+    pour_sugar=156,
+    cut_orange=149,
+    take_squeezer=85,
+    squeeze_orange=688,
+    pour_juice=199,
+    take_eggs=200,
+    take_glass=116,
+    butter_pan=526,
+    pour_flour=306,
+    spoon_sugar=276,
+    stir_coffee=153,
+    stir_tea=104,
+)
 
-_SALADS_DURATIONS = dict(action_start=600, cut_tomato=1040, place_tomato_into_bowl=230, cut_cheese=930, place_cheese_into_bowl=233,
-    cut_lettuce=812, place_lettuce_into_bowl=253, add_salt=230, add_vinegar=457, add_oil=536, add_pepper=259, mix_dressing=371,
-    action_end=1026, peel_cucumber=1231, cut_cucumber=849, place_cucumber_into_bowl=286, add_dressing=530, mix_ingredients=407,
-    serve_salad_onto_plate=696)
+_SALADS_DURATIONS = dict(
+    action_start=600,
+    cut_tomato=1040,
+    place_tomato_into_bowl=230,
+    cut_cheese=930,
+    place_cheese_into_bowl=233,
+    cut_lettuce=812,
+    place_lettuce_into_bowl=253,
+    add_salt=230,
+    add_vinegar=457,
+    add_oil=536,
+    add_pepper=259,
+    mix_dressing=371,
+    action_end=1026,
+    peel_cucumber=1231,
+    cut_cucumber=849,
+    place_cucumber_into_bowl=286,
+    add_dressing=530,
+    mix_ingredients=407,
+    serve_salad_onto_plate=696,
+)
 
-_GTEA_DURATIONS = dict(background=14, take=34, open=43, put=26, pour=67, close=29, scoop=35, stir=91, fold=65, spread=134, shake=313)
+_GTEA_DURATIONS = dict(
+    background=14,
+    take=34,
+    open=43,
+    put=26,
+    pour=67,
+    close=29,
+    scoop=35,
+    stir=91,
+    fold=65,
+    spread=134,
+    shake=313,
+)
+
 
 def _make_presets() -> dict:
     b = _BREAKFAST_PARTICIPANTS
-    breakfast = Preset("breakfast", _breakfast_grammar(),
-        sizes={"tiny": SizeSpec((b[0], b[13], b[26], b[39]), ("cam01",), 200, 16),
-               "small": SizeSpec(b, ("cam01",), 400, 64, features=dict(frame_noise=2.38752, next_signal=0.0, end_fade=0.4)),
-               "full": SizeSpec(b, ("cam01", "cam02", "webcam01", "webcam02", "stereo01"), 2097, 2048, n_videos=1712, features=dict(frame_noise=1.623913, next_signal=0.0, end_fade=0.35))},
-        split_groups=_groups(b, 4), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
-        durations=_BREAKFAST_DURATIONS, start_background="SIL", end_background="SIL", end_background_p=0.93,
-        features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.3, participant_shift=0.5, camera_shift=0.3))
+    breakfast = Preset(
+        "breakfast",
+        _breakfast_grammar(),
+        sizes={
+            "tiny": SizeSpec((b[0], b[13], b[26], b[39]), ("cam01",), 200, 16),
+            "small": SizeSpec(
+                b,
+                ("cam01",),
+                400,
+                64,
+                features=dict(frame_noise=2.38752, next_signal=0.0, end_fade=0.4),
+            ),
+            "full": SizeSpec(
+                b,
+                ("cam01", "cam02", "webcam01", "webcam02", "stereo01"),
+                2097,
+                2048,
+                n_videos=1712,
+                features=dict(frame_noise=1.623913, next_signal=0.0, end_fade=0.35),
+            ),
+        },
+        split_groups=_groups(b, 4),
+        video_name="{participant}_{camera}_{participant}_{task}",
+        repetitions=1,
+        durations=_BREAKFAST_DURATIONS,
+        start_background="SIL",
+        end_background="SIL",
+        end_background_p=0.93,
+        features=dict(
+            current_signal=1.0,
+            next_signal=0.25,
+            segment_noise=1.1,
+            frame_noise=2.3,
+            participant_shift=0.5,
+            camera_shift=0.3,
+        ),
+    )
     s = _SALADS_PARTICIPANTS
-    salads = Preset("50salads", _salads_grammar(),
-        sizes={"tiny": SizeSpec(s[0:2] + s[5:7] + s[10:12] + s[15:17] + s[20:22], ("rgb",), 400, 16),
-               "small": SizeSpec(s, ("rgb",), 2000, 64, features=dict(frame_noise=0.8)),
-               "full": SizeSpec(s, ("rgb",), 11552, 2048, features=dict(frame_noise=1.4))},
-        split_groups=_groups(s, 5), video_name="{camera}-{participant}-{repetition}", repetitions=2,
-        durations=_SALADS_DURATIONS, start_background="action_start", end_background="action_end",
-        features=dict(current_signal=1.0, next_signal=0.25, segment_noise=1.1, frame_noise=2.0, participant_shift=0.3, camera_shift=0.0))
+    salads = Preset(
+        "50salads",
+        _salads_grammar(),
+        sizes={
+            "tiny": SizeSpec(s[0:2] + s[5:7] + s[10:12] + s[15:17] + s[20:22], ("rgb",), 400, 16),
+            "small": SizeSpec(s, ("rgb",), 2000, 64, features=dict(frame_noise=0.8)),
+            "full": SizeSpec(s, ("rgb",), 11552, 2048, features=dict(frame_noise=1.4)),
+        },
+        split_groups=_groups(s, 5),
+        video_name="{camera}-{participant}-{repetition}",
+        repetitions=2,
+        durations=_SALADS_DURATIONS,
+        start_background="action_start",
+        end_background="action_end",
+        features=dict(
+            current_signal=1.0,
+            next_signal=0.25,
+            segment_noise=1.1,
+            frame_noise=2.0,
+            participant_shift=0.3,
+            camera_shift=0.0,
+        ),
+    )
     g = ("S1", "S2", "S3", "S4")
-    gtea = Preset("gtea", _gtea_grammar(),
-        sizes={"tiny": SizeSpec(g, ("C1",), 300, 16), "small": SizeSpec(g, ("C1",), 700, 64, features=dict(current_signal=4.0)), "full": SizeSpec(g, ("C1",), 1115, 2048, features=dict(current_signal=4.0))},
-        split_groups=_groups(g, 4), video_name="{participant}_{task}_{camera}", repetitions=1,
-        durations=_GTEA_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.9,
-        features=dict(current_signal=1.0, next_signal=0.25, segment_noise=0.05, frame_noise=0.5, participant_shift=0.2, camera_shift=0.0))
+    gtea = Preset(
+        "gtea",
+        _gtea_grammar(),
+        sizes={
+            "tiny": SizeSpec(g, ("C1",), 300, 16),
+            "small": SizeSpec(g, ("C1",), 700, 64, features=dict(current_signal=4.0)),
+            "full": SizeSpec(g, ("C1",), 1115, 2048, features=dict(current_signal=4.0)),
+        },
+        split_groups=_groups(g, 4),
+        video_name="{participant}_{task}_{camera}",
+        repetitions=1,
+        durations=_GTEA_DURATIONS,
+        start_background="background",
+        end_background="background",
+        gap_background="background",
+        gap_p=0.9,
+        features=dict(
+            current_signal=1.0,
+            next_signal=0.25,
+            segment_noise=0.05,
+            frame_noise=0.5,
+            participant_shift=0.2,
+            camera_shift=0.0,
+        ),
+    )
     return {p.name: p for p in (breakfast, salads, gtea)}
 
 # %% ../nbs/12b_presets.ipynb #b2aa41cb
 PRESETS = _make_presets()
 
-def preset(name:str, # "breakfast", "50salads" or "gtea"
-          ) -> Preset:
+
+def preset(
+    name: str,  # "breakfast", "50salads" or "gtea"
+) -> Preset:
     "The preset called `name`."
-    if name not in PRESETS: raise ValueError(f"unknown preset {name!r}; presets are {sorted(PRESETS)}")
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; presets are {sorted(PRESETS)}")
     return PRESETS[name]
 
 # %% ../nbs/12b_presets.ipynb #c8ed4762
 _ASSEMBLY_VERBS = ("attach", "detach", "screw", "unscrew", "position")
 
-_ASSEMBLY_PARTS = ("cabin", "chassis", "wheel", "arm", "boom", "bucket", "roof", "bumper", "base", "blade", "basket", "track",
-                   "interior", "body", "ladder", "rod", "light")
+_ASSEMBLY_PARTS = (
+    "cabin",
+    "chassis",
+    "wheel",
+    "arm",
+    "boom",
+    "bucket",
+    "roof",
+    "bumper",
+    "base",
+    "blade",
+    "basket",
+    "track",
+    "interior",
+    "body",
+    "ladder",
+    "rod",
+    "light",
+)
 
-_ASSEMBLY_CLASSES = ("background",) + tuple(f"{v}_{p}" for p in _ASSEMBLY_PARTS for v in _ASSEMBLY_VERBS)
+_ASSEMBLY_CLASSES = ("background",) + tuple(
+    f"{v}_{p}" for p in _ASSEMBLY_PARTS for v in _ASSEMBLY_VERBS
+)
 
-_ASSEMBLY_TOYS = ("excavator", "dumper", "crane", "loader", "bulldozer", "firetruck", "mixer", "roller", "tractor", "transporter",
-                  "garbagetruck", "pickup", "digger")
+_ASSEMBLY_TOYS = (
+    "excavator",
+    "dumper",
+    "crane",
+    "loader",
+    "bulldozer",
+    "firetruck",
+    "mixer",
+    "roller",
+    "tractor",
+    "transporter",
+    "garbagetruck",
+    "pickup",
+    "digger",
+)
+
 
 def _assembly_grammar() -> Grammar:
     "13 toys, each 4 unordered parts, each part one of two actions (50/50); slots walk the 17 parts so every action is used."
@@ -195,7 +532,10 @@ def _assembly_grammar() -> Grammar:
     for toy in _ASSEMBLY_TOYS:
         parts = []
         for _ in range(4):
-            part, pair = _ASSEMBLY_PARTS[slot % len(_ASSEMBLY_PARTS)], slot // len(_ASSEMBLY_PARTS)   # the k-th visit of a part offers the k-th verb pair
+            part, pair = (
+                _ASSEMBLY_PARTS[slot % len(_ASSEMBLY_PARTS)],
+                slot // len(_ASSEMBLY_PARTS),
+            )  # the k-th visit of a part offers the k-th verb pair
             first, second = _ASSEMBLY_VERBS[(2 * pair) % 5], _ASSEMBLY_VERBS[(2 * pair + 1) % 5]
             parts.append(choice((0.5, f"{first}_{part}"), (0.5, f"{second}_{part}")))
             slot += 1
@@ -203,29 +543,79 @@ def _assembly_grammar() -> Grammar:
     return Grammar(_ASSEMBLY_CLASSES, ("background",), tasks)
 
 # %% ../nbs/12b_presets.ipynb #7834b80c
-_EPIC_VERBS = ("take", "put", "wash", "open", "close", "cut", "mix", "pour", "turnon", "dry", "peel")
+_EPIC_VERBS = (
+    "take",
+    "put",
+    "wash",
+    "open",
+    "close",
+    "cut",
+    "mix",
+    "pour",
+    "turnon",
+    "dry",
+    "peel",
+)
 
-_EPIC_NOUNS = ("plate", "knife", "pan", "spoon", "bowl", "cup", "lid", "tap", "fridge", "drawer", "onion", "pot", "board", "sponge",
-               "bag", "glass", "fork", "cupboard", "oil", "water", "salt", "garlic", "tomato", "bread", "cheese", "rice", "milk", "egg",
-               "potato", "carrot")
+_EPIC_NOUNS = (
+    "plate",
+    "knife",
+    "pan",
+    "spoon",
+    "bowl",
+    "cup",
+    "lid",
+    "tap",
+    "fridge",
+    "drawer",
+    "onion",
+    "pot",
+    "board",
+    "sponge",
+    "bag",
+    "glass",
+    "fork",
+    "cupboard",
+    "oil",
+    "water",
+    "salt",
+    "garlic",
+    "tomato",
+    "bread",
+    "cheese",
+    "rice",
+    "milk",
+    "egg",
+    "potato",
+    "carrot",
+)
 
 _EPIC_CLASSES = ("background",) + tuple(f"{v}_{n}" for n in _EPIC_NOUNS for v in _EPIC_VERBS)
+
 
 def _epic_grammar() -> Grammar:
     "22 kitchen activities, each three steps of 5 equally likely actions; the 330 actions are dealt out in a fixed stride-7 order."
     actions = _EPIC_CLASSES[1:]
-    dealt = [actions[(7 * i) % len(actions)] for i in range(len(actions))]   # 7 is prime to 330: a permutation that mixes verbs and nouns
+    dealt = [
+        actions[(7 * i) % len(actions)] for i in range(len(actions))
+    ]  # 7 is prime to 330: a permutation that mixes verbs and nouns
     tasks = []
     for t in range(22):
-        mine = dealt[15 * t:15 * t + 15]
-        tasks.append(Task(f"kitchen{t + 1:02d}", seq(*(choice(*((0.2, a) for a in mine[5 * s:5 * s + 5])) for s in range(3)))))
+        mine = dealt[15 * t : 15 * t + 15]
+        tasks.append(
+            Task(
+                f"kitchen{t + 1:02d}",
+                seq(*(choice(*((0.2, a) for a in mine[5 * s : 5 * s + 5])) for s in range(3))),
+            )
+        )
     return Grammar(_EPIC_CLASSES, ("background",), tasks)
 
 # %% ../nbs/12b_presets.ipynb #7bdd7fe9
 @dataclass(frozen=True)
 class HeldOutPreset(Preset):
     "A preset with one held-out test group: `split_groups` holds the test participants, everyone else is train only (split 0)."
-    def split_of(self, participant:str) -> int:
+
+    def split_of(self, participant: str) -> int:
         "1 for a held-out participant, 0 (train in every split) otherwise."
         return 1 if any(participant in g for g in self.split_groups) else 0
 
@@ -234,28 +624,80 @@ _ASSEMBLY_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(1, 29))
 
 _EPIC_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(1, 33))
 
-_ASSEMBLY_DURATIONS = {"background": 60, **{f"{v}_{p}": d for p in _ASSEMBLY_PARTS
-                                            for v, d in zip(_ASSEMBLY_VERBS, (240, 200, 420, 380, 150))}}
+_ASSEMBLY_DURATIONS = {
+    "background": 60,
+    **{
+        f"{v}_{p}": d
+        for p in _ASSEMBLY_PARTS
+        for v, d in zip(_ASSEMBLY_VERBS, (240, 200, 420, 380, 150))
+    },
+}
 
-_EPIC_DURATIONS = {"background": 80, **{f"{v}_{n}": d for n in _EPIC_NOUNS
-                                        for v, d in zip(_EPIC_VERBS, (60, 60, 200, 50, 45, 250, 180, 120, 40, 150, 300))}}
+_EPIC_DURATIONS = {
+    "background": 80,
+    **{
+        f"{v}_{n}": d
+        for n in _EPIC_NOUNS
+        for v, d in zip(_EPIC_VERBS, (60, 60, 200, 50, 45, 250, 180, 120, 40, 150, 300))
+    },
+}
+
 
 def _make_diagnostic_presets() -> dict:
     a, e = _ASSEMBLY_PARTICIPANTS, _EPIC_PARTICIPANTS
-    assembly = Preset("assembly101", _assembly_grammar(),
-        sizes={"tiny": SizeSpec((a[0], a[7], a[14], a[21]), ("cam01",), 200, 16),
-               "small": SizeSpec(a[0:3] + a[7:10] + a[14:17] + a[21:24], ("cam01",), 400, 64),
-               "full": SizeSpec(a, ("cam01",), 2400, 2048)},
-        split_groups=_groups(a, 4), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
-        durations=_ASSEMBLY_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.5,
-        fps=30.0, features=dict(current_signal=1.0, next_signal=0.1, segment_noise=1.1, frame_noise=3.5, participant_shift=0.5, camera_shift=0.0))
-    epic = HeldOutPreset("epic100", _epic_grammar(),
-        sizes={"tiny": SizeSpec((e[0], e[6], e[7], e[8]), ("head",), 200, 16),
-               "small": SizeSpec(e[0:2] + e[6:14], ("head",), 300, 64),
-               "full": SizeSpec(e, ("head",), 1500, 1024)},
-        split_groups=(e[0:6],), video_name="{participant}_{camera}_{participant}_{task}", repetitions=1,
-        durations=_EPIC_DURATIONS, start_background="background", end_background="background", gap_background="background", gap_p=0.5,
-        fps=30.0, features=dict(current_signal=1.0, next_signal=0.1, segment_noise=1.1, frame_noise=3.0, participant_shift=0.5, camera_shift=0.0))
+    assembly = Preset(
+        "assembly101",
+        _assembly_grammar(),
+        sizes={
+            "tiny": SizeSpec((a[0], a[7], a[14], a[21]), ("cam01",), 200, 16),
+            "small": SizeSpec(a[0:3] + a[7:10] + a[14:17] + a[21:24], ("cam01",), 400, 64),
+            "full": SizeSpec(a, ("cam01",), 2400, 2048),
+        },
+        split_groups=_groups(a, 4),
+        video_name="{participant}_{camera}_{participant}_{task}",
+        repetitions=1,
+        durations=_ASSEMBLY_DURATIONS,
+        start_background="background",
+        end_background="background",
+        gap_background="background",
+        gap_p=0.5,
+        fps=30.0,
+        features=dict(
+            current_signal=1.0,
+            next_signal=0.1,
+            segment_noise=1.1,
+            frame_noise=3.5,
+            participant_shift=0.5,
+            camera_shift=0.0,
+        ),
+    )
+    epic = HeldOutPreset(
+        "epic100",
+        _epic_grammar(),
+        sizes={
+            "tiny": SizeSpec((e[0], e[6], e[7], e[8]), ("head",), 200, 16),
+            "small": SizeSpec(e[0:2] + e[6:14], ("head",), 300, 64),
+            "full": SizeSpec(e, ("head",), 1500, 1024),
+        },
+        split_groups=(e[0:6],),
+        video_name="{participant}_{camera}_{participant}_{task}",
+        repetitions=1,
+        durations=_EPIC_DURATIONS,
+        start_background="background",
+        end_background="background",
+        gap_background="background",
+        gap_p=0.5,
+        fps=30.0,
+        features=dict(
+            current_signal=1.0,
+            next_signal=0.1,
+            segment_noise=1.1,
+            frame_noise=3.0,
+            participant_shift=0.5,
+            camera_shift=0.0,
+        ),
+    )
     return {p.name: p for p in (assembly, epic)}
+
 
 PRESETS.update(_make_diagnostic_presets())

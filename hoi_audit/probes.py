@@ -14,7 +14,14 @@ from sklearn.linear_model import LogisticRegression
 from .core import DataError, HoiAuditError, write_results
 from .store import CommandOutput
 from .cli import add_command
-from .procedural import REAL_DATASETS, labels_pins, name_config, read_for_command, read_mstcn, real_labels_root
+from hoi_audit.procedural import (
+    REAL_DATASETS,
+    labels_pins,
+    name_config,
+    read_for_command,
+    read_mstcn,
+    real_labels_root,
+)
 from .queries import next_action_queries, split_queries
 
 # %% auto #0
@@ -24,15 +31,19 @@ __all__ = ['PREDICTORS', 'PREDICTOR_LABELS', 'CONTEXTS', 'encode_latest', 'encod
            'dataset_folders', 'wide_table', 'run_decomposition', 'probes_command', 'add_subcommand']
 
 # %% ../nbs/20_probes.ipynb #c0f62c87
-def _latest(history): return history[-1] if len(history) else None
+def _latest(history):
+    return history[-1] if len(history) else None
 
 # %% ../nbs/20_probes.ipynb #1c514ca6
-def encode_latest(histories:Sequence[tuple], # one history (tuple of class ids) per query
-                  n_classes:int, # number of classes
-                 ) -> sparse.csr_matrix: # (n, n_classes + 1): one-hot of the latest action, or of the empty slot
+def encode_latest(
+    histories: Sequence[tuple],  # one history (tuple of class ids) per query
+    n_classes: int,  # number of classes
+) -> sparse.csr_matrix:  # (n, n_classes + 1): one-hot of the latest action, or of the empty slot
     "One-hot of each history's latest action (the last column: empty history)."
     cols = [h[-1] if len(h) else n_classes for h in histories]
-    return sparse.csr_matrix((np.ones(len(cols)), (np.arange(len(cols)), cols)), shape=(len(cols), n_classes + 1))
+    return sparse.csr_matrix(
+        (np.ones(len(cols)), (np.arange(len(cols)), cols)), shape=(len(cols), n_classes + 1)
+    )
 
 # %% ../nbs/20_probes.ipynb #b65e2525
 def encode_set(histories:Sequence[tuple], # one history per query
@@ -46,107 +57,158 @@ def encode_set(histories:Sequence[tuple], # one history per query
     return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(histories), n_classes + 1))
 
 # %% ../nbs/20_probes.ipynb #8f7832b5
-def encode_sequence(histories:Sequence[tuple], # one history per query
-                    n_classes:int, # number of classes
-                    max_len:int=8, # positions kept: the most recent `max_len` actions
-                   ) -> sparse.csr_matrix: # (n, max_len * (n_classes + 1)): right-aligned one-hot per position
+def encode_sequence(
+    histories: Sequence[tuple],  # one history per query
+    n_classes: int,  # number of classes
+    max_len: int = 8,  # positions kept: the most recent `max_len` actions
+) -> sparse.csr_matrix:  # (n, max_len * (n_classes + 1)): right-aligned one-hot per position
     "Right-aligned one-hot of the last `max_len` actions (position max_len-1 is the latest; unused positions are padding)."
     width = n_classes + 1
     rows, cols = [], []
     for r, h in enumerate(histories):
         recent = list(h[-max_len:]) if max_len else []
         padded = [n_classes] * (max_len - len(recent)) + recent
-        rows += [r] * max_len; cols += [p * width + c for p, c in enumerate(padded)]
-    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(histories), max_len * width))
+        rows += [r] * max_len
+        cols += [p * width + c for p, c in enumerate(padded)]
+    return sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, cols)), shape=(len(histories), max_len * width)
+    )
 
 # %% ../nbs/20_probes.ipynb #5fa448b0
 class MajorityPredictor:
     "Always the most frequent train target (ties: the lowest class id)."
+
     name = "majority"
-    def fit(self, queries:pd.DataFrame, n_classes:int|None=None):
+
+    def fit(self, queries: pd.DataFrame, n_classes: int | None = None):
         counts = np.bincount(queries["target"].to_numpy())
-        if not counts.sum(): raise DataError("cannot fit on an empty query set")
+        if not counts.sum():
+            raise DataError("cannot fit on an empty query set")
         self.majority_ = int(np.argmax(counts))
         return self
-    def predict(self, queries:pd.DataFrame) -> np.ndarray: return np.full(len(queries), self.majority_, dtype=np.int64)
+
+    def predict(self, queries: pd.DataFrame) -> np.ndarray:
+        return np.full(len(queries), self.majority_, dtype=np.int64)
 
 # %% ../nbs/20_probes.ipynb #feedcd8c
 class BigramPredictor:
     "Count table argmax P(a_i+1 | a_i) over the train queries; the empty history is its own context; an unseen latest action -> majority."
+
     name = "bigram"
-    def fit(self, queries:pd.DataFrame, n_classes:int|None=None):
+
+    def fit(self, queries: pd.DataFrame, n_classes: int | None = None):
         self.majority_ = MajorityPredictor().fit(queries).majority_
         table = defaultdict(Counter)
-        for history, target in zip(queries["history"], queries["target"]): table[_latest(history)][int(target)] += 1
+        for history, target in zip(queries["history"], queries["target"]):
+            table[_latest(history)][int(target)] += 1
         # argmax with ties to the lowest class id
         self.table_ = {ctx: min(c, key=lambda k: (-c[k], k)) for ctx, c in table.items()}
         return self
-    def predict(self, queries:pd.DataFrame) -> np.ndarray:
-        return np.array([self.table_.get(_latest(h), self.majority_) for h in queries["history"]], dtype=np.int64)
+
+    def predict(self, queries: pd.DataFrame) -> np.ndarray:
+        return np.array(
+            [self.table_.get(_latest(h), self.majority_) for h in queries["history"]],
+            dtype=np.int64,
+        )
 
 # %% ../nbs/20_probes.ipynb #5f71e556
 class HistoryClassifier:
     "A scikit-learn logistic regression on an encoding of the history."
-    def __init__(self, name:str, encode:Callable, C:float=1.0, max_iter:int=1000):
+
+    def __init__(self, name: str, encode: Callable, C: float = 1.0, max_iter: int = 1000):
         self.name, self.encode, self.C, self.max_iter = name, encode, C, max_iter
-    def fit(self, queries:pd.DataFrame, n_classes:int|None=None):
+
+    def fit(self, queries: pd.DataFrame, n_classes: int | None = None):
         self.n_classes_ = int(n_classes if n_classes is not None else queries["target"].max() + 1)
         y = queries["target"].to_numpy()
-        if not len(y): raise DataError("cannot fit on an empty query set")
+        if not len(y):
+            raise DataError("cannot fit on an empty query set")
         self.constant_ = int(y[0]) if len(np.unique(y)) == 1 else None
         if self.constant_ is None:
             X = self.encode(list(queries["history"]), self.n_classes_)
             self.model_ = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(X, y)
         return self
-    def predict(self, queries:pd.DataFrame) -> np.ndarray:
-        if self.constant_ is not None: return np.full(len(queries), self.constant_, dtype=np.int64)
-        history = [tuple(c for c in h if c < self.n_classes_) for h in queries["history"]]   # a class beyond the map has no column
+
+    def predict(self, queries: pd.DataFrame) -> np.ndarray:
+        if self.constant_ is not None:
+            return np.full(len(queries), self.constant_, dtype=np.int64)
+        history = [
+            tuple(c for c in h if c < self.n_classes_) for h in queries["history"]
+        ]  # a class beyond the map has no column
         return self.model_.predict(self.encode(history, self.n_classes_)).astype(np.int64)
 
 # %% ../nbs/20_probes.ipynb #906c63ed
-def latest_action_predictor(C:float=1.0): return HistoryClassifier("latest_action", encode_latest, C)
+def latest_action_predictor(C: float = 1.0):
+    return HistoryClassifier("latest_action", encode_latest, C)
 
 # %% ../nbs/20_probes.ipynb #ab55248b
-def completed_set_predictor(C:float=1.0): return HistoryClassifier("completed_set", encode_set, C)
+def completed_set_predictor(C: float = 1.0):
+    return HistoryClassifier("completed_set", encode_set, C)
 
 # %% ../nbs/20_probes.ipynb #88f7e594
-def full_history_predictor(C:float=1.0, max_len:int=8):
+def full_history_predictor(C: float = 1.0, max_len: int = 8):
     return HistoryClassifier("full_history", lambda h, n: encode_sequence(h, n, max_len), C)
 
 # %% ../nbs/20_probes.ipynb #295568ba
-PREDICTORS = {"majority": MajorityPredictor, "bigram": BigramPredictor, "latest_action": latest_action_predictor,
-              "completed_set": completed_set_predictor, "full_history": full_history_predictor}
-PREDICTOR_LABELS = {"majority": "Majority", "bigram": "Bigram P(a_i+1|a_i)", "latest_action": "Latest action only",
-                    "completed_set": "Completed-action set", "full_history": "Full ordered history"}
+PREDICTORS = {
+    "majority": MajorityPredictor,
+    "bigram": BigramPredictor,
+    "latest_action": latest_action_predictor,
+    "completed_set": completed_set_predictor,
+    "full_history": full_history_predictor,
+}
+PREDICTOR_LABELS = {
+    "majority": "Majority",
+    "bigram": "Bigram P(a_i+1|a_i)",
+    "latest_action": "Latest action only",
+    "completed_set": "Completed-action set",
+    "full_history": "Full ordered history",
+}
 
 # %% ../nbs/20_probes.ipynb #a120edbe
-def act_at_1(predicted, # predicted class ids
-             target, # true class ids
-            ) -> float: # top-1 accuracy in percent
+def act_at_1(
+    predicted,  # predicted class ids
+    target,  # true class ids
+) -> float:  # top-1 accuracy in percent
     "Top-1 accuracy in percent."
     predicted, target = np.asarray(predicted), np.asarray(target)
-    if predicted.shape != target.shape or not len(target): raise ValueError(f"need equal, non-empty shapes, got {predicted.shape} and {target.shape}")
+    if predicted.shape != target.shape or not len(target):
+        raise ValueError(f"need equal, non-empty shapes, got {predicted.shape} and {target.shape}")
     return float(np.mean(predicted == target) * 100)
 
 # %% ../nbs/20_probes.ipynb #cf38e775
-CONTEXTS = {"none": lambda h: None, "latest": _latest, "set": lambda h: frozenset(h), "history": tuple}
+CONTEXTS = {
+    "none": lambda h: None,
+    "latest": _latest,
+    "set": lambda h: frozenset(h),
+    "history": tuple,
+}
 
-def ceiling_act1(queries:pd.DataFrame, # queries with `history` and `target`
-                 context:str="latest", # one of 'none', 'latest', 'set', 'history'
-                ) -> float: # the best Act@1 any function of the context reaches on these queries
+
+def ceiling_act1(
+    queries: pd.DataFrame,  # queries with `history` and `target`
+    context: str = "latest",  # one of 'none', 'latest', 'set', 'history'
+) -> float:  # the best Act@1 any function of the context reaches on these queries
     "The Act@1 of the best possible function of `context`, fit on the evaluated queries themselves (an upper bound)."
     keys = queries["history"].map(CONTEXTS[context])
     counts = pd.crosstab(keys.map(repr), queries["target"])
     return float(counts.max(axis=1).sum() / len(queries) * 100)
 
 # %% ../nbs/20_probes.ipynb #32eb30ef
-def decomposition_table(per_split:pd.DataFrame, # tidy records from `decomposition`
-                       ) -> pd.DataFrame: # predictor x (mean, std, n_splits, act1)
+def decomposition_table(
+    per_split: pd.DataFrame,  # tidy records from `decomposition`
+) -> pd.DataFrame:  # predictor x (mean, std, n_splits, act1)
     "Mean ± std (ddof=1) over splits per predictor, in the order of `PREDICTORS`."
     g = per_split.groupby("predictor", sort=False)["value"]
     table = pd.DataFrame({"mean": g.mean(), "std": g.std(ddof=1), "n_splits": g.size()})
-    table = table.reindex([p for p in PREDICTORS if p in table.index] + [p for p in table.index if p not in PREDICTORS])
-    table["act1"] = [f"{m:.1f}±{s:.1f}" if np.isfinite(s) else f"{m:.1f}" for m, s in zip(table["mean"], table["std"])]
+    table = table.reindex(
+        [p for p in PREDICTORS if p in table.index]
+        + [p for p in table.index if p not in PREDICTORS]
+    )
+    table["act1"] = [
+        f"{m:.1f}±{s:.1f}" if np.isfinite(s) else f"{m:.1f}"
+        for m, s in zip(table["mean"], table["std"])
+    ]
     return table
 
 # %% ../nbs/20_probes.ipynb #21399255
@@ -175,24 +237,31 @@ def decomposition(dataset, # a `ProceduralDataset` (labels only are enough)
     return per_split, decomposition_table(per_split)
 
 # %% ../nbs/20_probes.ipynb #5a924fcf
-def dataset_folders(data, # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
-                   ) -> list[Path]:
+def dataset_folders(
+    data,  # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
+) -> list[Path]:
     "The MS-TCN folders in `data`: a list as given, a folder itself when it has a mapping.txt, else its subfolders that do."
     if isinstance(data, (list, tuple)):
         for root in map(Path, data):
-            if not (root / "mapping.txt").is_file(): raise DataError(f"{root}: not an MS-TCN folder (no mapping.txt)")
+            if not (root / "mapping.txt").is_file():
+                raise DataError(f"{root}: not an MS-TCN folder (no mapping.txt)")
         return [Path(d) for d in data]
     data_dir = Path(data)
-    if not data_dir.is_dir(): raise DataError(f"{data_dir}: folder not found")
-    if (data_dir / "mapping.txt").is_file(): return [data_dir]
+    if not data_dir.is_dir():
+        raise DataError(f"{data_dir}: folder not found")
+    if (data_dir / "mapping.txt").is_file():
+        return [data_dir]
     found = sorted(p for p in data_dir.iterdir() if (p / "mapping.txt").is_file())
-    if not found: raise DataError(f"{data_dir}: neither an MS-TCN folder (mapping.txt) nor a folder of them")
+    if not found:
+        raise DataError(f"{data_dir}: neither an MS-TCN folder (mapping.txt) nor a folder of them")
     return found
 
 # %% ../nbs/20_probes.ipynb #889e2cc1
-def wide_table(per_split:pd.DataFrame) -> pd.DataFrame:
+def wide_table(per_split: pd.DataFrame) -> pd.DataFrame:
     "Predictor x dataset, 'mean±std' strings."
-    cols = {name: decomposition_table(g)["act1"] for name, g in per_split.groupby("dataset", sort=False)}
+    cols = {
+        name: decomposition_table(g)["act1"] for name, g in per_split.groupby("dataset", sort=False)
+    }
     return pd.DataFrame(cols).rename(index=PREDICTOR_LABELS)
 
 # %% ../nbs/20_probes.ipynb #d24a1a4c

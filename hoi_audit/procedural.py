@@ -11,8 +11,20 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import hoi_audit
-from .core import (DataError, PinMismatch, _ensure_folder, _umask, sha256_bytes, sha256_file, sha256_folder, sha256_json, verify,
-                            write_bytes, write_npy, write_text)
+from hoi_audit.core import (
+    DataError,
+    PinMismatch,
+    _ensure_folder,
+    _umask,
+    sha256_bytes,
+    sha256_file,
+    sha256_folder,
+    sha256_json,
+    verify,
+    write_bytes,
+    write_npy,
+    write_text,
+)
 from .store import _SAFE
 
 # %% auto #0
@@ -25,29 +37,39 @@ __all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGT
            'materialize_real_labels', 'real_labels_root', 'real_labels_dir', 'read_real_labels']
 
 # %% ../nbs/10_procedural.ipynb #ae066048
-def read_mapping(path, # a mapping.txt: `<id> <name>` per line
-                ) -> list[str]: # class names, index = class id
+def read_mapping(
+    path,  # a mapping.txt: `<id> <name>` per line
+) -> list[str]:  # class names, index = class id
     "Read an MS-TCN `mapping.txt` into the list of class names (index = class id)."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: mapping file not found (an MS-TCN folder needs mapping.txt)")
-    try: text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e: raise DataError(f"{path}: mapping file cannot be read as UTF-8 text ({e})") from None
+    if not path.is_file():
+        raise DataError(f"{path}: mapping file not found (an MS-TCN folder needs mapping.txt)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: mapping file cannot be read as UTF-8 text ({e})") from None
     names = {}
     for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip(): continue
+        if not line.strip():
+            continue
         fields = line.split()
         if len(fields) != 2 or not re.fullmatch(r"\d+", fields[0]):
-            raise DataError(f"{path}: line {lineno} is malformed ({line.strip()!r}); expected '<id> <name>'")
+            raise DataError(
+                f"{path}: line {lineno} is malformed ({line.strip()!r}); expected '<id> <name>'"
+            )
         cid, name = int(fields[0]), fields[1]
-        if cid in names: raise DataError(f"{path}: line {lineno}: class id {cid} appears twice")
+        if cid in names:
+            raise DataError(f"{path}: line {lineno}: class id {cid} appears twice")
         names[cid] = name
-    if not names: raise DataError(f"{path}: mapping file is empty")
+    if not names:
+        raise DataError(f"{path}: mapping file is empty")
     if sorted(names) != list(range(len(names))):
         missing = sorted(set(range(max(names) + 1)) - set(names))
         raise DataError(f"{path}: class ids must be 0..{len(names) - 1}; missing {missing[:10]}")
     classes = [names[i] for i in range(len(names))]
     dupes = sorted({n for n in classes if classes.count(n) > 1})
-    if dupes: raise DataError(f"{path}: class names appear twice: {dupes}")
+    if dupes:
+        raise DataError(f"{path}: class names appear twice: {dupes}")
     return classes
 
 # %% ../nbs/10_procedural.ipynb #5223f59d
@@ -84,35 +106,59 @@ def verb_map(classes:Sequence[str], # class names, index = class id
 
 # %% ../nbs/10_procedural.ipynb #73372106
 _BUNDLE = re.compile(r"(?P<part>[A-Za-z]+)\.split(?P<split>\d+)\.bundle")
+
+
 def read_bundle(path) -> list[str]:
     "The video names (without `.txt`) listed in one bundle file, in file order."
     path = Path(path)
-    try: text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e: raise DataError(f"{path}: bundle cannot be read as UTF-8 text ({e})") from None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: bundle cannot be read as UTF-8 text ({e})") from None
     names = [line.strip() for line in text.splitlines() if line.strip()]
     names = [n[:-4] if n.endswith(".txt") else n for n in names]
     dupes = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) < len(names) else []
-    if dupes: raise DataError(f"{path}: videos listed twice: {dupes[:5]}")
+    if dupes:
+        raise DataError(f"{path}: videos listed twice: {dupes[:5]}")
     return names
 
 # %% ../nbs/10_procedural.ipynb #dbb76e9e
-def read_splits(folder, # the `splits/` folder
-               ) -> dict[int, dict[str, list[str]]]: # split number -> part ('train', 'test', ...) -> video names
+def read_splits(
+    folder,  # the `splits/` folder
+) -> dict[int, dict[str, list[str]]]:  # split number -> part ('train', 'test', ...) -> video names
     "Read every `<part>.split<N>.bundle` of an MS-TCN `splits/` folder."
     folder = Path(folder)
-    if not folder.is_dir(): raise DataError(f"{folder}: splits folder not found (an MS-TCN folder needs splits/*.bundle)")
+    if not folder.is_dir():
+        raise DataError(
+            f"{folder}: splits folder not found (an MS-TCN folder needs splits/*.bundle)"
+        )
     splits = {}
     for path in sorted(folder.glob("*.bundle")):
         m = _BUNDLE.fullmatch(path.name)
-        if m is None: raise DataError(f"{path}: bundle name not understood; expected <part>.split<N>.bundle (e.g. train.split1.bundle)")
+        if m is None:
+            raise DataError(
+                f"{path}: bundle name not understood; expected <part>.split<N>.bundle (e.g. train.split1.bundle)"
+            )
         splits.setdefault(int(m["split"]), {})[m["part"]] = read_bundle(path)
-    if not splits: raise DataError(f"{folder}: no <part>.split<N>.bundle files")
+    if not splits:
+        raise DataError(f"{folder}: no <part>.split<N>.bundle files")
     for n, parts in sorted(splits.items()):
         for part in ("train", "test"):
-            if part not in parts: raise DataError(f"{folder / f'{part}.split{n}.bundle'}: file not found (split {n} has no {part} part)")
+            if part not in parts:
+                raise DataError(
+                    f"{folder / f'{part}.split{n}.bundle'}: file not found (split {n} has no {part} part)"
+                )
         leak = sorted(set(parts["train"]) & set(parts["test"]))
-        if leak: raise DataError(f"{folder}: split {n} lists {len(leak)} videos in both train and test, e.g. {leak[:3]}")
-    return {n: {p: splits[n][p] for p in sorted(splits[n], key=lambda p: (p != "train", p != "test", p))} for n in sorted(splits)}
+        if leak:
+            raise DataError(
+                f"{folder}: split {n} lists {len(leak)} videos in both train and test, e.g. {leak[:3]}"
+            )
+    return {
+        n: {
+            p: splits[n][p] for p in sorted(splits[n], key=lambda p: (p != "train", p != "test", p))
+        }
+        for n in sorted(splits)
+    }
 
 # %% ../nbs/10_procedural.ipynb #cdbcf225
 NAME_PATTERNS = (
@@ -131,69 +177,99 @@ def parse_video_name(name:str, # a video name without extension
     return None, None
 
 # %% ../nbs/10_procedural.ipynb #9b701e6b
-def read_label_file(path, # a groundTruth/<video>.txt
-                    class_id:Mapping[str, int], # class name -> id
-                   ) -> np.ndarray: # int64 class id per frame
+def read_label_file(
+    path,  # a groundTruth/<video>.txt
+    class_id: Mapping[str, int],  # class name -> id
+) -> np.ndarray:  # int64 class id per frame
     "Read one MS-TCN label file into class ids."
     path = Path(path)
-    try: text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e: raise DataError(f"{path}: label file not found") from e
-    except UnicodeDecodeError as e: raise DataError(f"{path}: label file is not UTF-8 text ({e})") from e
-    except OSError as e: raise DataError(f"{path}: label file cannot be read ({e.strerror or e})") from e
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: label file not found") from e
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: label file is not UTF-8 text ({e})") from e
+    except OSError as e:
+        raise DataError(f"{path}: label file cannot be read ({e.strerror or e})") from e
     lines = text.splitlines()
-    while lines and not lines[-1].strip(): lines.pop()
-    if not lines: raise DataError(f"{path}: label file is empty")
-    if any(c in text for c in " \t\r\f\v"): lines = [line.strip() for line in lines]
-    try: return np.fromiter((class_id[n] for n in lines), dtype=np.int64, count=len(lines))
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise DataError(f"{path}: label file is empty")
+    if any(c in text for c in " \t\r\f\v"):
+        lines = [line.strip() for line in lines]
+    try:
+        return np.fromiter((class_id[n] for n in lines), dtype=np.int64, count=len(lines))
     except KeyError:
         lineno, bad = next((i, n) for i, n in enumerate(lines, 1) if n not in class_id)
         what = "is blank" if not bad else f"has label {bad!r}, which is not in the mapping"
         raise DataError(f"{path}: line {lineno} {what}") from None
 
 # %% ../nbs/10_procedural.ipynb #360eb98e
-def segments_of(labels:np.ndarray, # class id per frame
-               ) -> np.ndarray: # (n, 3) int64: start, end (exclusive), label
+def segments_of(
+    labels: np.ndarray,  # class id per frame
+) -> np.ndarray:  # (n, 3) int64: start, end (exclusive), label
     "The maximal runs of `labels` as rows `(start, end, label)`."
     labels = np.asarray(labels)
-    if labels.size == 0: return np.zeros((0, 3), dtype=np.int64)
+    if labels.size == 0:
+        return np.zeros((0, 3), dtype=np.int64)
     starts = np.r_[0, np.flatnonzero(labels[1:] != labels[:-1]) + 1]
     ends = np.r_[starts[1:], labels.size]
     return np.stack([starts, ends, labels[starts]], axis=1).astype(np.int64)
 
 # %% ../nbs/10_procedural.ipynb #400e5e8d
 ORIENTATIONS = ("auto", "DxT", "TxD")
-DEFAULT_LENGTH_TOLERANCE = 10  # frames of feature/label length difference trimmed from the end; more is an error
+DEFAULT_LENGTH_TOLERANCE = (
+    10  # frames of feature/label length difference trimmed from the end; more is an error
+)
+
+
 @dataclass(frozen=True)
 class Trim:
     "How a video's labels and features were cut to one length (frames are dropped from the end)."
-    label_frames:int # frames in the label file
-    feature_frames:int # frames in the feature file
-    n_frames:int # frames kept (the shorter of the two)
+
+    label_frames: int  # frames in the label file
+    feature_frames: int  # frames in the feature file
+    n_frames: int  # frames kept (the shorter of the two)
+
     @property
-    def labels_dropped(self) -> int: return self.label_frames - self.n_frames
+    def labels_dropped(self) -> int:
+        return self.label_frames - self.n_frames
+
     @property
-    def features_dropped(self) -> int: return self.feature_frames - self.n_frames
+    def features_dropped(self) -> int:
+        return self.feature_frames - self.n_frames
 
 # %% ../nbs/10_procedural.ipynb #b90aa947
 def open_features(path) -> np.memmap:
     "Memory-map a `.npy` feature file (nothing is read); a missing or unreadable file, or one that is not 2-D, is a `DataError`."
     path = Path(path)
-    try: array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except FileNotFoundError as e: raise DataError(f"{path}: feature file not found") from e
-    except (ValueError, OSError, EOFError) as e: raise DataError(f"{path}: not a readable .npy array ({e})") from e
-    if array.ndim != 2: raise DataError(f"{path}: features must be 2-D (D x T or T x D), got shape {array.shape}")
-    if not np.issubdtype(array.dtype, np.number): raise DataError(f"{path}: features must be numeric, got dtype {array.dtype}")
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: feature file not found") from e
+    except (ValueError, OSError, EOFError) as e:
+        raise DataError(f"{path}: not a readable .npy array ({e})") from e
+    if array.ndim != 2:
+        raise DataError(f"{path}: features must be 2-D (D x T or T x D), got shape {array.shape}")
+    if not np.issubdtype(array.dtype, np.number):
+        raise DataError(f"{path}: features must be numeric, got dtype {array.dtype}")
     return array
 
 # %% ../nbs/10_procedural.ipynb #1e9a2686
-def time_axis(shape:tuple, # the stored (2-D) shape
-              n_labels:int, # frames in the label file
-              tolerance:int=DEFAULT_LENGTH_TOLERANCE, # frames of difference allowed
-              ) -> int|None: # 0 (T x D), 1 (D x T), or None when both axes fit
+def time_axis(
+    shape: tuple,  # the stored (2-D) shape
+    n_labels: int,  # frames in the label file
+    tolerance: int = DEFAULT_LENGTH_TOLERANCE,  # frames of difference allowed
+) -> int | None:  # 0 (T x D), 1 (D x T), or None when both axes fit
     "Which axis of a feature array is time, judged from the label length; a `ValueError` when neither fits."
     fits = [abs(n - n_labels) <= tolerance for n in shape]
-    if all(fits): return None
-    if not any(fits): raise ValueError(f"neither axis of shape {tuple(shape)} is within {tolerance} frames of the {n_labels} label frames")
+    if all(fits):
+        return None
+    if not any(fits):
+        raise ValueError(
+            f"neither axis of shape {tuple(shape)} is within {tolerance} frames of the {n_labels} label frames"
+        )
     return fits.index(True)
 
 # %% ../nbs/10_procedural.ipynb #265d542d
@@ -217,6 +293,7 @@ def first_nonfinite(array:np.ndarray, # features, T x D or D x T (a memory map i
 # %% ../nbs/10_procedural.ipynb #adb90827
 class _LazyLabels:
     "`Video`'s labels, read on first access and cut to the feature length; segments and transcript from them."
+
     def _load(self):
         labels = read_label_file(self.label_path, self.dataset.class_id)
         if self.dataset.has_features:
@@ -226,32 +303,42 @@ class _LazyLabels:
             n_features = shape[self._time_axis]
             n = min(len(labels), n_features)
             if abs(len(labels) - n_features) > self.dataset.length_tolerance:
-                raise DataError(f"{self.feature_path}: feature/label length mismatch: {n_features} feature frames but {len(labels)} "
-                                f"label frames in {self.label_path.name} (length_tolerance={self.dataset.length_tolerance})")
+                raise DataError(
+                    f"{self.feature_path}: feature/label length mismatch: {n_features} feature frames but {len(labels)} "
+                    f"label frames in {self.label_path.name} (length_tolerance={self.dataset.length_tolerance})"
+                )
             if n != len(labels) or n != n_features:
                 self._trim = Trim(len(labels), n_features, n)
                 self.dataset._trims[self.name] = self._trim
             labels = labels[:n]
-        labels.setflags(write=False)   # shared by every caller: nobody may change the ground truth in place
+        labels.setflags(
+            write=False
+        )  # shared by every caller: nobody may change the ground truth in place
         self._labels = labels
 
     @property
     def labels(self) -> np.ndarray:
         "Class id per frame (int64, read-only), trimmed to the feature length where the dataset has features."
-        if self._labels is None: self._load()
+        if self._labels is None:
+            self._load()
         return self._labels
+
     @property
-    def n_frames(self) -> int: return len(self.labels)
+    def n_frames(self) -> int:
+        return len(self.labels)
+
     @property
-    def feature_dim(self) -> int|None:
+    def feature_dim(self) -> int | None:
         "D of the video's feature file, read from its header with the labels (None: a labels-only dataset)."
         self.labels
         return self._feature_dim
+
     @property
-    def trimmed(self) -> Trim|None:
+    def trimmed(self) -> Trim | None:
         "What was trimmed to reconcile labels and features (None: nothing)."
         self.labels
         return self._trim
+
     @property
     def segments(self) -> np.ndarray:
         "Maximal label runs, (n, 3) int64 rows `(start, end exclusive, label)`."
@@ -259,6 +346,7 @@ class _LazyLabels:
             self._segments = segments_of(self.labels)
             self._segments.setflags(write=False)
         return self._segments
+
     @property
     def transcript(self) -> tuple[int, ...]:
         "The segment labels in order, background included."
@@ -267,28 +355,42 @@ class _LazyLabels:
 # %% ../nbs/10_procedural.ipynb #462c710f
 class Video(_LazyLabels):
     "One video of a `ProceduralDataset`: lazy labels, segments, transcript, participant/task, and memory-mapped features."
-    def __init__(self, dataset:ProceduralDataset, name:str):
+
+    def __init__(self, dataset: ProceduralDataset, name: str):
         self.dataset, self.name = dataset, name
         self.participant, self.task = parse_video_name(name, dataset.name_patterns)
         self._labels = self._segments = self._trim = self._time_axis = self._feature_dim = None
         self._features_checked = False
 
     @property
-    def label_path(self) -> Path: return self.dataset.root / "groundTruth" / f"{self.name}.txt"
+    def label_path(self) -> Path:
+        return self.dataset.root / "groundTruth" / f"{self.name}.txt"
+
     @property
-    def feature_path(self) -> Path|None: return self.dataset.features_dir / f"{self.name}.npy" if self.dataset.has_features else None
+    def feature_path(self) -> Path | None:
+        return self.dataset.features_dir / f"{self.name}.npy" if self.dataset.has_features else None
 
     def features(self) -> np.ndarray:
         "The video's features, T x D, memory-mapped and trimmed to `n_frames`; checked for NaN/inf on the first call."
-        if not self.dataset.has_features: raise DataError(f"{self.dataset.root}: dataset {self.dataset.name!r} has no features folder")
+        if not self.dataset.has_features:
+            raise DataError(
+                f"{self.dataset.root}: dataset {self.dataset.name!r} has no features folder"
+            )
         n = self.n_frames
         array = open_features(self.feature_path)
         if array.shape[self._time_axis] < n:
-            raise DataError(f"{self.feature_path}: has {array.shape[self._time_axis]} frames, fewer than the {n} read before (file changed?)")
-        kept = array[:n] if self._time_axis == 0 else array[:, :n]   # frames trimmed away are neither checked nor returned
+            raise DataError(
+                f"{self.feature_path}: has {array.shape[self._time_axis]} frames, fewer than the {n} read before (file changed?)"
+            )
+        kept = (
+            array[:n] if self._time_axis == 0 else array[:, :n]
+        )  # frames trimmed away are neither checked nor returned
         if not self._features_checked:
             bad, frame = first_nonfinite(kept, self._time_axis)
-            if bad: raise DataError(f"{self.feature_path}: {bad} NaN/inf feature values, the first at frame {frame} (0-based)")
+            if bad:
+                raise DataError(
+                    f"{self.feature_path}: {bad} NaN/inf feature values, the first at frame {frame} (0-based)"
+                )
             self._features_checked = True
         return kept if self._time_axis == 0 else kept.T
 
@@ -297,53 +399,73 @@ class Video(_LazyLabels):
         return f"Video({self.name!r}, {state})"
 
 # %% ../nbs/10_procedural.ipynb #39c6f6d0
-def _problem_list(root:Path, # the dataset folder
-                  problems:Sequence[str], # one line per problem, each naming its file
-                  shown:int=20, # lines listed; the rest are counted
-                 ) -> str:
+def _problem_list(
+    root: Path,  # the dataset folder
+    problems: Sequence[str],  # one line per problem, each naming its file
+    shown: int = 20,  # lines listed; the rest are counted
+) -> str:
     "One `DataError` message for every problem at once: the first `shown` lines, then '... and N more'."
-    problems = list(dict.fromkeys(problems))   # one line per distinct problem
+    problems = list(dict.fromkeys(problems))  # one line per distinct problem
     more = f"\n  ... and {len(problems) - shown} more" if len(problems) > shown else ""
-    return f"{root}: {len(problems)} problem{'s' if len(problems) > 1 else ''}\n  " + "\n  ".join(problems[:shown]) + more
+    return (
+        f"{root}: {len(problems)} problem{'s' if len(problems) > 1 else ''}\n  "
+        + "\n  ".join(problems[:shown])
+        + more
+    )
 
 # %% ../nbs/10_procedural.ipynb #fb90b9a0
-def _dims_problem(folder:Path, # the features folder
-                  dims:Mapping[int, Sequence[str]], # feature dimension D -> the videos whose file has it
-                 ) -> str:
+def _dims_problem(
+    folder: Path,  # the features folder
+    dims: Mapping[int, Sequence[str]],  # feature dimension D -> the videos whose file has it
+) -> str:
     "The problem line of features with more than one dimension: each D with its count and up to three of its files, most common first."
-    parts = [f"D={d} in {len(vs)} file{'s' if len(vs) > 1 else ''} ({', '.join(f'{v}.npy' for v in vs[:3])}{', ...' if len(vs) > 3 else ''})"
-             for d, vs in sorted(dims.items(), key=lambda kv: -len(kv[1]))]
+    parts = [
+        f"D={d} in {len(vs)} file{'s' if len(vs) > 1 else ''} ({', '.join(f'{v}.npy' for v in vs[:3])}{', ...' if len(vs) > 3 else ''})"
+        for d, vs in sorted(dims.items(), key=lambda kv: -len(kv[1]))
+    ]
     return f"{folder}: feature dimensions differ between videos: {'; '.join(parts)}; a dataset's features need one dimension D"
 
 # %% ../nbs/10_procedural.ipynb #675e8c5f
 class _FeatureOrientation:
     "`ProceduralDataset`'s rule for which axis of a feature file is time (per file, else from the whole dataset)."
-    def _time_axis_of(self, path:Path, shape:tuple, n_labels:int) -> int:
+
+    def _time_axis_of(self, path: Path, shape: tuple, n_labels: int) -> int:
         if self.orientation != "auto":
             axis = 1 if self.orientation == "DxT" else 0
             if abs(shape[axis] - n_labels) > self.length_tolerance:
-                raise DataError(f"{path}: feature/label length mismatch: {shape[axis]} feature frames ({self.orientation}, shape {shape}) "
-                                f"but {n_labels} label frames (length_tolerance={self.length_tolerance})")
+                raise DataError(
+                    f"{path}: feature/label length mismatch: {shape[axis]} feature frames ({self.orientation}, shape {shape}) "
+                    f"but {n_labels} label frames (length_tolerance={self.length_tolerance})"
+                )
             return axis
-        try: axis = time_axis(shape, n_labels, self.length_tolerance)
+        try:
+            axis = time_axis(shape, n_labels, self.length_tolerance)
         except ValueError as e:
-            raise DataError(f"{path}: feature/label length mismatch: {e} (length_tolerance={self.length_tolerance})") from None
+            raise DataError(
+                f"{path}: feature/label length mismatch: {e} (length_tolerance={self.length_tolerance})"
+            ) from None
         return self._dataset_time_axis_from_shapes(path) if axis is None else axis
 
-    def _dataset_time_axis_from_shapes(self, path:Path) -> int:
+    def _dataset_time_axis_from_shapes(self, path: Path) -> int:
         "The time axis shared by the dataset's feature files: the axis whose size varies (D is the same in every file)."
         if self._dataset_time_axis is None:
             seen = [set(), set()]
             for name in self.videos:
                 shape = open_features(self.features_dir / f"{name}.npy").shape
-                seen[0].add(shape[0]); seen[1].add(shape[1])
+                seen[0].add(shape[0])
+                seen[1].add(shape[1])
                 if len(seen[0]) > 1 and len(seen[1]) > 1:
-                    raise DataError(f"{self.features_dir}: feature files disagree on both axes (e.g. {name}.npy is {shape}); "
-                                    "a dataset's features need one dimension D")
-                if len(seen[0]) > 1 or len(seen[1]) > 1: self._dataset_time_axis = 0 if len(seen[0]) > 1 else 1
+                    raise DataError(
+                        f"{self.features_dir}: feature files disagree on both axes (e.g. {name}.npy is {shape}); "
+                        "a dataset's features need one dimension D"
+                    )
+                if len(seen[0]) > 1 or len(seen[1]) > 1:
+                    self._dataset_time_axis = 0 if len(seen[0]) > 1 else 1
             if self._dataset_time_axis is None:
-                raise DataError(f"{path}: cannot tell whether features are D x T or T x D (both axes match the labels and every feature "
-                                "file has the same shape); pass orientation='DxT' or 'TxD'")
+                raise DataError(
+                    f"{path}: cannot tell whether features are D x T or T x D (both axes match the labels and every feature "
+                    "file has the same shape); pass orientation='DxT' or 'TxD'"
+                )
         return self._dataset_time_axis
 
 # %% ../nbs/10_procedural.ipynb #c8bfdfdd
@@ -403,58 +525,118 @@ class _DatasetChecks:
 # %% ../nbs/10_procedural.ipynb #2b4bfdc1
 class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
     "A procedural-video dataset in the MS-TCN layout: label map, background classes, verbs, splits, and lazy `Video`s."
-    def __init__(self, root:Path, name:str, classes:list[str], background:frozenset, verb_names:list[str], verb_of:np.ndarray,
-                 splits:dict, videos:list[str], features_dir:Path|None, length_tolerance:int, orientation:str, name_patterns,
-                 name_note:str|None=None):
+
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        classes: list[str],
+        background: frozenset,
+        verb_names: list[str],
+        verb_of: np.ndarray,
+        splits: dict,
+        videos: list[str],
+        features_dir: Path | None,
+        length_tolerance: int,
+        orientation: str,
+        name_patterns,
+        name_note: str | None = None,
+    ):
         self.root, self.name, self.classes, self.background = root, name, classes, background
         self.class_id = {c: i for i, c in enumerate(classes)}
-        self.verb_names, self.verb_of, self.splits, self.videos = verb_names, verb_of, splits, videos
-        self.features_dir, self.length_tolerance, self.orientation, self.name_patterns = features_dir, length_tolerance, orientation, name_patterns
-        self.name_note = name_note   # why the name is not the folder's, when it had to be changed (None: it is not)
+        self.verb_names, self.verb_of, self.splits, self.videos = (
+            verb_names,
+            verb_of,
+            splits,
+            videos,
+        )
+        self.features_dir, self.length_tolerance, self.orientation, self.name_patterns = (
+            features_dir,
+            length_tolerance,
+            orientation,
+            name_patterns,
+        )
+        self.name_note = name_note  # why the name is not the folder's, when it had to be changed (None: it is not)
         self._video_names = set(videos)
         self._videos, self._trims, self._dataset_time_axis = {}, {}, None
 
     @property
-    def has_features(self) -> bool: return self.features_dir is not None
-    @property
-    def action_ids(self) -> list[int]: return [i for i in range(len(self.classes)) if i not in self.background]
+    def has_features(self) -> bool:
+        return self.features_dir is not None
 
-    def video(self, name:str) -> Video:
+    @property
+    def action_ids(self) -> list[int]:
+        return [i for i in range(len(self.classes)) if i not in self.background]
+
+    def video(self, name: str) -> Video:
         "The `Video` called `name` (without `.txt`)."
-        if name.endswith(".txt"): name = name[:-4]
+        if name.endswith(".txt"):
+            name = name[:-4]
         if name not in self._videos:
-            if name not in self._video_names: raise KeyError(f"dataset {self.name!r} has no video {name!r}")
+            if name not in self._video_names:
+                raise KeyError(f"dataset {self.name!r} has no video {name!r}")
             self._videos[name] = Video(self, name)
         return self._videos[name]
-    def __len__(self): return len(self.videos)
-    def __iter__(self): return (self.video(n) for n in self.videos)
+
+    def __len__(self):
+        return len(self.videos)
+
+    def __iter__(self):
+        return (self.video(n) for n in self.videos)
+
     def __repr__(self):
-        return (f"ProceduralDataset({self.name!r}: {len(self.videos)} videos, {len(self.classes)} classes "
-                f"({len(self.background)} background), {len(self.verb_names)} verbs, splits {list(self.splits)}, "
-                f"{'features' if self.has_features else 'labels only'})")
+        return (
+            f"ProceduralDataset({self.name!r}: {len(self.videos)} videos, {len(self.classes)} classes "
+            f"({len(self.background)} background), {len(self.verb_names)} verbs, splits {list(self.splits)}, "
+            f"{'features' if self.has_features else 'labels only'})"
+        )
 
 # %% ../nbs/10_procedural.ipynb #b8be9ac3
-def safe_name(name:str, # any name, e.g. a folder's
-             ) -> str: # letters, digits and _.+- only
+def safe_name(
+    name: str,  # any name, e.g. a folder's
+) -> str:  # letters, digits and _.+- only
     "`name` made usable as a store key: accents folded to ASCII (NFKD), every other character `_`; a name with no letter left is hashed."
-    folded = "".join(ch if _SAFE.match(ch) else next((a for a in [unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()]
-                                                      if a and _SAFE.match(a)), "_") for ch in str(name))
-    return folded if re.search(r"[A-Za-z0-9]", folded) else f"dataset-{sha256_bytes(str(name).encode('utf-8'))[:8]}"
+    folded = "".join(
+        ch
+        if _SAFE.match(ch)
+        else next(
+            (
+                a
+                for a in [unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()]
+                if a and _SAFE.match(a)
+            ),
+            "_",
+        )
+        for ch in str(name)
+    )
+    return (
+        folded
+        if re.search(r"[A-Za-z0-9]", folded)
+        else f"dataset-{sha256_bytes(str(name).encode('utf-8'))[:8]}"
+    )
 
 # %% ../nbs/10_procedural.ipynb #f1cc91ab
-def _dataset_name(root:Path, # the dataset folder
-                  name:str|None, # the name given (None: the folder's)
-                 ) -> tuple[str, str|None]: # (the name, a note when the folder's name had to be changed)
+def _dataset_name(
+    root: Path,  # the dataset folder
+    name: str | None,  # the name given (None: the folder's)
+) -> tuple[str, str | None]:  # (the name, a note when the folder's name had to be changed)
     "The dataset's name: a given one as it is (a `DataError` when it cannot key results), else the folder's, made safe."
     if name is not None:
         if not _SAFE.match(str(name)):
-            raise DataError(f"dataset name {name!r} cannot key stored results: use letters, digits and _.+- only, e.g. {safe_name(name)!r}")
+            raise DataError(
+                f"dataset name {name!r} cannot key stored results: use letters, digits and _.+- only, e.g. {safe_name(name)!r}"
+            )
         return str(name), None
-    folder = Path(os.path.abspath(root)).name     # 'data/..' and '.' name the folder they mean (links are not followed)
-    if _SAFE.match(folder): return folder, None
+    folder = Path(
+        os.path.abspath(root)
+    ).name  # 'data/..' and '.' name the folder they mean (links are not followed)
+    if _SAFE.match(folder):
+        return folder, None
     safe = safe_name(folder)
-    return safe, (f"the folder name {folder!r} cannot key stored results (letters, digits and _.+- only); "
-                  f"the dataset is named {safe!r} (--name chooses another)")
+    return safe, (
+        f"the folder name {folder!r} cannot key stored results (letters, digits and _.+- only); "
+        f"the dataset is named {safe!r} (--name chooses another)"
+    )
 
 # %% ../nbs/10_procedural.ipynb #7d9a1364
 def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, optional features/)
@@ -539,174 +721,254 @@ def write_mstcn(root, # the dataset folder to write
     return root
 
 # %% ../nbs/10_procedural.ipynb #dfef81d1
-def _gzip(text:str) -> bytes:
+def _gzip(text: str) -> bytes:
     "gzip `text` (UTF-8) with no timestamp and no file name, so equal text gives equal bytes."
     buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as f: f.write(text.encode("utf-8"))
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as f:
+        f.write(text.encode("utf-8"))
     return buf.getvalue()
 
 # %% ../nbs/10_procedural.ipynb #c289a107
-SEGMENT_HEADER = "video\tstart\tend\tlabel"   # the first line of segments.tsv.gz
-SPLIT_HEADER = "split\tpart\tentry"            # the first line of splits.tsv.gz
+SEGMENT_HEADER = "video\tstart\tend\tlabel"  # the first line of segments.tsv.gz
+SPLIT_HEADER = "split\tpart\tentry"  # the first line of splits.tsv.gz
 
-def pack_mstcn(root, # an MS-TCN folder (mapping.txt, groundTruth/, splits/)
-               dest, # the folder to write mapping.txt, segments.tsv.gz, splits.tsv.gz (and PROVENANCE.txt) into
-              ) -> Path:
+
+def pack_mstcn(
+    root,  # an MS-TCN folder (mapping.txt, groundTruth/, splits/)
+    dest,  # the folder to write mapping.txt, segments.tsv.gz, splits.tsv.gz (and PROVENANCE.txt) into
+) -> Path:
     "Write an MS-TCN folder's labels as one segment table, one split table and the mapping; refuse what could not be rebuilt exactly."
     root, dest = Path(root), Path(dest)
     classes = read_mapping(root / "mapping.txt")
     class_id = {c: i for i, c in enumerate(classes)}
-    read_splits(root / "splits")                      # the reader's own checks (both parts, no leakage)
+    read_splits(root / "splits")  # the reader's own checks (both parts, no leakage)
     rows = [SEGMENT_HEADER]
     for path in sorted((root / "groundTruth").glob("*.txt")):
         labels = read_label_file(path, class_id)
         if path.read_bytes() != "".join(f"{classes[l]}\n" for l in labels).encode("utf-8"):
-            raise DataError(f"{path}: not exactly one '<label>\\n' line per frame (whitespace or line ends); it cannot be packed losslessly")
+            raise DataError(
+                f"{path}: not exactly one '<label>\\n' line per frame (whitespace or line ends); it cannot be packed losslessly"
+            )
         rows += [f"{path.stem}\t{s}\t{e}\t{classes[l]}" for s, e, l in segments_of(labels)]
     entries = [SPLIT_HEADER]
     for path in sorted((root / "splits").glob("*.bundle")):
         m = _BUNDLE.fullmatch(path.name)
         lines = path.read_text(encoding="utf-8").split("\n")
         if lines[-1] != "" or any(not l or l != l.strip() or "\t" in l for l in lines[:-1]):
-            raise DataError(f"{path}: not one entry per line, each ending in a newline; it cannot be packed losslessly")
+            raise DataError(
+                f"{path}: not one entry per line, each ending in a newline; it cannot be packed losslessly"
+            )
         entries += [f"{m['split']}\t{m['part']}\t{l}" for l in lines[:-1]]
     write_bytes(dest / "mapping.txt", (root / "mapping.txt").read_bytes())
     write_bytes(dest / "segments.tsv.gz", _gzip("\n".join(rows) + "\n"))
     write_bytes(dest / "splits.tsv.gz", _gzip("\n".join(entries) + "\n"))
-    if (root / "PROVENANCE.txt").is_file(): write_bytes(dest / "PROVENANCE.txt", (root / "PROVENANCE.txt").read_bytes())
+    if (root / "PROVENANCE.txt").is_file():
+        write_bytes(dest / "PROVENANCE.txt", (root / "PROVENANCE.txt").read_bytes())
     return dest
 
 # %% ../nbs/10_procedural.ipynb #a78cc9ec
-def _read_gzip_table(path, # a .tsv.gz table
-                     header:str, # its required first line
-                    ) -> list[list[str]]: # the rows after the header, split on tabs
+def _read_gzip_table(
+    path,  # a .tsv.gz table
+    header: str,  # its required first line
+) -> list[list[str]]:  # the rows after the header, split on tabs
     "The rows of a gzip-compressed tab-separated table, checked for its header, field count and final newline."
     path = Path(path)
     try:
-        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f: text = f.read()
-    except FileNotFoundError as e: raise DataError(f"{path}: file not found") from e
-    except (OSError, EOFError, UnicodeDecodeError) as e: raise DataError(f"{path}: not a readable gzip-compressed UTF-8 table ({e})") from e
+        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+            text = f.read()
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: file not found") from e
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: not a readable gzip-compressed UTF-8 table ({e})") from e
     lines = text.split("\n")
-    if lines[0] != header: raise DataError(f"{path}: line 1 is {lines[0][:80]!r}; expected the header {header!r}")
-    if lines[-1] != "": raise DataError(f"{path}: the last line has no newline (truncated?)")
+    if lines[0] != header:
+        raise DataError(f"{path}: line 1 is {lines[0][:80]!r}; expected the header {header!r}")
+    if lines[-1] != "":
+        raise DataError(f"{path}: the last line has no newline (truncated?)")
     rows, width = [l.split("\t") for l in lines[1:-1]], header.count("\t") + 1
     for lineno, row in enumerate(rows, 2):
-        if len(row) != width: raise DataError(f"{path}: line {lineno} has {len(row)} fields; expected {width} ({header!r})")
+        if len(row) != width:
+            raise DataError(
+                f"{path}: line {lineno} has {len(row)} fields; expected {width} ({header!r})"
+            )
     return rows
 
 # %% ../nbs/10_procedural.ipynb #f7e224d5
-def unpack_labels(packed, # a folder written by `pack_mstcn`
-                  dest, # the MS-TCN folder to write (mapping.txt, groundTruth/, splits/)
-                 ) -> Path:
+def unpack_labels(
+    packed,  # a folder written by `pack_mstcn`
+    dest,  # the MS-TCN folder to write (mapping.txt, groundTruth/, splits/)
+) -> Path:
     "Rebuild the MS-TCN folder that `pack_mstcn` packed, byte for byte."
     packed, dest = Path(packed), Path(dest)
     classes = set(read_mapping(packed / "mapping.txt"))
     table, files, video, t = packed / "segments.tsv.gz", {}, None, 0
     for lineno, (name, start, end, label) in enumerate(_read_gzip_table(table, SEGMENT_HEADER), 2):
         where = f"{table}: line {lineno}"
-        if not re.fullmatch(r"[\w.+-]+", name): raise DataError(f"{where}: video name {name!r} is not a plain file name")
+        if not re.fullmatch(r"[\w.+-]+", name):
+            raise DataError(f"{where}: video name {name!r} is not a plain file name")
         if name != video:
-            if name in files: raise DataError(f"{where}: the segments of video {name!r} are not consecutive rows")
+            if name in files:
+                raise DataError(f"{where}: the segments of video {name!r} are not consecutive rows")
             video, t, files[name] = name, 0, []
-        if label not in classes: raise DataError(f"{where}: label {label!r} is not in {packed / 'mapping.txt'}")
-        if not (start.isdigit() and end.isdigit()): raise DataError(f"{where}: start {start!r} and end {end!r} must be frame numbers")
+        if label not in classes:
+            raise DataError(f"{where}: label {label!r} is not in {packed / 'mapping.txt'}")
+        if not (start.isdigit() and end.isdigit()):
+            raise DataError(f"{where}: start {start!r} and end {end!r} must be frame numbers")
         s, e = int(start), int(end)
-        if s != t or e <= s: raise DataError(f"{where}: segment [{s}, {e}) of {name!r} must start at frame {t} and be non-empty")
-        files[name].append(f"{label}\n" * (e - s)); t = e
+        if s != t or e <= s:
+            raise DataError(
+                f"{where}: segment [{s}, {e}) of {name!r} must start at frame {t} and be non-empty"
+            )
+        files[name].append(f"{label}\n" * (e - s))
+        t = e
     bundles = {}
-    for lineno, (split, part, entry) in enumerate(_read_gzip_table(packed / "splits.tsv.gz", SPLIT_HEADER), 2):
+    for lineno, (split, part, entry) in enumerate(
+        _read_gzip_table(packed / "splits.tsv.gz", SPLIT_HEADER), 2
+    ):
         if not _BUNDLE.fullmatch(f"{part}.split{split}.bundle"):
-            raise DataError(f"{packed / 'splits.tsv.gz'}: line {lineno}: split {split!r} / part {part!r} not understood")
+            raise DataError(
+                f"{packed / 'splits.tsv.gz'}: line {lineno}: split {split!r} / part {part!r} not understood"
+            )
         bundles.setdefault(f"{part}.split{split}.bundle", []).append(f"{entry}\n")
-    for sub in ("groundTruth", "splits"): (dest / sub).mkdir(parents=True, exist_ok=True)
+    for sub in ("groundTruth", "splits"):
+        (dest / sub).mkdir(parents=True, exist_ok=True)
     shutil.copyfile(packed / "mapping.txt", dest / "mapping.txt")
-    if (packed / "PROVENANCE.txt").is_file(): shutil.copyfile(packed / "PROVENANCE.txt", dest / "PROVENANCE.txt")
-    for name, runs in files.items(): (dest / "groundTruth" / f"{name}.txt").write_bytes("".join(runs).encode("utf-8"))
-    for bundle, lines in bundles.items(): (dest / "splits" / bundle).write_bytes("".join(lines).encode("utf-8"))
+    if (packed / "PROVENANCE.txt").is_file():
+        shutil.copyfile(packed / "PROVENANCE.txt", dest / "PROVENANCE.txt")
+    for name, runs in files.items():
+        (dest / "groundTruth" / f"{name}.txt").write_bytes("".join(runs).encode("utf-8"))
+    for bundle, lines in bundles.items():
+        (dest / "splits" / bundle).write_bytes("".join(lines).encode("utf-8"))
     return dest
 
 # %% ../nbs/10_procedural.ipynb #fe05cd54
 REAL_DATASETS = ("breakfast", "50salads", "gtea")  # the real label sets that ship with the package
-SHIPPED_LABELS = Path(hoi_audit.__file__).resolve().parent / "data" / "labels"  # hoi_audit/data/labels/<name>/
+SHIPPED_LABELS = (
+    Path(hoi_audit.__file__).resolve().parent / "data" / "labels"
+)  # hoi_audit/data/labels/<name>/
 SHIPPED_LABEL_PINS = {  # SHA-256 of each shipped file
-    "breakfast": {"mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
-                  "segments.tsv.gz": "2339e162f2a48702a322c675629bb0111e351213859eb1f175fa457c3fa65018",
-                  "splits.tsv.gz": "9d4a8c41e28c6a24057c84e9f659e3fdfbfe7103e9c9a28021bae9af50b0ba33"},
-    "50salads": {"mapping.txt": "d9896add0c02ba39649eb1745a8082c294d37b758961d4c4f425526630c549f7",
-                 "segments.tsv.gz": "d470194d44f5f228d3d5ae7f8457b78c82551d69f00ee0952f8b4d7ab1183fc7",
-                 "splits.tsv.gz": "e8fb3921f79eed21bd12d4098b69c374dfbe62f5ab63f110efaa20911067121c"},
-    "gtea": {"mapping.txt": "5af11cfbe461e5b6d73b41045ea53023d7b4d22030e010a744d2b1be9c868ad4",
-             "segments.tsv.gz": "b7c5b86bf5103eeba84bbad45bee096d66c81b1b624d8b4833fd6a6b41503c76",
-             "splits.tsv.gz": "9e904f1a22af6a59aa44ce3fa0da290c3b6b521f2c59cd5e74bbe22c5bdcb036"}}
+    "breakfast": {
+        "mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
+        "segments.tsv.gz": "2339e162f2a48702a322c675629bb0111e351213859eb1f175fa457c3fa65018",
+        "splits.tsv.gz": "9d4a8c41e28c6a24057c84e9f659e3fdfbfe7103e9c9a28021bae9af50b0ba33",
+    },
+    "50salads": {
+        "mapping.txt": "d9896add0c02ba39649eb1745a8082c294d37b758961d4c4f425526630c549f7",
+        "segments.tsv.gz": "d470194d44f5f228d3d5ae7f8457b78c82551d69f00ee0952f8b4d7ab1183fc7",
+        "splits.tsv.gz": "e8fb3921f79eed21bd12d4098b69c374dfbe62f5ab63f110efaa20911067121c",
+    },
+    "gtea": {
+        "mapping.txt": "5af11cfbe461e5b6d73b41045ea53023d7b4d22030e010a744d2b1be9c868ad4",
+        "segments.tsv.gz": "b7c5b86bf5103eeba84bbad45bee096d66c81b1b624d8b4833fd6a6b41503c76",
+        "splits.tsv.gz": "9e904f1a22af6a59aa44ce3fa0da290c3b6b521f2c59cd5e74bbe22c5bdcb036",
+    },
+}
 MSTCN_LABEL_PINS = {  # labels_pins of the rebuilt folders (= of the original MS-TCN distribution)
-    "breakfast": {"mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
-                  "splits": "60bc9652dbb6694d03be38d24aaf4d4c47c197b2d27eda75833dfc87a2d124e0",
-                  "groundTruth": "4be796779fee8d9a8f60aad7b8e32066f4e0bef21e75e97a9a757af7c69a48fa"},
-    "50salads": {"mapping.txt": "d9896add0c02ba39649eb1745a8082c294d37b758961d4c4f425526630c549f7",
-                 "splits": "c2643fe96e3c7fa1d703b46447b7ed202a2e647d5d993b0675d33c60bd3c00bf",
-                 "groundTruth": "1de39447c5e47d4d1409e91b9a1d855751067ce851459989497c2ff182fa093e"},
-    "gtea": {"mapping.txt": "5af11cfbe461e5b6d73b41045ea53023d7b4d22030e010a744d2b1be9c868ad4",
-             "splits": "6eae3c029bd5a95deca83efe8dfb645734f5290053089e7f9695edb42379609d",
-             "groundTruth": "21693e5772eed15302a9f09f72ba034e15933a77e0628b4e71e059de6e779ee1"}}
+    "breakfast": {
+        "mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
+        "splits": "60bc9652dbb6694d03be38d24aaf4d4c47c197b2d27eda75833dfc87a2d124e0",
+        "groundTruth": "4be796779fee8d9a8f60aad7b8e32066f4e0bef21e75e97a9a757af7c69a48fa",
+    },
+    "50salads": {
+        "mapping.txt": "d9896add0c02ba39649eb1745a8082c294d37b758961d4c4f425526630c549f7",
+        "splits": "c2643fe96e3c7fa1d703b46447b7ed202a2e647d5d993b0675d33c60bd3c00bf",
+        "groundTruth": "1de39447c5e47d4d1409e91b9a1d855751067ce851459989497c2ff182fa093e",
+    },
+    "gtea": {
+        "mapping.txt": "5af11cfbe461e5b6d73b41045ea53023d7b4d22030e010a744d2b1be9c868ad4",
+        "splits": "6eae3c029bd5a95deca83efe8dfb645734f5290053089e7f9695edb42379609d",
+        "groundTruth": "21693e5772eed15302a9f09f72ba034e15933a77e0628b4e71e059de6e779ee1",
+    },
+}
 
 # %% ../nbs/10_procedural.ipynb #691900ff
-def labels_pins(root, # an MS-TCN folder
-                name:str, # the dataset's name (prefix of each pin)
-               ) -> dict: # pin name -> SHA-256
+def labels_pins(
+    root,  # an MS-TCN folder
+    name: str,  # the dataset's name (prefix of each pin)
+) -> dict:  # pin name -> SHA-256
     "SHA-256 of what a label-only result depends on: mapping.txt, splits/ and groundTruth/ (never the features)."
     root = Path(root)
-    return {f"{name}/mapping.txt": sha256_file(root / "mapping.txt"), f"{name}/splits": sha256_folder(root / "splits"),
-            f"{name}/groundTruth": sha256_folder(root / "groundTruth")}
+    return {
+        f"{name}/mapping.txt": sha256_file(root / "mapping.txt"),
+        f"{name}/splits": sha256_folder(root / "splits"),
+        f"{name}/groundTruth": sha256_folder(root / "groundTruth"),
+    }
 
 # %% ../nbs/10_procedural.ipynb #7e2e0332
-def _check_real_name(name:str):
-    if name not in REAL_DATASETS: raise DataError(f"no shipped labels called {name!r}; the package ships {list(REAL_DATASETS)}")
+def _check_real_name(name: str):
+    if name not in REAL_DATASETS:
+        raise DataError(
+            f"no shipped labels called {name!r}; the package ships {list(REAL_DATASETS)}"
+        )
 
 # %% ../nbs/10_procedural.ipynb #64fdfc7e
-def verify_shipped(name:str, # one of REAL_DATASETS
-                   packed=None, # the folder to check (default: the shipped one)
-                  ) -> Path: # the folder of the shipped files
+def verify_shipped(
+    name: str,  # one of REAL_DATASETS
+    packed=None,  # the folder to check (default: the shipped one)
+) -> Path:  # the folder of the shipped files
     "Check a dataset's shipped files against `SHIPPED_LABEL_PINS`; a changed or missing file is an error naming it."
     _check_real_name(name)
     folder = Path(packed) if packed is not None else SHIPPED_LABELS / name
-    for file, pin in SHIPPED_LABEL_PINS[name].items(): verify(folder / file, pin)
+    for file, pin in SHIPPED_LABEL_PINS[name].items():
+        verify(folder / file, pin)
     return folder
 
 # %% ../nbs/10_procedural.ipynb #8f005987
 LABELS_ENV = "HOI_AUDIT_LABELS"  # optional: a folder of the user's own MS-TCN copies, DIR/<name>/; used instead of the shipped labels
-CACHE_ENV = "HOI_AUDIT_CACHE"    # optional: the cache root (default $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit)
+CACHE_ENV = "HOI_AUDIT_CACHE"  # optional: the cache root (default $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit)
+
 
 def labels_cache_dir() -> Path:
     "The cache root: $HOI_AUDIT_CACHE, else $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit."
-    if os.environ.get(CACHE_ENV): return Path(os.environ[CACHE_ENV]).expanduser()
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base).expanduser() / "hoi_audit"
 
 # %% ../nbs/10_procedural.ipynb #5e538e06
-def _check_rebuilt(root:Path, name:str, packed:Path):
+def _check_rebuilt(root: Path, name: str, packed: Path):
     "Compare a rebuilt folder with MSTCN_LABEL_PINS; on a mismatch name the first file that differs from a fresh rebuild."
     actual = labels_pins(root, name)
     bad = [part for part, pin in MSTCN_LABEL_PINS[name].items() if actual[f"{name}/{part}"] != pin]
-    if not bad: return
+    if not bad:
+        return
     with tempfile.TemporaryDirectory() as fresh:
         ref = unpack_labels(packed, Path(fresh) / name)
-        names = sorted({p.relative_to(ref).as_posix() for p in ref.rglob("*") if p.is_file()} |
-                       {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()})
-        differs = [n for n in names if not (root / n).is_file() or not (ref / n).is_file()
-                   or (root / n).read_bytes() != (ref / n).read_bytes()]
+        names = sorted(
+            {p.relative_to(ref).as_posix() for p in ref.rglob("*") if p.is_file()}
+            | {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+        )
+        differs = [
+            n
+            for n in names
+            if not (root / n).is_file()
+            or not (ref / n).is_file()
+            or (root / n).read_bytes() != (ref / n).read_bytes()
+        ]
     first = root / differs[0] if differs else root / bad[0]
-    raise PinMismatch(f"{first}: the rebuilt {name} labels do not match their pin ({', '.join(bad)}; {len(differs)} files differ); "
-                      f"delete {root} and it is rebuilt on next use")
+    raise PinMismatch(
+        f"{first}: the rebuilt {name} labels do not match their pin ({', '.join(bad)}; {len(differs)} files differ); "
+        f"delete {root} and it is rebuilt on next use"
+    )
 
 # %% ../nbs/10_procedural.ipynb #d0138dca
-_CHECKED = set()   # rebuilt folders already checked by this process
-def materialize_real_labels(name:str, # one of REAL_DATASETS
-                            cache=None, # the cache root (default: labels_cache_dir())
-                           ) -> Path: # the MS-TCN folder <cache>/labels/<key>/<name>
+_CHECKED = set()  # rebuilt folders already checked by this process
+
+
+def materialize_real_labels(
+    name: str,  # one of REAL_DATASETS
+    cache=None,  # the cache root (default: labels_cache_dir())
+) -> Path:  # the MS-TCN folder <cache>/labels/<key>/<name>
     "Rebuild a shipped dataset's MS-TCN folder into the cache on first use (atomically), and check it against its pins."
     packed = verify_shipped(name)
-    final = Path(cache or labels_cache_dir()).expanduser().resolve() / "labels" / sha256_json(SHIPPED_LABEL_PINS)[:16] / name
-    if final in _CHECKED and final.is_dir(): return final   # checked already by this process (and not deleted since)
+    final = (
+        Path(cache or labels_cache_dir()).expanduser().resolve()
+        / "labels"
+        / sha256_json(SHIPPED_LABEL_PINS)[:16]
+        / name
+    )
+    if final in _CHECKED and final.is_dir():
+        return final  # checked already by this process (and not deleted since)
     if not final.is_dir():
         parent = _ensure_folder(final.parent)
         build = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent))
@@ -714,36 +976,51 @@ def materialize_real_labels(name:str, # one of REAL_DATASETS
             unpack_labels(packed, build / name)
             _check_rebuilt(build / name, name, packed)
             os.chmod(build / name, 0o777 & ~_umask())
-            try: os.rename(build / name, final)       # atomic; fails if another process renamed its build first
+            try:
+                os.rename(
+                    build / name, final
+                )  # atomic; fails if another process renamed its build first
             except OSError:
-                if not final.is_dir(): raise
-        finally: shutil.rmtree(build, ignore_errors=True)
+                if not final.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
     _check_rebuilt(final, name, packed)
     _CHECKED.add(final)
     return final
 
 # %% ../nbs/10_procedural.ipynb #7640c86c
-def real_labels_root(name:str, # a dataset name: one of REAL_DATASETS, or any folder name under labels_dir / $HOI_AUDIT_LABELS
-                     labels_dir=None, # a folder of the user's own MS-TCN copies (default: $HOI_AUDIT_LABELS, else the shipped labels)
-                    ) -> Path: # the dataset's MS-TCN folder
+def real_labels_root(
+    name: str,  # a dataset name: one of REAL_DATASETS, or any folder name under labels_dir / $HOI_AUDIT_LABELS
+    labels_dir=None,  # a folder of the user's own MS-TCN copies (default: $HOI_AUDIT_LABELS, else the shipped labels)
+) -> Path:  # the dataset's MS-TCN folder
     "Where the real labels of `name` are: the user's copy when one is named, else the shipped labels rebuilt in the cache."
-    source, how = (labels_dir, "labels_dir") if labels_dir is not None else (os.environ.get(LABELS_ENV) or None, f"${LABELS_ENV}")
-    if source is None: return materialize_real_labels(name)
+    source, how = (
+        (labels_dir, "labels_dir")
+        if labels_dir is not None
+        else (os.environ.get(LABELS_ENV) or None, f"${LABELS_ENV}")
+    )
+    if source is None:
+        return materialize_real_labels(name)
     root = Path(source).expanduser() / name
     if not (root / "mapping.txt").is_file():
-        raise DataError(f"{root}: no MS-TCN folder for {name!r} ({how}={source}); unset it to use the labels shipped with hoi_audit")
+        raise DataError(
+            f"{root}: no MS-TCN folder for {name!r} ({how}={source}); unset it to use the labels shipped with hoi_audit"
+        )
     return root
 
 # %% ../nbs/10_procedural.ipynb #e2505be0
-def real_labels_dir(labels_dir=None, # as in `real_labels_root`
-                   ) -> Path: # a folder holding breakfast/, 50salads/ and gtea/
+def real_labels_dir(
+    labels_dir=None,  # as in `real_labels_root`
+) -> Path:  # a folder holding breakfast/, 50salads/ and gtea/
     "The folder that holds the three real label sets (shipped, or the user's copy)."
     return [real_labels_root(n, labels_dir) for n in REAL_DATASETS][0].parent
 
 # %% ../nbs/10_procedural.ipynb #dc3e09eb
-def read_real_labels(name:str, # as in `real_labels_root`
-                     labels_dir=None, # as in `real_labels_root`
-                     **kwargs, # options of `read_mstcn` (background, verbs, features, ...)
-                    ) -> ProceduralDataset:
+def read_real_labels(
+    name: str,  # as in `real_labels_root`
+    labels_dir=None,  # as in `real_labels_root`
+    **kwargs,  # options of `read_mstcn` (background, verbs, features, ...)
+) -> ProceduralDataset:
     "Open the real labels of `name` (shipped, or the user's copy) with `read_mstcn`."
     return read_mstcn(real_labels_root(name, labels_dir), **kwargs)

@@ -25,63 +25,87 @@ SOURCES = {
 ORACLE_SOURCES = frozenset({"oracle"})
 
 # %% ../nbs/02_provenance.ipynb #a303d027
-def _check_source(source:str, what:str):
-    if source not in SOURCES: raise ProvenanceError(f"{what}: unknown source {source!r}; known sources are {sorted(SOURCES)}")
+def _check_source(source: str, what: str):
+    if source not in SOURCES:
+        raise ProvenanceError(
+            f"{what}: unknown source {source!r}; known sources are {sorted(SOURCES)}"
+        )
 
 # %% ../nbs/02_provenance.ipynb #53a8cce0
 @dataclass(frozen=True)
 class Block:
     "A named feature block and the source it comes from."
-    name: str # e.g. "history"
-    source: str # one of SOURCES
-    data: Any = None # the features (an array, rows = queries)
-    def __post_init__(self): _check_source(self.source, f"block {self.name!r}")
-    def __repr__(self): return f"Block({self.name!r}, source={self.source!r}, shape={getattr(self.data, 'shape', None)})"
+
+    name: str  # e.g. "history"
+    source: str  # one of SOURCES
+    data: Any = None  # the features (an array, rows = queries)
+
+    def __post_init__(self):
+        _check_source(self.source, f"block {self.name!r}")
+
+    def __repr__(self):
+        return f"Block({self.name!r}, source={self.source!r}, shape={getattr(self.data, 'shape', None)})"
 
 # %% ../nbs/02_provenance.ipynb #af82c502
-def derive_block(name:str, # the new block's name
-                 data, # its features
-                 parents:Sequence[Block], # the blocks it was computed from
-                 source:str="forecast", # its source if no parent is an oracle
-                ) -> Block:
+def derive_block(
+    name: str,  # the new block's name
+    data,  # its features
+    parents: Sequence[Block],  # the blocks it was computed from
+    source: str = "forecast",  # its source if no parent is an oracle
+) -> Block:
     "A block computed from `parents`: oracle if any parent is, else `source`."
     _check_source(source, f"block {name!r}")
-    return Block(name, "oracle" if any(p.source in ORACLE_SOURCES for p in parents) else source, data)
+    return Block(
+        name, "oracle" if any(p.source in ORACLE_SOURCES for p in parents) else source, data
+    )
 
 # %% ../nbs/02_provenance.ipynb #7cdd5419
 @dataclass(frozen=True)
 class Condition:
     "A named set of allowed sources; a deployable condition refuses oracle blocks."
-    name: str # e.g. "recognizer_history"
-    sources: frozenset # the sources its blocks may come from
-    deployable: bool = True # False only for oracle upper bounds
+
+    name: str  # e.g. "recognizer_history"
+    sources: frozenset  # the sources its blocks may come from
+    deployable: bool = True  # False only for oracle upper bounds
 
     def __post_init__(self):
         object.__setattr__(self, "sources", frozenset(self.sources))
-        for s in self.sources: _check_source(s, f"condition {self.name!r}")
+        for s in self.sources:
+            _check_source(s, f"condition {self.name!r}")
         if self.deployable and self.sources & ORACLE_SOURCES:
-            raise ProvenanceError(f"condition {self.name!r} is declared deployable but allows {sorted(self.sources & ORACLE_SOURCES)}; "
-                                  "declare it deployable=False (an upper bound) or remove the oracle source")
+            raise ProvenanceError(
+                f"condition {self.name!r} is declared deployable but allows {sorted(self.sources & ORACLE_SOURCES)}; "
+                "declare it deployable=False (an upper bound) or remove the oracle source"
+            )
 
-    def check(self, blocks:Iterable[Block]) -> list[Block]:
+    def check(self, blocks: Iterable[Block]) -> list[Block]:
         "Raise `ProvenanceError` naming the first block whose source this condition does not allow."
         blocks = list(blocks)
         for b in blocks:
-            if not isinstance(b, Block): raise ProvenanceError(f"condition {self.name!r}: got {type(b).__name__}, not a Block with a source")
+            if not isinstance(b, Block):
+                raise ProvenanceError(
+                    f"condition {self.name!r}: got {type(b).__name__}, not a Block with a source"
+                )
             if b.source not in self.sources:
                 kind = "deployable" if self.deployable else "oracle"
-                raise ProvenanceError(f"condition {self.name!r} ({kind}, allows {sorted(self.sources)}) refuses block {b.name!r} "
-                                      f"from source {b.source!r}")
+                raise ProvenanceError(
+                    f"condition {self.name!r} ({kind}, allows {sorted(self.sources)}) refuses block {b.name!r} "
+                    f"from source {b.source!r}"
+                )
         return blocks
 
-    def assemble(self, blocks:Iterable[Block], axis:int=-1) -> np.ndarray:
+    def assemble(self, blocks: Iterable[Block], axis: int = -1) -> np.ndarray:
         "Check `blocks` and concatenate their data along `axis` (2-D blocks: rows are queries)."
         blocks = self.check(blocks)
-        if not blocks: raise ProvenanceError(f"condition {self.name!r}: no blocks to assemble")
+        if not blocks:
+            raise ProvenanceError(f"condition {self.name!r}: no blocks to assemble")
         arrays = [np.asarray(b.data, dtype=float) for b in blocks]
         arrays = [a[:, None] if a.ndim == 1 else a for a in arrays]
         rows = {b.name: a.shape[0] for b, a in zip(blocks, arrays)}
-        if len(set(rows.values())) > 1: raise DataError(f"condition {self.name!r}: blocks have different numbers of rows {rows}")
+        if len(set(rows.values())) > 1:
+            raise DataError(
+                f"condition {self.name!r}: blocks have different numbers of rows {rows}"
+            )
         return np.concatenate(arrays, axis=axis)
 
 # %% ../nbs/02_provenance.ipynb #a72e29e4
@@ -137,7 +161,13 @@ class TrackedArray(NDArrayOperatorsMixin):
         return getattr(self._read(f".{name}"), name)
 
 # %% ../nbs/02_provenance.ipynb #74432530
-def assert_never_read(*tracked:TrackedArray):
+def assert_never_read(*tracked: TrackedArray):
     "Raise `ProvenanceError` listing how each tracked array was read, if any was."
     read = [t for t in tracked if t.was_read]
-    if read: raise ProvenanceError("; ".join(f"{t.name!r} was read ({', '.join(t.reads[:5])}{', ...' if len(t.reads) > 5 else ''})" for t in read))
+    if read:
+        raise ProvenanceError(
+            "; ".join(
+                f"{t.name!r} was read ({', '.join(t.reads[:5])}{', ...' if len(t.reads) > 5 else ''})"
+                for t in read
+            )
+        )

@@ -16,65 +16,97 @@ __all__ = ['QUERY_COLUMNS', 'SHORT_WINDOW', 'QUERY_SOURCES', 'SOURCE_ORDER', 'CA
            'lta_split', 'lta_targets', 'check_causality', 'split_queries']
 
 # %% ../nbs/13_queries.ipynb #e6e7b1bd
-def action_segments(video, # a `procedural.Video`
-                    background:Iterable[int]=(), # class ids that are not actions
-                   ) -> np.ndarray: # (n, 3) int64 rows `(start, end exclusive, label)` of the action segments
+def action_segments(
+    video,  # a `procedural.Video`
+    background: Iterable[int] = (),  # class ids that are not actions
+) -> np.ndarray:  # (n, 3) int64 rows `(start, end exclusive, label)` of the action segments
     "The non-background segments of a video, in order (repeats are kept: an action recurring after background is a new action)."
     seg = np.asarray(video.segments)
     keep = ~np.isin(seg[:, 2], list(background)) if len(seg) else np.zeros(0, bool)
     return seg[keep]
 
 # %% ../nbs/13_queries.ipynb #5abf9f4f
-QUERY_COLUMNS = ["video", "t", "target_start", "window_start", "window_end", "window_frames", "target", "history",
-                 "history_time", "n_frames", "elapsed_fraction"]
+QUERY_COLUMNS = [
+    "video",
+    "t",
+    "target_start",
+    "window_start",
+    "window_end",
+    "window_frames",
+    "target",
+    "history",
+    "history_time",
+    "n_frames",
+    "elapsed_fraction",
+]
 SHORT_WINDOW = ("clip", "drop")
 
 # %% ../nbs/13_queries.ipynb #267d63b3
-def _horizon_targets(labels:np.ndarray, i:int, horizons:int) -> list[int]:
+def _horizon_targets(labels: np.ndarray, i: int, horizons: int) -> list[int]:
     "The labels of action i, i+1, ... i+horizons-1 (-1 past the end)."
     return [int(labels[i + h]) if i + h < len(labels) else -1 for h in range(horizons)]
 
 # %% ../nbs/13_queries.ipynb #b2a05a13
-def _window(t:int, window:int, gap:int) -> tuple[int, int]:
+def _window(t: int, window: int, gap: int) -> tuple[int, int]:
     end = max(t - gap, 0)
     return max(end - window, 0), end
 
 # %% ../nbs/13_queries.ipynb #f3a75c05
 def _check_args(window, gap, short_window, horizons):
-    if not isinstance(window, (int, np.integer)) or window < 1: raise ValueError(f"window must be a positive number of frames, got {window!r}")
-    if not isinstance(gap, (int, np.integer)) or gap < 0: raise ValueError(f"gap must be a non-negative number of frames, got {gap!r}")
-    if short_window not in SHORT_WINDOW: raise ValueError(f"short_window must be one of {SHORT_WINDOW}, got {short_window!r}")
-    if not isinstance(horizons, (int, np.integer)) or horizons < 1: raise ValueError(f"horizons must be >= 1, got {horizons!r}")
+    if not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError(f"window must be a positive number of frames, got {window!r}")
+    if not isinstance(gap, (int, np.integer)) or gap < 0:
+        raise ValueError(f"gap must be a non-negative number of frames, got {gap!r}")
+    if short_window not in SHORT_WINDOW:
+        raise ValueError(f"short_window must be one of {SHORT_WINDOW}, got {short_window!r}")
+    if not isinstance(horizons, (int, np.integer)) or horizons < 1:
+        raise ValueError(f"horizons must be >= 1, got {horizons!r}")
 
 # %% ../nbs/13_queries.ipynb #734f95fa
 def _videos_of(dataset, videos):
-    if videos is None: return list(dataset.videos)
-    if isinstance(videos, str): videos = [videos]
+    if videos is None:
+        return list(dataset.videos)
+    if isinstance(videos, str):
+        videos = [videos]
     unknown = [v for v in videos if v not in set(dataset.videos)]
-    if unknown: raise DataError(f"{dataset.root}: dataset {dataset.name!r} has no video {unknown[0]!r} ({len(unknown)} unknown)")
+    if unknown:
+        raise DataError(
+            f"{dataset.root}: dataset {dataset.name!r} has no video {unknown[0]!r} ({len(unknown)} unknown)"
+        )
     return list(videos)
 
 # %% ../nbs/13_queries.ipynb #6e9cad00
 def _frame(rows, horizons, dropped, source):
     cols = QUERY_COLUMNS + [f"target_h{h + 1}" for h in range(horizons)]
     df = pd.DataFrame(rows, columns=cols)
-    for c in ["t", "target_start", "window_start", "window_end", "window_frames", "target", "n_frames"] + cols[len(QUERY_COLUMNS):]:
+    for c in [
+        "t",
+        "target_start",
+        "window_start",
+        "window_end",
+        "window_frames",
+        "target",
+        "n_frames",
+    ] + cols[len(QUERY_COLUMNS) :]:
         df[c] = df[c].astype(np.int64)
     df["elapsed_fraction"] = df["elapsed_fraction"].astype(float)
-    df.attrs.update(dropped={k: v for k, v in dropped.items() if v}, history_source=source, horizons=horizons)
+    df.attrs.update(
+        dropped={k: v for k, v in dropped.items() if v}, history_source=source, horizons=horizons
+    )
     return df
 
 # %% ../nbs/13_queries.ipynb #b3bcdeda
-def next_action_queries(dataset, # a `ProceduralDataset` (labels are enough; features are never read)
-                        videos:Sequence[str]|None=None, # video names; None: every video
-                        window:int=32, # feature frames in the visual window
-                        gap:int=0, # feature frames between the window's end and the query
-                        include_first:bool=True, # a query for the first action (empty history)
-                        background_target:bool=False, # background segments are targets too
-                        background_history:bool=False, # background segments enter the history
-                        short_window:str="clip", # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
-                        horizons:int=5, # multi-horizon targets target_h1..target_hH (Table 15)
-                       ) -> pd.DataFrame: # one row per query
+def next_action_queries(
+    dataset,  # a `ProceduralDataset` (labels are enough; features are never read)
+    videos: Sequence[str] | None = None,  # video names; None: every video
+    window: int = 32,  # feature frames in the visual window
+    gap: int = 0,  # feature frames between the window's end and the query
+    include_first: bool = True,  # a query for the first action (empty history)
+    background_target: bool = False,  # background segments are targets too
+    background_history: bool = False,  # background segments enter the history
+    short_window: str = "clip",  # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
+    horizons: int = 5,  # multi-horizon targets target_h1..target_hH (Table 15)
+) -> pd.DataFrame:  # one row per query
     "Next-action queries at every action boundary: window before it, the action as target, the GT actions before it as history."
     _check_args(window, gap, short_window, horizons)
     rows, dropped = [], {"short_window": 0}
@@ -89,28 +121,57 @@ def next_action_queries(dataset, # a `ProceduralDataset` (labels are enough; fea
         action_labels = targets[:, 2]
         for i, (start, end, label) in enumerate(targets):
             before = history_segments[history_segments[:, 1] <= start]
-            if i == 0 and not include_first: continue
+            if i == 0 and not include_first:
+                continue
             w0, w1 = _window(int(start), window, gap)
             if w1 - w0 < window and short_window == "drop":
-                dropped["short_window"] += 1; continue
-            rows.append([name, int(start), int(start), w0, w1, w1 - w0, int(label), tuple(int(x) for x in before[:, 2]),
-                         tuple(int(x) for x in before[:, 1]), n, start / n] + _horizon_targets(action_labels, i, horizons))
+                dropped["short_window"] += 1
+                continue
+            rows.append(
+                [
+                    name,
+                    int(start),
+                    int(start),
+                    w0,
+                    w1,
+                    w1 - w0,
+                    int(label),
+                    tuple(int(x) for x in before[:, 2]),
+                    tuple(int(x) for x in before[:, 1]),
+                    n,
+                    start / n,
+                ]
+                + _horizon_targets(action_labels, i, horizons)
+            )
     return _frame(rows, horizons, dropped, "gt")
 
 # %% ../nbs/13_queries.ipynb #d647c94d
-QUERY_SOURCES = {"video": "video", "t": "video", "window_start": "video", "window_end": "video", "window_frames": "video",
-                 "split": "video", "part": "video",                     # known when the query is asked
-                 "history": "oracle", "history_time": "oracle",         # the annotated past (a recovered history replaces them)
-                 "target": "oracle", "target_start": "oracle",          # the answer
-                 "n_frames": "oracle", "elapsed_fraction": "oracle"}    # need the whole video, future included
+QUERY_SOURCES = {
+    "video": "video",
+    "t": "video",
+    "window_start": "video",
+    "window_end": "video",
+    "window_frames": "video",
+    "split": "video",
+    "part": "video",  # known when the query is asked
+    "history": "oracle",
+    "history_time": "oracle",  # the annotated past (a recovered history replaces them)
+    "target": "oracle",
+    "target_start": "oracle",  # the answer
+    "n_frames": "oracle",
+    "elapsed_fraction": "oracle",
+}  # need the whole video, future included
 SOURCE_ORDER = ("video", "action", "forecast", "recognizer", "oracle")  # least to most privileged
 
-def most_privileged(sources:Iterable[str]) -> str:
+
+def most_privileged(sources: Iterable[str]) -> str:
     "The most privileged of `sources` (oracle wins; a block computed from several sources carries this one)."
     sources = list(sources)
     unknown = [s for s in sources if s not in SOURCE_ORDER]
-    if unknown: raise ValueError(f"unknown source(s) {unknown}; sources are {SOURCE_ORDER}")
-    if not sources: raise ValueError("most_privileged: no sources")
+    if unknown:
+        raise ValueError(f"unknown source(s) {unknown}; sources are {SOURCE_ORDER}")
+    if not sources:
+        raise ValueError("most_privileged: no sources")
     return max(sources, key=SOURCE_ORDER.index)
 
 # %% ../nbs/13_queries.ipynb #75086641
@@ -143,48 +204,55 @@ class QueryView:
         return most_privileged(list(self.read.values()) or ["video"])
 
 # %% ../nbs/13_queries.ipynb #3d1e09c6
-def query_block(name:str, # the block's name (a model input)
-                feature:Callable, # QueryView -> (n_queries, ...) array
-                queries:pd.DataFrame, # the queries
-                history:Sequence[tuple]|None=None, # the condition's history (None: GT)
-                history_source:str="oracle", # its source
-               ) -> Block:
+def query_block(
+    name: str,  # the block's name (a model input)
+    feature: Callable,  # QueryView -> (n_queries, ...) array
+    queries: pd.DataFrame,  # the queries
+    history: Sequence[tuple] | None = None,  # the condition's history (None: GT)
+    history_source: str = "oracle",  # its source
+) -> Block:
     "A feature block computed from query columns, tagged with the most privileged source the feature read."
     view = QueryView(queries, history, history_source)
     data = np.asarray(feature(view))
-    if len(data) != len(queries): raise DataError(f"feature {name!r} returned {len(data)} rows for {len(queries)} queries")
+    if len(data) != len(queries):
+        raise DataError(f"feature {name!r} returned {len(data)} rows for {len(queries)} queries")
     return Block(name, view.source, data)
 
 # %% ../nbs/13_queries.ipynb #9b5705bd
-def state_matrix(queries, # a `QueryView` (or queries: then their GT history)
-                 n_classes:int, # number of classes (width of the multi-hot)
-                 with_history:bool=True, # the multi-hot and count of the history (False: elapsed frames only)
-                ) -> np.ndarray: # (n_queries, n_classes + 2) or (n_queries, 1) float32
+def state_matrix(
+    queries,  # a `QueryView` (or queries: then their GT history)
+    n_classes: int,  # number of classes (width of the multi-hot)
+    with_history: bool = True,  # the multi-hot and count of the history (False: elapsed frames only)
+) -> np.ndarray:  # (n_queries, n_classes + 2) or (n_queries, 1) float32
     "Causal state: completed-action multi-hot of the history, number of completed actions, elapsed feature frames."
     view = queries if isinstance(queries, QueryView) else QueryView(queries)
     elapsed = view["t"].astype(np.float32)[:, None]
-    if not with_history: return elapsed
+    if not with_history:
+        return elapsed
     state = np.zeros((len(view), n_classes + 2), dtype=np.float32)
     for row, history in enumerate(view["history"]):
-        if len(history): state[row, list(history)] = 1
+        if len(history):
+            state[row, list(history)] = 1
         state[row, n_classes] = len(history)
     state[:, n_classes + 1] = elapsed[:, 0]
     return state
 
 # %% ../nbs/13_queries.ipynb #064e6039
-def scheduled_queries(dataset, # a `ProceduralDataset`
-                      videos:Sequence[str]|None=None, # video names; None: every video
-                      start:int=64, # first query frame
-                      every:int=60, # frames between queries
-                      window:int=32, # feature frames in the visual window
-                      gap:int=0, # feature frames between the window's end and the query
-                      include_ongoing:bool=True, # the action under way at t enters the history
-                      short_window:str="clip", # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
-                      horizons:int=5, # multi-horizon targets target_h1..target_hH
-                     ) -> pd.DataFrame: # one row per query (columns as `next_action_queries`)
+def scheduled_queries(
+    dataset,  # a `ProceduralDataset`
+    videos: Sequence[str] | None = None,  # video names; None: every video
+    start: int = 64,  # first query frame
+    every: int = 60,  # frames between queries
+    window: int = 32,  # feature frames in the visual window
+    gap: int = 0,  # feature frames between the window's end and the query
+    include_ongoing: bool = True,  # the action under way at t enters the history
+    short_window: str = "clip",  # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
+    horizons: int = 5,  # multi-horizon targets target_h1..target_hH
+) -> pd.DataFrame:  # one row per query (columns as `next_action_queries`)
     "Table 10's boundary-independent queries: fixed times, the next action starting at or after each as the target."
     _check_args(window, gap, short_window, horizons)
-    if start < 0 or every < 1: raise ValueError(f"start must be >= 0 and every >= 1, got start={start}, every={every}")
+    if start < 0 or every < 1:
+        raise ValueError(f"start must be >= 0 and every >= 1, got start={start}, every={every}")
     rows, dropped = [], {"no_next_action": 0, "short_window": 0}
     for name in _videos_of(dataset, videos):
         video = dataset.video(name)
@@ -192,24 +260,44 @@ def scheduled_queries(dataset, # a `ProceduralDataset`
         actions = action_segments(video, dataset.background)
         for t in range(start, n, every):
             upcoming = np.flatnonzero(actions[:, 0] >= t)
-            if not len(upcoming): dropped["no_next_action"] += 1; continue
+            if not len(upcoming):
+                dropped["no_next_action"] += 1
+                continue
             i = int(upcoming[0])
             w0, w1 = _window(t, window, gap)
-            if w1 - w0 < window and short_window == "drop": dropped["short_window"] += 1; continue
+            if w1 - w0 < window and short_window == "drop":
+                dropped["short_window"] += 1
+                continue
             seen = actions[(actions[:, 0] < t) if include_ongoing else (actions[:, 1] <= t)]
-            rows.append([name, t, int(actions[i, 0]), w0, w1, w1 - w0, int(actions[i, 2]), tuple(int(x) for x in seen[:, 2]),
-                         tuple(int(min(e, t)) for e in seen[:, 1]), n, t / n] + _horizon_targets(actions[:, 2], i, horizons))
+            rows.append(
+                [
+                    name,
+                    t,
+                    int(actions[i, 0]),
+                    w0,
+                    w1,
+                    w1 - w0,
+                    int(actions[i, 2]),
+                    tuple(int(x) for x in seen[:, 2]),
+                    tuple(int(min(e, t)) for e in seen[:, 1]),
+                    n,
+                    t / n,
+                ]
+                + _horizon_targets(actions[:, 2], i, horizons)
+            )
     return _frame(rows, horizons, dropped, "gt")
 
 # %% ../nbs/13_queries.ipynb #544008f2
-def lta_split(dataset, # a `ProceduralDataset`
-              videos:Sequence[str]|None=None, # video names; None: every video
-              observe:Sequence[float]=(0.2, 0.3), # observed fractions alpha
-              predict:Sequence[float]=(0.1, 0.2, 0.3, 0.5), # predicted fractions beta
-             ) -> pd.DataFrame: # one row per (video, observe, predict)
+def lta_split(
+    dataset,  # a `ProceduralDataset`
+    videos: Sequence[str] | None = None,  # video names; None: every video
+    observe: Sequence[float] = (0.2, 0.3),  # observed fractions alpha
+    predict: Sequence[float] = (0.1, 0.2, 0.3, 0.5),  # predicted fractions beta
+) -> pd.DataFrame:  # one row per (video, observe, predict)
     "The long-term-anticipation split: observed frames [0, alpha n), predicted frames [alpha n, alpha n + beta n)."
     for f in list(observe) + list(predict):
-        if not 0 < f <= 1: raise ValueError(f"observed and predicted fractions must lie in (0, 1], got {f}")
+        if not 0 < f <= 1:
+            raise ValueError(f"observed and predicted fractions must lie in (0, 1], got {f}")
     rows = []
     for name in _videos_of(dataset, videos):
         video = dataset.video(name)
@@ -220,64 +308,142 @@ def lta_split(dataset, # a `ProceduralDataset`
             transcript = tuple(int(x) for x in seen[:, 2])
             history = tuple(x for x in transcript if x not in dataset.background)
             for beta in predict:
-                rows.append([name, alpha, beta, n, end, min(end + int(np.floor(beta * n)), n), transcript, history])
-    return pd.DataFrame(rows, columns=["video", "observe", "predict", "n_frames", "observed_end", "predict_end",
-                                       "observed_transcript", "history"])
+                rows.append(
+                    [
+                        name,
+                        alpha,
+                        beta,
+                        n,
+                        end,
+                        min(end + int(np.floor(beta * n)), n),
+                        transcript,
+                        history,
+                    ]
+                )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "video",
+            "observe",
+            "predict",
+            "n_frames",
+            "observed_end",
+            "predict_end",
+            "observed_transcript",
+            "history",
+        ],
+    )
 
 # %% ../nbs/13_queries.ipynb #2c425bf2
-def lta_targets(dataset, # the dataset the split was made from
-                row, # one row of `lta_split`
-               ) -> np.ndarray: # the frame labels to predict
+def lta_targets(
+    dataset,  # the dataset the split was made from
+    row,  # one row of `lta_split`
+) -> np.ndarray:  # the frame labels to predict
     "The frame-level targets of one long-term-anticipation row."
-    return np.asarray(dataset.video(row["video"]).labels[int(row["observed_end"]):int(row["predict_end"])])
+    return np.asarray(
+        dataset.video(row["video"]).labels[int(row["observed_end"]) : int(row["predict_end"])]
+    )
 
 # %% ../nbs/13_queries.ipynb #8eb3c989
-CAUSALITY_PROBLEMS = ("window_after_target", "window_after_query", "history_after_query", "target_mismatch")
+CAUSALITY_PROBLEMS = (
+    "window_after_target",
+    "window_after_query",
+    "history_after_query",
+    "target_mismatch",
+)
 
-def check_causality(queries:pd.DataFrame, # queries from `next_action_queries` / `scheduled_queries` (or a user's)
-                    dataset=None, # the dataset, to check targets (and history counts) against the labels
-                    gap:int=0, # frames required between the window's end and the target's start
-                    raise_on_violation:bool=False, # raise a DataError listing the violations instead of returning them
-                   ) -> pd.DataFrame: # one row per violation (empty when the queries are causal)
+
+def check_causality(
+    queries: pd.DataFrame,  # queries from `next_action_queries` / `scheduled_queries` (or a user's)
+    dataset=None,  # the dataset, to check targets (and history counts) against the labels
+    gap: int = 0,  # frames required between the window's end and the target's start
+    raise_on_violation: bool = False,  # raise a DataError listing the violations instead of returning them
+) -> pd.DataFrame:  # one row per violation (empty when the queries are causal)
     "Every violation of causality in a query set: windows reaching the target or the query time, history from after the query."
     out = []
-    def add(index, row, problem, detail): out.append({"index": index, "video": row["video"], "t": int(row["t"]), "problem": problem, "detail": detail})
+
+    def add(index, row, problem, detail):
+        out.append(
+            {
+                "index": index,
+                "video": row["video"],
+                "t": int(row["t"]),
+                "problem": problem,
+                "detail": detail,
+            }
+        )
+
     target_start = queries["target_start"] if "target_start" in queries else queries["t"]
     for (index, row), ts in zip(queries.iterrows(), target_start):
         t, w0, w1 = int(row["t"]), int(row["window_start"]), int(row["window_end"])
-        if w1 > w0 and w1 + gap > ts: add(index, row, "window_after_target", f"window ends at {w1}, target starts at {ts} (gap {gap})")
-        if w1 > t or w0 < 0 or w0 > w1: add(index, row, "window_after_query", f"window [{w0}, {w1}) vs query time {t}")
+        if w1 > w0 and w1 + gap > ts:
+            add(
+                index,
+                row,
+                "window_after_target",
+                f"window ends at {w1}, target starts at {ts} (gap {gap})",
+            )
+        if w1 > t or w0 < 0 or w0 > w1:
+            add(index, row, "window_after_query", f"window [{w0}, {w1}) vs query time {t}")
         if "history_time" in row and row["history_time"] is not None:
             late = [x for x in row["history_time"] if x > t]
-            if late: add(index, row, "history_after_query", f"history observed up to frame {max(late)} > query time {t}")
+            if late:
+                add(
+                    index,
+                    row,
+                    "history_after_query",
+                    f"history observed up to frame {max(late)} > query time {t}",
+                )
             if len(row["history_time"]) != len(row["history"]):
-                add(index, row, "history_after_query", f"{len(row['history'])} history items but {len(row['history_time'])} times")
+                add(
+                    index,
+                    row,
+                    "history_after_query",
+                    f"{len(row['history'])} history items but {len(row['history_time'])} times",
+                )
         if dataset is not None:
             video = dataset.video(row["video"])
             if queries.attrs.get("history_source", "gt") == "gt":
                 if not 0 <= ts < video.n_frames or int(video.labels[ts]) != int(row["target"]):
-                    add(index, row, "target_mismatch", f"label at frame {ts} is not the target {int(row['target'])}")
+                    add(
+                        index,
+                        row,
+                        "target_mismatch",
+                        f"label at frame {ts} is not the target {int(row['target'])}",
+                    )
                 started = int(np.sum(np.asarray(video.segments)[:, 0] < t))
                 if len(row["history"]) > started:
-                    add(index, row, "history_after_query", f"{len(row['history'])} history items, only {started} segments began before {t}")
+                    add(
+                        index,
+                        row,
+                        "history_after_query",
+                        f"{len(row['history'])} history items, only {started} segments began before {t}",
+                    )
     violations = pd.DataFrame(out, columns=["index", "video", "t", "problem", "detail"])
     if raise_on_violation and len(violations):
-        shown = "\n  ".join(f"{r.video} t={r.t}: {r.problem} ({r.detail})" for r in violations.head(10).itertuples())
+        shown = "\n  ".join(
+            f"{r.video} t={r.t}: {r.problem} ({r.detail})" for r in violations.head(10).itertuples()
+        )
         raise DataError(f"{len(violations)} causality violations in the queries\n  {shown}")
     return violations
 
 # %% ../nbs/13_queries.ipynb #a97e6f0d
-def split_queries(dataset, # a `ProceduralDataset`
-                  split:int, # the split number
-                  builder=None, # a query builder (default `next_action_queries`)
-                  **kwargs, # passed to the builder
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]: # (train queries, test queries)
+def split_queries(
+    dataset,  # a `ProceduralDataset`
+    split: int,  # the split number
+    builder=None,  # a query builder (default `next_action_queries`)
+    **kwargs,  # passed to the builder
+) -> tuple[pd.DataFrame, pd.DataFrame]:  # (train queries, test queries)
     "The train and test queries of one split."
-    if split not in dataset.splits: raise DataError(f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: {sorted(dataset.splits)})")
+    if split not in dataset.splits:
+        raise DataError(
+            f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: {sorted(dataset.splits)})"
+        )
     builder = builder or next_action_queries
     parts = []
     for part in ("train", "test"):
         qs = builder(dataset, dataset.splits[split][part], **kwargs)
-        qs.insert(0, "part", part); qs.insert(0, "split", split)
+        qs.insert(0, "part", part)
+        qs.insert(0, "split", split)
         parts.append(qs)
     return parts[0], parts[1]

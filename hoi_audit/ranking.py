@@ -11,8 +11,18 @@ from pathlib import Path
 from typing import Annotated, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
-from .core import (CANDIDATE_ORDER_SEED, PROTOCOL_SEEDS, DataError, HoiAuditError, PinMismatch, sha256_array,
-                            sha256_json, verify, write_npz, write_results)
+from hoi_audit.core import (
+    CANDIDATE_ORDER_SEED,
+    PROTOCOL_SEEDS,
+    DataError,
+    HoiAuditError,
+    PinMismatch,
+    sha256_array,
+    sha256_json,
+    verify,
+    write_npz,
+    write_results,
+)
 from .store import CommandOutput, ExperimentPaths, Unit
 from .cluster import current_backend
 from .cli import add_command
@@ -38,35 +48,61 @@ SNAP = 1e-9  # relative grid of squared distances: closer values are ties
 @dataclass(frozen=True)
 class RankingPool:
     "What candidate construction may see of the held-out episodes: contexts, plans, outcomes, instructions, ids (no goal)."
-    index: np.ndarray # (P,) positions of the pool's episodes in the source `Episodes`
-    episode_id: np.ndarray # (P,) str
-    context: np.ndarray # (P, C, D) float32 visible latents
-    plans: np.ndarray # (P, H, A) float32 future commands
-    success: np.ndarray # (P,) bool
-    language: np.ndarray # (P,) int64 instruction id, -1 = missing
-    def __len__(self): return len(self.index)
+
+    index: np.ndarray  # (P,) positions of the pool's episodes in the source `Episodes`
+    episode_id: np.ndarray  # (P,) str
+    context: np.ndarray  # (P, C, D) float32 visible latents
+    plans: np.ndarray  # (P, H, A) float32 future commands
+    success: np.ndarray  # (P,) bool
+    language: np.ndarray  # (P,) int64 instruction id, -1 = missing
+
+    def __len__(self):
+        return len(self.index)
 
 # %% ../nbs/44_ranking.ipynb #65fd7d08
-def heldout_pool(episodes, # an `episodes.Episodes` (or any object with the same arrays)
-                 context_bins:int=CONTEXT_BINS, # visible bins; the rest are the future
-                 split:str="heldout", # the split the protocol ranks
-                ) -> RankingPool:
+def heldout_pool(
+    episodes,  # an `episodes.Episodes` (or any object with the same arrays)
+    context_bins: int = CONTEXT_BINS,  # visible bins; the rest are the future
+    split: str = "heldout",  # the split the protocol ranks
+) -> RankingPool:
     "The `split` episodes' contexts and plans; reads only `latents[:, :context_bins]`, never the future latents."
     splits = np.asarray(episodes.split).astype(str)
     index = np.flatnonzero(splits == split)
-    if len(index) == 0: raise DataError(f"episodes: no episode in split {split!r} (splits present: {sorted(set(splits.tolist()))})")
-    n, k = episodes.latents.shape[:2]   # shape is metadata, not a read of the values
-    if not 0 < context_bins < k: raise DataError(f"episodes.latents: context_bins={context_bins} must leave at least one future bin of {k}")
+    if len(index) == 0:
+        raise DataError(
+            f"episodes: no episode in split {split!r} (splits present: {sorted(set(splits.tolist()))})"
+        )
+    n, k = episodes.latents.shape[:2]  # shape is metadata, not a read of the values
+    if not 0 < context_bins < k:
+        raise DataError(
+            f"episodes.latents: context_bins={context_bins} must leave at least one future bin of {k}"
+        )
     context = np.asarray(episodes.latents[:, :context_bins], dtype=np.float32)[index]
     commands = np.asarray(episodes.commands, dtype=np.float32)
-    if commands.shape[:2] != (n, k): raise DataError(f"episodes.commands: shape {commands.shape} does not match latents {(n, k)} (episodes, bins)")
+    if commands.shape[:2] != (n, k):
+        raise DataError(
+            f"episodes.commands: shape {commands.shape} does not match latents {(n, k)} (episodes, bins)"
+        )
     success, language = np.asarray(episodes.success), np.asarray(episodes.language)
-    for name, arr in (("success", success), ("language", language), ("episode_id", np.asarray(episodes.episode_id))):
-        if arr.shape != (n,): raise DataError(f"episodes.{name}: expected shape ({n},), got {arr.shape}")
-    if not np.isfinite(context).all(): raise DataError("episodes.latents: non-finite values in the context bins")
-    if not np.isfinite(commands).all(): raise DataError("episodes.commands: non-finite values")
-    return RankingPool(index, np.asarray(episodes.episode_id).astype(str)[index], context, commands[index, context_bins:],
-                       success.astype(bool)[index], language.astype(np.int64)[index])
+    for name, arr in (
+        ("success", success),
+        ("language", language),
+        ("episode_id", np.asarray(episodes.episode_id)),
+    ):
+        if arr.shape != (n,):
+            raise DataError(f"episodes.{name}: expected shape ({n},), got {arr.shape}")
+    if not np.isfinite(context).all():
+        raise DataError("episodes.latents: non-finite values in the context bins")
+    if not np.isfinite(commands).all():
+        raise DataError("episodes.commands: non-finite values")
+    return RankingPool(
+        index,
+        np.asarray(episodes.episode_id).astype(str)[index],
+        context,
+        commands[index, context_bins:],
+        success.astype(bool)[index],
+        language.astype(np.int64)[index],
+    )
 
 # %% ../nbs/44_ranking.ipynb #a47a37ef
 class GuardedLatents:
@@ -110,25 +146,33 @@ def plan_statistics(plans:np.ndarray, # (P, H, A) future commands
     return np.concatenate([plans.mean(1), plans.std(1), plans[:, -1] - plans[:, 0]], axis=1)
 
 # %% ../nbs/44_ranking.ipynb #805c242f
-def standardize(features:np.ndarray, # (P, F) features of the pool
-               ) -> np.ndarray: # z-scores over the pool; a constant column becomes 0
+def standardize(
+    features: np.ndarray,  # (P, F) features of the pool
+) -> np.ndarray:  # z-scores over the pool; a constant column becomes 0
     "Z-score every column over the pool (population std)."
     features = np.asarray(features, dtype=np.float64)
     mean, std = features.mean(0), features.std(0)
     return (features - mean) / np.where(std > 0, std, 1.0)
 
 # %% ../nbs/44_ranking.ipynb #0b434f1c
-_KEY_ROOM = np.iinfo(np.int64).max >> 24   # snapped values stay below this so that value * pool_size + index fits in int64
+_KEY_ROOM = (
+    np.iinfo(np.int64).max >> 24
+)  # snapped values stay below this so that value * pool_size + index fits in int64
 
-def snap(squared_distances:np.ndarray, # float64 squared distances
-         grid:float, # the grid step, in the same units
-        ) -> np.ndarray: # int64 grid indices (equal = tie)
+
+def snap(
+    squared_distances: np.ndarray,  # float64 squared distances
+    grid: float,  # the grid step, in the same units
+) -> np.ndarray:  # int64 grid indices (equal = tie)
     "Round squared distances onto a grid, so that any summation order gives the same ranking (huge values saturate, then tie)."
-    return np.minimum(np.rint(np.maximum(squared_distances, 0.0) / grid), _KEY_ROOM).astype(np.int64)
+    return np.minimum(np.rint(np.maximum(squared_distances, 0.0) / grid), _KEY_ROOM).astype(
+        np.int64
+    )
 
 # %% ../nbs/44_ranking.ipynb #6d323b1b
-def context_grid(flat_context:np.ndarray, # (P, F) float64 flattened contexts
-                ) -> float:
+def context_grid(
+    flat_context: np.ndarray,  # (P, F) float64 flattened contexts
+) -> float:
     "The snapping grid of context distances: `SNAP` times the pool's mean squared context norm."
     scale = float(np.mean(np.einsum("pf,pf->p", flat_context, flat_context)))
     return SNAP * (scale if scale > 0 else 1.0)
@@ -168,21 +212,37 @@ class CandidateSet:
 def _validate(context, plans, success, language, episode_id, n_candidates, max_failures):
     context, plans = np.asarray(context), np.asarray(plans)
     P = len(context)
-    if context.ndim != 3: raise DataError(f"context: expected (episodes, bins, latent_dim), got shape {context.shape}")
-    if plans.ndim != 3 or len(plans) != P: raise DataError(f"plans: expected ({P}, steps, command_dim), got shape {plans.shape}")
-    success, language, episode_id = np.asarray(success), np.asarray(language), np.asarray(episode_id).astype(str)
+    if context.ndim != 3:
+        raise DataError(
+            f"context: expected (episodes, bins, latent_dim), got shape {context.shape}"
+        )
+    if plans.ndim != 3 or len(plans) != P:
+        raise DataError(f"plans: expected ({P}, steps, command_dim), got shape {plans.shape}")
+    success, language, episode_id = (
+        np.asarray(success),
+        np.asarray(language),
+        np.asarray(episode_id).astype(str),
+    )
     for name, arr in (("success", success), ("language", language), ("episode_id", episode_id)):
-        if arr.shape != (P,): raise DataError(f"{name}: expected shape ({P},), got {arr.shape}")
-    if not (np.isfinite(context).all() and np.isfinite(plans).all()): raise DataError("context/plans: non-finite values")
-    if len(set(episode_id.tolist())) != P: raise DataError("episode_id: duplicate episode ids in the pool")
-    if n_candidates < 2 or max_failures < 0: raise ValueError(f"n_candidates must be >= 2 and max_failures >= 0")
-    if P < n_candidates: raise DataError(f"pool: {P} episodes cannot give {n_candidates - 1} negatives per query (need at least {n_candidates})")
+        if arr.shape != (P,):
+            raise DataError(f"{name}: expected shape ({P},), got {arr.shape}")
+    if not (np.isfinite(context).all() and np.isfinite(plans).all()):
+        raise DataError("context/plans: non-finite values")
+    if len(set(episode_id.tolist())) != P:
+        raise DataError("episode_id: duplicate episode ids in the pool")
+    if n_candidates < 2 or max_failures < 0:
+        raise ValueError(f"n_candidates must be >= 2 and max_failures >= 0")
+    if P < n_candidates:
+        raise DataError(
+            f"pool: {P} episodes cannot give {n_candidates - 1} negatives per query (need at least {n_candidates})"
+        )
     queries = np.flatnonzero(success.astype(bool))
-    if len(queries) == 0: raise DataError("pool: no successful episode, so there is no query")
+    if len(queries) == 0:
+        raise DataError("pool: no successful episode, so there is no query")
     return context, plans, success.astype(bool), language.astype(np.int64), episode_id, queries
 
 # %% ../nbs/44_ranking.ipynb #ab0a2949
-def _shuffle(slots:np.ndarray, seed:int):
+def _shuffle(slots: np.ndarray, seed: int):
     "Permute each row by the stable argsort of one row of default_rng(seed).random((Q, n)); return rows and the recorded position."
     order = np.argsort(np.random.default_rng(seed).random(slots.shape), axis=1, kind="stable")
     return np.take_along_axis(slots, order, 1), np.argmax(order == 0, axis=1).astype(np.int64)
@@ -191,18 +251,32 @@ def _shuffle(slots:np.ndarray, seed:int):
 def _finish(pool_ids, plans, queries, negatives, success, rules, seed):
     slots = np.concatenate([queries[:, None], negatives], axis=1).astype(np.int64)
     candidates, recorded = _shuffle(slots, seed)
-    return CandidateSet(pool_ids, queries.astype(np.int64), candidates, recorded, plans[candidates].astype(np.float32),
-                        (~success[negatives]).sum(1).astype(np.int64), rules)
+    return CandidateSet(
+        pool_ids,
+        queries.astype(np.int64),
+        candidates,
+        recorded,
+        plans[candidates].astype(np.float32),
+        (~success[negatives]).sum(1).astype(np.int64),
+        rules,
+    )
 
 # %% ../nbs/44_ranking.ipynb #02b5c08a
-def _nearest(X:np.ndarray, squared_norm:np.ndarray, q:np.ndarray, k:int, grid:float, prefilter:bool=True) -> np.ndarray:
+def _nearest(
+    X: np.ndarray,
+    squared_norm: np.ndarray,
+    q: np.ndarray,
+    k: int,
+    grid: float,
+    prefilter: bool = True,
+) -> np.ndarray:
     "(n, k) pool positions of the k nearest contexts of each query in `q` by (snapped distance, index), the query excluded."
     P, n = len(X), len(q)
     rows, positions = np.arange(n), np.arange(P, dtype=np.int64)
-    h = X[q] @ X.T                                      # d2 = squared_norm[q] + h after the next two lines
+    h = X[q] @ X.T  # d2 = squared_norm[q] + h after the next two lines
     h *= -2.0
     h += squared_norm
-    h[rows, q] = np.inf                                 # never the query itself
+    h[rows, q] = np.inf  # never the query itself
     base = squared_norm[q]
     near = np.full((n, k), -1, np.int64)
     exact = np.ones(n, bool)
@@ -219,9 +293,13 @@ def _nearest(X:np.ndarray, squared_norm:np.ndarray, q:np.ndarray, k:int, grid:fl
         counts = np.bincount(r, minlength=n)
         keys = np.full((n, max(k, int(counts.max()))), np.iinfo(np.int64).max)
         keys[r, np.arange(len(r)) - (np.cumsum(counts) - counts)[r]] = key
-        keys = np.partition(keys, k - 1, axis=1)[:, :k]      # the k smallest kept keys; the k-th at position k - 1
+        keys = np.partition(keys, k - 1, axis=1)[
+            :, :k
+        ]  # the k smallest kept keys; the k-th at position k - 1
         near = keys % P
-        exact = (counts < k) | (snap(threshold + base, grid) <= keys[:, -1] // P)   # an unkept column could tie or beat the k-th
+        exact = (counts < k) | (
+            snap(threshold + base, grid) <= keys[:, -1] // P
+        )  # an unkept column could tie or beat the k-th
     for i in np.flatnonzero(exact):
         key = snap(h[i] + base[i], grid) * P + positions
         key[q[i]] = np.iinfo(np.int64).max
@@ -280,13 +358,22 @@ def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool
     return _finish(episode_id, plans, queries, negatives, success, rules, seed)
 
 # %% ../nbs/44_ranking.ipynb #cdbeb82e
-def build_candidates_reference(context, plans, success, language, episode_id, n_candidates:int=N_CANDIDATES,
-                               n_neighbors:int=N_NEIGHBORS, max_failures:int=MAX_FAILURES, seed:int=CANDIDATE_ORDER_SEED,
-                               queries:Sequence[int]|None=None, # rows (query numbers) to build; None: all
-                              ) -> CandidateSet:
+def build_candidates_reference(
+    context,
+    plans,
+    success,
+    language,
+    episode_id,
+    n_candidates: int = N_CANDIDATES,
+    n_neighbors: int = N_NEIGHBORS,
+    max_failures: int = MAX_FAILURES,
+    seed: int = CANDIDATE_ORDER_SEED,
+    queries: Sequence[int] | None = None,  # rows (query numbers) to build; None: all
+) -> CandidateSet:
     "The per-query loop reference of `build_candidates` (slow; for tests and the benchmark)."
-    context, plans, success, language, episode_id, all_queries = _validate(context, plans, success, language, episode_id,
-                                                                           n_candidates, max_failures)
+    context, plans, success, language, episode_id, all_queries = _validate(
+        context, plans, success, language, episode_id, n_candidates, max_failures
+    )
     P, n_neg = len(context), n_candidates - 1
     k = min(n_neighbors, P - 1)
     X = context.reshape(P, -1).astype(np.float64)
@@ -297,30 +384,49 @@ def build_candidates_reference(context, plans, success, language, episode_id, n_
     for q in all_queries[rows]:
         d = snap(np.square(X - X[q]).sum(1), grid)
         near = [int(i) for i in np.lexsort((np.arange(P), d)) if i != q][:k]
+
         def rank_key(i):
             tier = int(language[q] >= 0 and language[i] != language[q])
             return (tier, int(snap(np.square(Z[i] - Z[q]).sum(), SNAP)), i)
+
         ranked = sorted(near, key=rank_key)
         failures = [i for i in ranked if not success[i]][:max_failures]
-        fill = [i for i in ranked if i not in failures][:n_neg - len(failures)]
+        fill = [i for i in ranked if i not in failures][: n_neg - len(failures)]
         negatives.append(failures + fill)
-    rules = {"n_candidates": n_candidates, "n_neighbors": k, "max_failures": max_failures, "order_seed": seed, "snap": SNAP}
+    rules = {
+        "n_candidates": n_candidates,
+        "n_neighbors": k,
+        "max_failures": max_failures,
+        "order_seed": seed,
+        "snap": SNAP,
+    }
     negatives = np.asarray(negatives, dtype=np.int64).reshape(len(rows), n_neg)
-    order = np.argsort(np.random.default_rng(seed).random((len(all_queries), n_candidates)), axis=1, kind="stable")[rows]
+    order = np.argsort(
+        np.random.default_rng(seed).random((len(all_queries), n_candidates)), axis=1, kind="stable"
+    )[rows]
     slots = np.concatenate([all_queries[rows, None], negatives], axis=1)
     candidates = np.take_along_axis(slots, order, 1)
-    return CandidateSet(episode_id, all_queries[rows].astype(np.int64), candidates, np.argmax(order == 0, axis=1).astype(np.int64),
-                        plans[candidates].astype(np.float32), (~success[negatives]).sum(1).astype(np.int64), rules)
+    return CandidateSet(
+        episode_id,
+        all_queries[rows].astype(np.int64),
+        candidates,
+        np.argmax(order == 0, axis=1).astype(np.int64),
+        plans[candidates].astype(np.float32),
+        (~success[negatives]).sum(1).astype(np.int64),
+        rules,
+    )
 
 # %% ../nbs/44_ranking.ipynb #66da065f
-def query_targets(episodes, # the same episodes the pool came from
-                  pool:RankingPool, # from `heldout_pool`
-                  candidates:CandidateSet, # whose queries to read
-                 ) -> tuple[np.ndarray, np.ndarray]: # goal (Q, D) and recorded future latents (Q, H, D)
+def query_targets(
+    episodes,  # the same episodes the pool came from
+    pool: RankingPool,  # from `heldout_pool`
+    candidates: CandidateSet,  # whose queries to read
+) -> tuple[np.ndarray, np.ndarray]:  # goal (Q, D) and recorded future latents (Q, H, D)
     "The scoring targets of the queries: their final image latent and their recorded future latents (never used to build candidates)."
     rows = pool.index[candidates.query]
-    future = np.asarray(episodes.latents[rows], dtype=np.float32)[:, pool.context.shape[1]:]
-    if not np.isfinite(future).all(): raise DataError("episodes.latents: non-finite values in the future bins of a query")
+    future = np.asarray(episodes.latents[rows], dtype=np.float32)[:, pool.context.shape[1] :]
+    if not np.isfinite(future).all():
+        raise DataError("episodes.latents: non-finite values in the future bins of a query")
     return future[:, -1], future
 
 # %% ../nbs/44_ranking.ipynb #0ffca926
@@ -359,31 +465,55 @@ def candidate_energies(model, # any object with rollout(context (B, C, D), comma
     return energies
 
 # %% ../nbs/44_ranking.ipynb #dfb6eb5c
-RANK_METRICS = ("r_at_1", "r_at_5", "mrr", "mean_rank", "win_rate")  # the protocol's primary metrics (per-query columns below)
-_PER_QUERY = {"r_at_1": "r_at_1", "r_at_5": "r_at_5", "mrr": "reciprocal_rank", "mean_rank": "rank", "win_rate": "win_rate"}
+RANK_METRICS = (
+    "r_at_1",
+    "r_at_5",
+    "mrr",
+    "mean_rank",
+    "win_rate",
+)  # the protocol's primary metrics (per-query columns below)
+_PER_QUERY = {
+    "r_at_1": "r_at_1",
+    "r_at_5": "r_at_5",
+    "mrr": "reciprocal_rank",
+    "mean_rank": "rank",
+    "win_rate": "win_rate",
+}
 
 # %% ../nbs/44_ranking.ipynb #f82838bd
-def rank_metrics(energies:np.ndarray, # (Q, n) energy per query and candidate (lower = better)
-                 recorded:np.ndarray, # (Q,) position of the recorded plan
-                 tie_rtol:float=1e-6, # energies this close (relative) to the recorded one are ties
-                ) -> pd.DataFrame: # per query: lower, tied, rank, r_at_1, r_at_5, reciprocal_rank, win_rate
+def rank_metrics(
+    energies: np.ndarray,  # (Q, n) energy per query and candidate (lower = better)
+    recorded: np.ndarray,  # (Q,) position of the recorded plan
+    tie_rtol: float = 1e-6,  # energies this close (relative) to the recorded one are ties
+) -> pd.DataFrame:  # per query: lower, tied, rank, r_at_1, r_at_5, reciprocal_rank, win_rate
     "Tie-aware per-query ranking metrics of the recorded plan (expectations over a random order of tied candidates)."
     E = np.asarray(energies, dtype=np.float64)
     recorded = np.asarray(recorded, dtype=np.int64)
-    if E.ndim != 2 or recorded.shape != (len(E),): raise DataError(f"energies {E.shape} and recorded {recorded.shape} do not align")
+    if E.ndim != 2 or recorded.shape != (len(E),):
+        raise DataError(f"energies {E.shape} and recorded {recorded.shape} do not align")
     Q, n = E.shape
-    if ((recorded < 0) | (recorded >= n)).any(): raise DataError(f"recorded: positions must be in [0, {n})")
-    if not np.isfinite(E).all(): raise DataError("energies: non-finite values")
+    if ((recorded < 0) | (recorded >= n)).any():
+        raise DataError(f"recorded: positions must be in [0, {n})")
+    if not np.isfinite(E).all():
+        raise DataError("energies: non-finite values")
     own = E[np.arange(Q), recorded][:, None]
-    is_negative = np.ones_like(E, bool); is_negative[np.arange(Q), recorded] = False
+    is_negative = np.ones_like(E, bool)
+    is_negative[np.arange(Q), recorded] = False
     tied = is_negative & (np.abs(E - own) <= tie_rtol * np.maximum(np.abs(E), np.abs(own)))
     lower = is_negative & ~tied & (E < own)
     L, T = lower.sum(1), tied.sum(1)
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
-    out = pd.DataFrame({"lower": L, "tied": T, "rank": L + 1 + T / 2,
-                        "r_at_1": np.clip(1 - L, 0, T + 1) / (T + 1), "r_at_5": np.clip(5 - L, 0, T + 1) / (T + 1),
-                        "reciprocal_rank": (harmonic[L + T + 1] - harmonic[L]) / (T + 1),
-                        "win_rate": (n - 1 - L - T / 2) / (n - 1)})
+    out = pd.DataFrame(
+        {
+            "lower": L,
+            "tied": T,
+            "rank": L + 1 + T / 2,
+            "r_at_1": np.clip(1 - L, 0, T + 1) / (T + 1),
+            "r_at_5": np.clip(5 - L, 0, T + 1) / (T + 1),
+            "reciprocal_rank": (harmonic[L + T + 1] - harmonic[L]) / (T + 1),
+            "win_rate": (n - 1 - L - T / 2) / (n - 1),
+        }
+    )
     return out
 
 # %% ../nbs/44_ranking.ipynb #a7efe7b6
@@ -402,44 +532,83 @@ def summarize_ranking(per_query:Mapping[str, pd.DataFrame]|pd.DataFrame, # one f
     return records
 
 # %% ../nbs/44_ranking.ipynb #d228c6af
-DEFAULT_METHODS = ("jepa", "residual_mlp", "context_only", "persistence")  # the world model, the learned baseline, two chance controls
+DEFAULT_METHODS = (
+    "jepa",
+    "residual_mlp",
+    "context_only",
+    "persistence",
+)  # the world model, the learned baseline, two chance controls
 ENERGIES = ("endpoint", "trajectory")  # primary, secondary
-DEFAULT_COMPARISONS = (("jepa", "residual_mlp"), ("jepa", "context_only"), ("residual_mlp", "context_only"))  # paired deltas
+DEFAULT_COMPARISONS = (
+    ("jepa", "residual_mlp"),
+    ("jepa", "context_only"),
+    ("residual_mlp", "context_only"),
+)  # paired deltas
 
 # %% ../nbs/44_ranking.ipynb #9a78c18a
-def default_models(episodes, # the episodes; forecasters train on their train_full split only
-                   methods:Sequence[str]=DEFAULT_METHODS, # which to build
-                   **train_kwargs, # passed to `worldmodel.train_forecaster` (e.g. steps=...)
-                  ) -> dict: # method -> (factory(seed) -> model, seeded)
+def default_models(
+    episodes,  # the episodes; forecasters train on their train_full split only
+    methods: Sequence[str] = DEFAULT_METHODS,  # which to build
+    **train_kwargs,  # passed to `worldmodel.train_forecaster` (e.g. steps=...)
+) -> dict:  # method -> (factory(seed) -> model, seeded)
     "Factories of the embedded world models (`worldmodel.train_forecaster`, `worldmodel.PersistenceModel`)."
     from hoi_audit import worldmodel
+
     unknown = sorted(set(methods) - set(DEFAULT_METHODS))
-    if unknown: raise HoiAuditError(f"unknown method(s) {unknown}; known: {list(DEFAULT_METHODS)}")
+    if unknown:
+        raise HoiAuditError(f"unknown method(s) {unknown}; known: {list(DEFAULT_METHODS)}")
     out = {}
     for m in methods:
-        if m == "persistence": out[m] = (lambda seed: worldmodel.PersistenceModel(), False)
-        else: out[m] = ((lambda kind: lambda seed: worldmodel.train_forecaster(episodes, kind=kind, seed=seed, **train_kwargs))(m), True)
+        if m == "persistence":
+            out[m] = (lambda seed: worldmodel.PersistenceModel(), False)
+        else:
+            out[m] = (
+                (
+                    lambda kind: (
+                        lambda seed: worldmodel.train_forecaster(
+                            episodes, kind=kind, seed=seed, **train_kwargs
+                        )
+                    )
+                )(m),
+                True,
+            )
     return out
 
 # %% ../nbs/44_ranking.ipynb #2f6e56eb
-def user_model(model, # the user's world model: an object, a factory or "module:name" (contracts.build)
-               episodes, # the episodes; a factory is offered their train_full split only, label-free
-               context_bins:int=CONTEXT_BINS, # visible bins (the rest are rolled out)
-              ) -> tuple: # (factory(seed) -> model, seeded, identity) for `run_ranking`'s `models`
+def user_model(
+    model,  # the user's world model: an object, a factory or "module:name" (contracts.build)
+    episodes,  # the episodes; a factory is offered their train_full split only, label-free
+    context_bins: int = CONTEXT_BINS,  # visible bins (the rest are rolled out)
+) -> tuple:  # (factory(seed) -> model, seeded, identity) for `run_ranking`'s `models`
     "A `models` entry for the user's world model (`contracts.user_world_model`), checked (`contracts.check_world_model`) when built."
     train = episodes.split_of("train_full") if hasattr(episodes, "split_of") else None
     K, D = episodes.latents.shape[1], episodes.latents.shape[2]
     name = str(model) if isinstance(model, str) else None
-    return user_world_model(model, train, lambda m: check_world_model(m, D, context_bins=context_bins, horizon=K - context_bins, name=name))
+    return user_world_model(
+        model,
+        train,
+        lambda m: check_world_model(
+            m, D, context_bins=context_bins, horizon=K - context_bins, name=name
+        ),
+    )
 
 # %% ../nbs/44_ranking.ipynb #c02cb13e
 def _ranking_units(models, seeds, config, n_boot, pin, data_pin) -> tuple[list, dict]:
     "One store unit per method and seed (one unit, `seed = none`, for an unseeded method), and unit path -> (method, factory, seed)."
     units, plan = [], []
     for method, (factory, seeded, *ident) in models.items():
-        for seed in (seeds if seeded else ["none"]):
-            units.append(Unit({"method": method, "seed": seed}, config={**(config or {}), "n_boot": n_boot, **({"model": ident[0]} if ident else {})},
-                              inputs={"candidates": pin, "query_latents": data_pin}))
+        for seed in seeds if seeded else ["none"]:
+            units.append(
+                Unit(
+                    {"method": method, "seed": seed},
+                    config={
+                        **(config or {}),
+                        "n_boot": n_boot,
+                        **({"model": ident[0]} if ident else {}),
+                    },
+                    inputs={"candidates": pin, "query_latents": data_pin},
+                )
+            )
             plan.append((method, factory, seed))
     return units, {u.path: p for u, p in zip(units, plan)}
 
@@ -457,7 +626,10 @@ def _method_records(store, units, models, cs, n_boot) -> tuple[dict, list]:
                 per_query[(method, u.key["seed"], energy)] = frames[u.key["seed"]]
             records += summarize_ranking(frames, n_boot=n_boot, method=method, energy=energy)
             if len(frames) > 1:
-                for seed, frame in frames.items(): records += summarize_ranking(frame, n_boot=n_boot, method=method, energy=energy, seed=seed)
+                for seed, frame in frames.items():
+                    records += summarize_ranking(
+                        frame, n_boot=n_boot, method=method, energy=energy, seed=seed
+                    )
     return per_query, records
 
 # %% ../nbs/44_ranking.ipynb #fbb4b817
@@ -465,13 +637,27 @@ def _comparison_records(per_query, models, comparisons, n_boot) -> list:
     "Paired bootstrap deltas of every metric for each (method, baseline) pair present, on the per-query seed means."
     records = []
     for method, baseline in comparisons:
-        if method not in models or baseline not in models: continue
+        if method not in models or baseline not in models:
+            continue
         for energy in ENERGIES:
             for metric in RANK_METRICS:
                 col = _PER_QUERY[metric]
-                mean_of = lambda m: np.mean([f[col].to_numpy(float) for (mm, _, e), f in per_query.items() if mm == m and e == energy], axis=0)
-                delta = bootstrap_interval(mean_of(method) - mean_of(baseline), n_boot=n_boot, seed=0)
-                records.append(delta.record(comparison=f"{method}-{baseline}", energy=energy, metric=f"delta_{metric}"))
+                mean_of = lambda m: np.mean(
+                    [
+                        f[col].to_numpy(float)
+                        for (mm, _, e), f in per_query.items()
+                        if mm == m and e == energy
+                    ],
+                    axis=0,
+                )
+                delta = bootstrap_interval(
+                    mean_of(method) - mean_of(baseline), n_boot=n_boot, seed=0
+                )
+                records.append(
+                    delta.record(
+                        comparison=f"{method}-{baseline}", energy=energy, metric=f"delta_{metric}"
+                    )
+                )
     return records
 
 # %% ../nbs/44_ranking.ipynb #9be27569

@@ -20,116 +20,175 @@ __all__ = ['POOLINGS', 'NOISE_KINDS', 'window_starts', 'window_labels', 'feature
            'history_edit_rate', 'history_item_accuracy']
 
 # %% ../nbs/14_recovery.ipynb #d689d044
-def window_starts(n_frames:int, # frames available (the window must end at or before this)
-                  window:int=16, # frames per window
-                  stride:int=8, # frames between window starts
-                 ) -> np.ndarray: # start frame of every window that fits
+def window_starts(
+    n_frames: int,  # frames available (the window must end at or before this)
+    window: int = 16,  # frames per window
+    stride: int = 8,  # frames between window starts
+) -> np.ndarray:  # start frame of every window that fits
     "Start frames of the windows `[s, s + window)` with `s = 0, stride, ...` that end at or before `n_frames`."
-    if window < 1 or stride < 1: raise ValueError(f"window and stride must be positive, got window={window}, stride={stride}")
+    if window < 1 or stride < 1:
+        raise ValueError(
+            f"window and stride must be positive, got window={window}, stride={stride}"
+        )
     return np.arange(0, max(int(n_frames) - window + 1, 0), stride, dtype=np.int64)
 
 # %% ../nbs/14_recovery.ipynb #f6e5299b
-def window_labels(labels:np.ndarray, # class id per frame
-                  window:int=16, # frames per window
-                  stride:int=8, # frames between window starts
-                 ) -> np.ndarray: # majority label of each window
+def window_labels(
+    labels: np.ndarray,  # class id per frame
+    window: int = 16,  # frames per window
+    stride: int = 8,  # frames between window starts
+) -> np.ndarray:  # majority label of each window
     "The majority frame label of each window (ties go to the lowest class id)."
     labels = np.asarray(labels, dtype=np.int64)
     starts = window_starts(len(labels), window, stride)
-    if not len(starts): return np.zeros(0, dtype=np.int64)
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
     runs = sliding_window_view(labels, window)[starts]
     counts = np.zeros((len(runs), int(labels.max()) + 1), dtype=np.int64)
     np.add.at(counts, (np.repeat(np.arange(len(runs)), window), runs.ravel()), 1)
     return counts.argmax(axis=1)
 
 # %% ../nbs/14_recovery.ipynb #9b3d29f0
-def feature_windows(features, # T x D features (a memory map is fine; only frames before `end` are read)
-                    end:int, # windows end at or before this frame
-                    window:int=16, # frames per window
-                    stride:int=8, # frames between window starts
-                   ) -> np.ndarray: # (n_windows, window, D) float32, a read-only view of the past frames
+def feature_windows(
+    features,  # T x D features (a memory map is fine; only frames before `end` are read)
+    end: int,  # windows end at or before this frame
+    window: int = 16,  # frames per window
+    stride: int = 8,  # frames between window starts
+) -> np.ndarray:  # (n_windows, window, D) float32, a read-only view of the past frames
     "The windows of `features` that end at or before `end`, as a strided view of the past (frames at or after `end` are never read)."
     starts = window_starts(end, window, stride)
-    if not len(starts): return np.zeros((0, window, features.shape[1]), dtype=np.float32)
-    past = np.ascontiguousarray(features[:int(starts[-1]) + window], dtype=np.float32)   # row-major, whatever the file's layout
-    return sliding_window_view(past, window, axis=0)[::stride].transpose(0, 2, 1)   # no copy: window k starts at frame k * stride
+    if not len(starts):
+        return np.zeros((0, window, features.shape[1]), dtype=np.float32)
+    past = np.ascontiguousarray(
+        features[: int(starts[-1]) + window], dtype=np.float32
+    )  # row-major, whatever the file's layout
+    return sliding_window_view(past, window, axis=0)[::stride].transpose(
+        0, 2, 1
+    )  # no copy: window k starts at frame k * stride
 
 # %% ../nbs/14_recovery.ipynb #340664a1
-def _windows_at(features, # T x D features (a memory map is fine; only the windows' frames are read)
-                starts:np.ndarray, # start frame of each window
-                window:int, # frames per window
-               ) -> np.ndarray: # (len(starts), window, D) float32
+def _windows_at(
+    features,  # T x D features (a memory map is fine; only the windows' frames are read)
+    starts: np.ndarray,  # start frame of each window
+    window: int,  # frames per window
+) -> np.ndarray:  # (len(starts), window, D) float32
     "The windows `[s, s + window)` at the given starts, stacked; nothing outside them is read."
-    out = np.empty((len(starts), window, features.shape[1]), dtype=np.float32)   # row-major, as `feature_windows`' windows
-    for k, s in enumerate(starts): out[k] = features[int(s):int(s) + window]
+    out = np.empty(
+        (len(starts), window, features.shape[1]), dtype=np.float32
+    )  # row-major, as `feature_windows`' windows
+    for k, s in enumerate(starts):
+        out[k] = features[int(s) : int(s) + window]
     return out
 
 # %% ../nbs/14_recovery.ipynb #b1b02667
 POOLINGS = ("mean", "mean_std")
 
-def pool_windows(windows, # (n, frames, D) windows, or one (frames, D) window
-                 pooling:str="mean", # 'mean' or 'mean_std'
-                ) -> np.ndarray: # (n, D) or (n, 2D)
+
+def pool_windows(
+    windows,  # (n, frames, D) windows, or one (frames, D) window
+    pooling: str = "mean",  # 'mean' or 'mean_std'
+) -> np.ndarray:  # (n, D) or (n, 2D)
     "Pool windows over time: the mean per dimension, optionally with the standard deviation."
-    if pooling not in POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     w = np.asarray(windows, dtype=np.float32)
-    if w.ndim == 2: w = w[None]
-    if w.ndim != 3 or w.shape[1] < 1: raise ValueError(f"windows must be (n, frames, D) with frames >= 1, got shape {w.shape}")
+    if w.ndim == 2:
+        w = w[None]
+    if w.ndim != 3 or w.shape[1] < 1:
+        raise ValueError(f"windows must be (n, frames, D) with frames >= 1, got shape {w.shape}")
     mean = w.mean(axis=1)
     return mean if pooling == "mean" else np.concatenate([mean, w.std(axis=1)], axis=1)
 
 # %% ../nbs/14_recovery.ipynb #335405f7
-def _train_videos(dataset, videos, split) -> tuple[list, int|None]:
+def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
     "The videos to fit on, checked to be train videos of `split` (or of some split) before anything is read."
     if split is not None:
-        if split not in dataset.splits: raise DataError(f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: {sorted(dataset.splits)})")
+        if split not in dataset.splits:
+            raise DataError(
+                f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: {sorted(dataset.splits)})"
+            )
         train = list(dataset.splits[split]["train"])
-        if videos is None: return train, split
+        if videos is None:
+            return train, split
         videos = [videos] if isinstance(videos, str) else list(videos)
         outside = [v for v in videos if v not in set(train)]
         if outside:
             test = set(dataset.splits[split]["test"])
-            kind = "in its test part" if any(v in test for v in outside) else "not in its train part"
-            raise DataError(f"{dataset.root}: the recognizer is fitted on train videos only, but {len(outside)} of the videos given are "
-                            f"{kind} of split {split}, e.g. {outside[0]!r}")
+            kind = (
+                "in its test part" if any(v in test for v in outside) else "not in its train part"
+            )
+            raise DataError(
+                f"{dataset.root}: the recognizer is fitted on train videos only, but {len(outside)} of the videos given are "
+                f"{kind} of split {split}, e.g. {outside[0]!r}"
+            )
         return videos, split
-    if videos is None: raise ValueError("say what to fit on: split=k (its train videos) or videos=[...] (train videos of some split)")
+    if videos is None:
+        raise ValueError(
+            "say what to fit on: split=k (its train videos) or videos=[...] (train videos of some split)"
+        )
     videos = [videos] if isinstance(videos, str) else list(videos)
     for k, parts in dataset.splits.items():
-        if set(videos) <= set(parts["train"]): return videos, k
-    raise DataError(f"{dataset.root}: the videos given are not all train videos of one split (splits: {sorted(dataset.splits)}); "
-                    "the recognizer is fitted on train videos only")
+        if set(videos) <= set(parts["train"]):
+            return videos, k
+    raise DataError(
+        f"{dataset.root}: the videos given are not all train videos of one split (splits: {sorted(dataset.splits)}); "
+        "the recognizer is fitted on train videos only"
+    )
 
 # %% ../nbs/14_recovery.ipynb #7d16bba9
-def _training_windows(dataset, videos:Sequence[str], window:int, stride:int, pooling:str,
-                      max_windows:int|None=None, seed:int=42) -> tuple[np.ndarray, np.ndarray]:
+def _training_windows(
+    dataset,
+    videos: Sequence[str],
+    window: int,
+    stride: int,
+    pooling: str,
+    max_windows: int | None = None,
+    seed: int = 42,
+) -> tuple[np.ndarray, np.ndarray]:
     "The pooled windows of the train videos and their majority labels (a video shorter than a window gives none); above `max_windows`, a seeded subset, drawn before anything is pooled."
     labels = {}
     for name in videos:
         video = dataset.video(name)
         y = window_labels(video.labels, window, stride)
-        if not len(y): continue
-        video.features()                                  # the NaN check of every video fitted on, whether or not its windows are kept
+        if not len(y):
+            continue
+        video.features()  # the NaN check of every video fitted on, whether or not its windows are kept
         labels[name] = y
-    if not labels: raise DataError(f"{dataset.root}: no train video is as long as one window ({window} frames)")
+    if not labels:
+        raise DataError(
+            f"{dataset.root}: no train video is as long as one window ({window} frames)"
+        )
     total = sum(len(y) for y in labels.values())
-    keep = (np.arange(total) if max_windows is None or total <= max_windows
-            else np.sort(np.random.default_rng(seed).choice(total, max_windows, replace=False)))
+    keep = (
+        np.arange(total)
+        if max_windows is None or total <= max_windows
+        else np.sort(np.random.default_rng(seed).choice(total, max_windows, replace=False))
+    )
     bounds = np.cumsum([0] + [len(y) for y in labels.values()])
     X, Y = [], []
     for (name, y), lo, hi in zip(labels.items(), bounds[:-1], bounds[1:]):
-        local = keep[np.searchsorted(keep, lo):np.searchsorted(keep, hi)] - lo
-        if not len(local): continue
+        local = keep[np.searchsorted(keep, lo) : np.searchsorted(keep, hi)] - lo
+        if not len(local):
+            continue
         video = dataset.video(name)
-        X.append(pool_windows(_windows_at(video.features(), window_starts(video.n_frames, window, stride)[local], window), pooling))
+        X.append(
+            pool_windows(
+                _windows_at(
+                    video.features(), window_starts(video.n_frames, window, stride)[local], window
+                ),
+                pooling,
+            )
+        )
         Y.append(y[local])
     return np.concatenate(X), np.concatenate(Y)
 
 # %% ../nbs/14_recovery.ipynb #3f93d79e
-def _argmax_allowed(log_proba:np.ndarray, allowed) -> np.ndarray:
-    if allowed is None: return log_proba.argmax(axis=1)
+def _argmax_allowed(log_proba: np.ndarray, allowed) -> np.ndarray:
+    if allowed is None:
+        return log_proba.argmax(axis=1)
     allowed = np.asarray(sorted(set(int(a) for a in allowed)), dtype=np.int64)
-    if not len(allowed): raise ValueError("allowed must name at least one class")
+    if not len(allowed):
+        raise ValueError("allowed must name at least one class")
     return allowed[log_proba[:, allowed].argmax(axis=1)]
 
 # %% ../nbs/14_recovery.ipynb #ae972e88
@@ -237,39 +296,56 @@ class WindowRecognizer(_WindowPredictions, _WindowScoring):
         return self
 
 # %% ../nbs/14_recovery.ipynb #c8c5d930
-def window_accuracy_table(dataset, # a `ProceduralDataset` with features
-                          splits:Sequence[int]|None=None, # splits to run (None: all)
-                          window:int=16, # frames per window
-                          stride:int=8, # frames between window starts
-                          seed:int=42, # the recognizer's seed
-                          **recognizer_options, # WindowRecognizer options (pooling, C, max_windows, max_iter)
-                         ) -> pd.DataFrame: # one row per split: dataset, split, metric, value (percent)
+def window_accuracy_table(
+    dataset,  # a `ProceduralDataset` with features
+    splits: Sequence[int] | None = None,  # splits to run (None: all)
+    window: int = 16,  # frames per window
+    stride: int = 8,  # frames between window starts
+    seed: int = 42,  # the recognizer's seed
+    **recognizer_options,  # WindowRecognizer options (pooling, C, max_windows, max_iter)
+) -> pd.DataFrame:  # one row per split: dataset, split, metric, value (percent)
     "Table 3's first column: the window-recognition accuracy of a per-split recognizer on that split's test videos."
     rows = []
-    for k in (sorted(dataset.splits) if splits is None else splits):
-        r = WindowRecognizer(**recognizer_options).fit(dataset, split=k, window=window, stride=stride, seed=seed)
-        rows.append({"dataset": dataset.name, "split": int(k), "metric": "window_acc", "value": r.window_accuracy(dataset, dataset.splits[k]["test"])})
+    for k in sorted(dataset.splits) if splits is None else splits:
+        r = WindowRecognizer(**recognizer_options).fit(
+            dataset, split=k, window=window, stride=stride, seed=seed
+        )
+        rows.append(
+            {
+                "dataset": dataset.name,
+                "split": int(k),
+                "metric": "window_acc",
+                "value": r.window_accuracy(dataset, dataset.splits[k]["test"]),
+            }
+        )
     return pd.DataFrame(rows, columns=["dataset", "split", "metric", "value"])
 
 # %% ../nbs/14_recovery.ipynb #929f7bba
-def _history_segments(video, background:frozenset, with_background:bool) -> np.ndarray:
+def _history_segments(video, background: frozenset, with_background: bool) -> np.ndarray:
     seg = np.asarray(video.segments)
     return seg if with_background else seg[~np.isin(seg[:, 2], list(background))]
 
 # %% ../nbs/14_recovery.ipynb #dac57ed9
-def _aligned(queries:pd.DataFrame, values:dict) -> pd.Series:
-    out = pd.Series([values[i] for i in queries.index], index=queries.index, name="history", dtype=object)
+def _aligned(queries: pd.DataFrame, values: dict) -> pd.Series:
+    out = pd.Series(
+        [values[i] for i in queries.index], index=queries.index, name="history", dtype=object
+    )
     return out
 
 # %% ../nbs/14_recovery.ipynb #ee6b4fdb
-def recover_history_boundary_aware(dataset, # the `ProceduralDataset` the queries were built on (with features)
-                                   queries:pd.DataFrame, # queries with video, t, history [, history_time]
-                                   recognizer:WindowRecognizer, # a fitted recognizer (or a `CrossFittedRecognizer`)
-                                   background_history:bool=False, # the queries' histories include background segments
-                                  ) -> pd.Series: # tuple of recovered class ids per query, aligned to queries.index
+def recover_history_boundary_aware(
+    dataset,  # the `ProceduralDataset` the queries were built on (with features)
+    queries: pd.DataFrame,  # queries with video, t, history [, history_time]
+    recognizer: WindowRecognizer,  # a fitted recognizer (or a `CrossFittedRecognizer`)
+    background_history: bool = False,  # the queries' histories include background segments
+) -> pd.Series:  # tuple of recovered class ids per query, aligned to queries.index
     "BA: the recognizer's label of every annotated past segment of each query's history (source 'recognizer')."
     recognizer._check_fitted()
-    allowed = None if background_history else [c for c in range(len(dataset.classes)) if c not in dataset.background]
+    allowed = (
+        None
+        if background_history
+        else [c for c in range(len(dataset.classes)) if c not in dataset.background]
+    )
     has_time = "history_time" in queries.columns
     out, cache = {}, {}
     for video_name, rows in queries.groupby("video", sort=False):
@@ -277,20 +353,36 @@ def recover_history_boundary_aware(dataset, # the `ProceduralDataset` the querie
         segments = _history_segments(video, dataset.background, background_history)
         for index, row in rows.iterrows():
             t, history = int(row["t"]), tuple(row["history"])
-            if len(history) > len(segments) or any(int(h) != int(c) for h, c in zip(history, segments[:len(history), 2])):
-                raise DataError(f"{dataset.root}: query {index} ({video_name}, t={t}): its history {history} is not the video's annotated "
-                                f"{'segment' if background_history else 'action'} sequence; were the queries built on this dataset"
-                                f"{' with background_history=False' if not background_history else ''}?")
-            ends = [min(int(e), t) for e in segments[:len(history), 1]]
-            if has_time and row["history_time"] is not None and [int(x) for x in row["history_time"]] != ends:
-                raise DataError(f"{dataset.root}: query {index} ({video_name}, t={t}): history_time {tuple(row['history_time'])} does not "
-                                f"match the annotated segment ends {tuple(ends)} clipped at t")
+            if len(history) > len(segments) or any(
+                int(h) != int(c) for h, c in zip(history, segments[: len(history), 2])
+            ):
+                raise DataError(
+                    f"{dataset.root}: query {index} ({video_name}, t={t}): its history {history} is not the video's annotated "
+                    f"{'segment' if background_history else 'action'} sequence; were the queries built on this dataset"
+                    f"{' with background_history=False' if not background_history else ''}?"
+                )
+            ends = [min(int(e), t) for e in segments[: len(history), 1]]
+            if (
+                has_time
+                and row["history_time"] is not None
+                and [int(x) for x in row["history_time"]] != ends
+            ):
+                raise DataError(
+                    f"{dataset.root}: query {index} ({video_name}, t={t}): history_time {tuple(row['history_time'])} does not "
+                    f"match the annotated segment ends {tuple(ends)} clipped at t"
+                )
             labels = []
-            for (start, _, _), end in zip(segments[:len(history)], ends):
-                if not int(start) < end <= t: raise DataError(f"{dataset.root}: query {index} ({video_name}, t={t}): history segment "
-                                                             f"[{int(start)}, {end}) is not before the query time")
+            for (start, _, _), end in zip(segments[: len(history)], ends):
+                if not int(start) < end <= t:
+                    raise DataError(
+                        f"{dataset.root}: query {index} ({video_name}, t={t}): history segment "
+                        f"[{int(start)}, {end}) is not before the query time"
+                    )
                 key = (video_name, int(start), end)
-                if key not in cache: cache[key] = recognizer.for_video(video_name).predict_segment(video, int(start), end, allowed)
+                if key not in cache:
+                    cache[key] = recognizer.for_video(video_name).predict_segment(
+                        video, int(start), end, allowed
+                    )
                 labels.append(cache[key])
             out[index] = tuple(labels)
     result = _aligned(queries, out)
@@ -298,45 +390,60 @@ def recover_history_boundary_aware(dataset, # the `ProceduralDataset` the querie
     return result
 
 # %% ../nbs/14_recovery.ipynb #d24fcad2
-def collapse_window_labels(labels:Sequence[int], # class id per window, in time order
-                           background:Iterable[int]=(), # background class ids (dropped after flicker removal)
-                           min_run:int=2, # runs shorter than this many windows are flickers and are removed
-                          ) -> tuple: # the recovered history
+def collapse_window_labels(
+    labels: Sequence[int],  # class id per window, in time order
+    background: Iterable[int] = (),  # background class ids (dropped after flicker removal)
+    min_run: int = 2,  # runs shorter than this many windows are flickers and are removed
+) -> tuple:  # the recovered history
     "Window labels -> history: runs, flickers (runs shorter than `min_run`) removed, equal neighbours merged, background dropped."
-    if min_run < 1: raise ValueError(f"min_run must be >= 1, got {min_run}")
-    runs = []                                   # [label, length]
+    if min_run < 1:
+        raise ValueError(f"min_run must be >= 1, got {min_run}")
+    runs = []  # [label, length]
     for c in labels:
-        if runs and runs[-1][0] == c: runs[-1][1] += 1
-        else: runs.append([int(c), 1])
+        if runs and runs[-1][0] == c:
+            runs[-1][1] += 1
+        else:
+            runs.append([int(c), 1])
     kept = []
     for c, n in runs:
-        if n < min_run: continue
-        if kept and kept[-1][0] == c: kept[-1][1] += n
-        else: kept.append([c, n])
+        if n < min_run:
+            continue
+        if kept and kept[-1][0] == c:
+            kept[-1][1] += n
+        else:
+            kept.append([c, n])
     background = set(int(b) for b in background)
     return tuple(c for c, _ in kept if c not in background)
 
 # %% ../nbs/14_recovery.ipynb #66e94e5e
-def recover_history_boundary_free(dataset, # the `ProceduralDataset` the queries were built on (with features)
-                                  queries:pd.DataFrame, # queries with video and t
-                                  recognizer:WindowRecognizer, # a fitted recognizer (or a `CrossFittedRecognizer`)
-                                  window:int=16, # frames per window
-                                  stride:int=8, # frames between window starts
-                                  min_run:int=2, # windows a label must persist to enter the history (1: keep flickers)
-                                 ) -> pd.Series: # tuple of recovered class ids per query, aligned to queries.index
+def recover_history_boundary_free(
+    dataset,  # the `ProceduralDataset` the queries were built on (with features)
+    queries: pd.DataFrame,  # queries with video and t
+    recognizer: WindowRecognizer,  # a fitted recognizer (or a `CrossFittedRecognizer`)
+    window: int = 16,  # frames per window
+    stride: int = 8,  # frames between window starts
+    min_run: int = 2,  # windows a label must persist to enter the history (1: keep flickers)
+) -> pd.Series:  # tuple of recovered class ids per query, aligned to queries.index
     "BFR: label the windows that end by each query's time, remove flickers, collapse repeats, drop background (source 'recognizer')."
     recognizer._check_fitted()
     out = {}
     for video_name, rows in queries.groupby("video", sort=False):
         video = dataset.video(video_name)
         latest = int(rows["t"].max())
-        if latest > video.n_frames: raise DataError(f"{dataset.root}: query at t={latest} is past the end of {video_name} ({video.n_frames} frames)")
-        labels = recognizer.for_video(video_name).predict_windows(feature_windows(video.features(), latest, window, stride))
+        if latest > video.n_frames:
+            raise DataError(
+                f"{dataset.root}: query at t={latest} is past the end of {video_name} ({video.n_frames} frames)"
+            )
+        labels = recognizer.for_video(video_name).predict_windows(
+            feature_windows(video.features(), latest, window, stride)
+        )
         ends = window_starts(latest, window, stride) + window
         for index, t in rows["t"].items():
             out[index] = collapse_window_labels(labels[ends <= int(t)], dataset.background, min_run)
     result = _aligned(queries, out)
-    result.attrs.update(source="recognizer", recovery="boundary_free", window=window, stride=stride, min_run=min_run)
+    result.attrs.update(
+        source="recognizer", recovery="boundary_free", window=window, stride=stride, min_run=min_run
+    )
     return result
 
 # %% ../nbs/14_recovery.ipynb #016bbcd7
@@ -382,38 +489,52 @@ class CrossFittedRecognizer:
 
 # %% ../nbs/14_recovery.ipynb #69873253
 NOISE_KINDS = ("substitute", "delete", "insert")
-def noisy_history(histories, # GT histories (a Series or a list of tuples)
-                  rate:float, # probability that an item is edited
-                  n_classes:int, # classes 0..n_classes-1 that substitutions and insertions draw from
-                  seed:int=0, # noise seed
-                  exclude:Iterable[int]=(), # class ids never drawn (the background)
-                  kinds:Sequence[str]=NOISE_KINDS, # the edits to draw from, uniformly
-                 ) -> pd.Series: # the corrupted histories (aligned to the input's index)
+
+
+def noisy_history(
+    histories,  # GT histories (a Series or a list of tuples)
+    rate: float,  # probability that an item is edited
+    n_classes: int,  # classes 0..n_classes-1 that substitutions and insertions draw from
+    seed: int = 0,  # noise seed
+    exclude: Iterable[int] = (),  # class ids never drawn (the background)
+    kinds: Sequence[str] = NOISE_KINDS,  # the edits to draw from, uniformly
+) -> pd.Series:  # the corrupted histories (aligned to the input's index)
     "GT histories with each item substituted, deleted or preceded by an insertion with probability `rate` (seeded)."
-    if not 0 <= rate <= 1: raise ValueError(f"rate must lie in [0, 1], got {rate}")
+    if not 0 <= rate <= 1:
+        raise ValueError(f"rate must lie in [0, 1], got {rate}")
     unknown = [k for k in kinds if k not in NOISE_KINDS]
-    if unknown or not len(kinds): raise ValueError(f"kinds must be a non-empty subset of {NOISE_KINDS}, got {list(kinds)}")
-    pool = np.array([c for c in range(int(n_classes)) if c not in set(int(e) for e in exclude)], dtype=np.int64)
-    if len(pool) < 2: raise ValueError(f"need at least two classes to draw from, got {pool.tolist()}")
+    if unknown or not len(kinds):
+        raise ValueError(f"kinds must be a non-empty subset of {NOISE_KINDS}, got {list(kinds)}")
+    pool = np.array(
+        [c for c in range(int(n_classes)) if c not in set(int(e) for e in exclude)], dtype=np.int64
+    )
+    if len(pool) < 2:
+        raise ValueError(f"need at least two classes to draw from, got {pool.tolist()}")
     index = histories.index if isinstance(histories, pd.Series) else pd.RangeIndex(len(histories))
     out, edits = [], []
     for position, history in enumerate(histories):
         rng = np.random.default_rng([int(seed), position])
         new, n_edits = [], 0
         for item in history:
-            if rng.random() >= rate: new.append(int(item)); continue
+            if rng.random() >= rate:
+                new.append(int(item))
+                continue
             kind, n_edits = kinds[int(rng.integers(len(kinds)))], n_edits + 1
-            if kind == "substitute": new.append(int(rng.choice(pool[pool != int(item)])))
-            elif kind == "insert": new.extend([int(rng.choice(pool)), int(item)])
-        out.append(tuple(new)); edits.append(n_edits)
+            if kind == "substitute":
+                new.append(int(rng.choice(pool[pool != int(item)])))
+            elif kind == "insert":
+                new.extend([int(rng.choice(pool)), int(item)])
+        out.append(tuple(new))
+        edits.append(n_edits)
     result = pd.Series(out, index=index, name="history", dtype=object)
     result.attrs.update(source="oracle", noise_rate=float(rate), noise_seed=int(seed), edits=edits)
     return result
 
 # %% ../nbs/14_recovery.ipynb #3f796e81
-def edit_distance(a:Sequence, # one sequence
-                  b:Sequence, # the other
-                 ) -> int: # the Levenshtein distance (unit insert, delete, substitute)
+def edit_distance(
+    a: Sequence,  # one sequence
+    b: Sequence,  # the other
+) -> int:  # the Levenshtein distance (unit insert, delete, substitute)
     "The minimum number of insertions, deletions and substitutions turning `a` into `b`."
     previous = list(range(len(b) + 1))
     for i, x in enumerate(a, 1):
@@ -424,32 +545,37 @@ def edit_distance(a:Sequence, # one sequence
     return previous[-1]
 
 # %% ../nbs/14_recovery.ipynb #e0418e2c
-def history_edit_rate(recovered, # recovered histories
-                      reference, # GT histories, in the same order
-                     ) -> float: # total edits / total reference items (0: identical)
+def history_edit_rate(
+    recovered,  # recovered histories
+    reference,  # GT histories, in the same order
+) -> float:  # total edits / total reference items (0: identical)
     "Total edit distance from the reference histories over their total length (a word error rate over histories)."
     recovered, reference = list(recovered), list(reference)
-    if len(recovered) != len(reference): raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")
+    if len(recovered) != len(reference):
+        raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")
     total = sum(len(r) for r in reference)
     edits = sum(edit_distance(a, b) for a, b in zip(recovered, reference))
     return edits / total if total else float(edits > 0)
 
 # %% ../nbs/14_recovery.ipynb #a24036f0
-def _lcs_length(a:Sequence, b:Sequence) -> int:
+def _lcs_length(a: Sequence, b: Sequence) -> int:
     "Length of the longest common subsequence."
     previous = [0] * (len(b) + 1)
     for x in a:
         current = [0]
-        for j, y in enumerate(b, 1): current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
+        for j, y in enumerate(b, 1):
+            current.append(previous[j - 1] + 1 if x == y else max(previous[j], current[j - 1]))
         previous = current
     return previous[-1]
 
 # %% ../nbs/14_recovery.ipynb #ea622c0b
-def history_item_accuracy(recovered, # recovered histories
-                          reference, # GT histories, in the same order
-                         ) -> float: # items of the references recovered in order / total reference items (1: all)
+def history_item_accuracy(
+    recovered,  # recovered histories
+    reference,  # GT histories, in the same order
+) -> float:  # items of the references recovered in order / total reference items (1: all)
     "Share of the reference items that the recovered histories hold in order (longest common subsequence; positional when lengths match and only substitutions occur)."
     recovered, reference = list(recovered), list(reference)
-    if len(recovered) != len(reference): raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")
+    if len(recovered) != len(reference):
+        raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")
     total = sum(len(r) for r in reference)
     return sum(_lcs_length(a, b) for a, b in zip(recovered, reference)) / total if total else 1.0

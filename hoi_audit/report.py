@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from . import __version__
-from .core import SCALES, DataError, OutputError, sha256_file, sha256_folder, sha256_json, write_text
+from hoi_audit.core import (
+    SCALES,
+    DataError,
+    OutputError,
+    sha256_file,
+    sha256_folder,
+    sha256_json,
+    write_text,
+)
 from .cli import add_command
 from .conditions import CONDITIONS
 from .tables import METRICS
@@ -26,44 +34,85 @@ __all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 
            'verdicts', 'report_html', 'report_path', 'write_report', 'report_command', 'add_subcommand']
 
 # %% ../nbs/19_report.ipynb #df567de4
-VALUE_KINDS = {"percent": (0, 100, False, "a percentage in [0, 100]"),
-               "percent_diff": (-100, 100, False, "a difference of percentages in [-100, 100]"),
-               "fraction": (0, 1, False, "a fraction in [0, 1]"),
-               "fraction_diff": (-1, 1, False, "a difference of fractions in [-1, 1]"),
-               "count": (0, None, True, "a non-negative integer count"),
-               "count_diff": (None, None, True, "an integer difference of counts"),
-               "nonnegative": (0, None, False, "a non-negative number"),
-               "rank": (1, None, False, "a mean rank >= 1"),
-               "real": (None, None, False, "a finite number")}  # kind -> (low, high, integer, what it is); None: unbounded
+VALUE_KINDS = {
+    "percent": (0, 100, False, "a percentage in [0, 100]"),
+    "percent_diff": (-100, 100, False, "a difference of percentages in [-100, 100]"),
+    "fraction": (0, 1, False, "a fraction in [0, 1]"),
+    "fraction_diff": (-1, 1, False, "a difference of fractions in [-1, 1]"),
+    "count": (0, None, True, "a non-negative integer count"),
+    "count_diff": (None, None, True, "an integer difference of counts"),
+    "nonnegative": (0, None, False, "a non-negative number"),
+    "rank": (1, None, False, "a mean rank >= 1"),
+    "real": (None, None, False, "a finite number"),
+}  # kind -> (low, high, integer, what it is); None: unbounded
 
-DIFFERENCE_KIND = {"percent": "percent_diff", "fraction": "fraction_diff", "count": "count_diff", "nonnegative": "real",
-                   "rank": "real"}  # kind of a metric -> kind of a difference of two of its values (the others are their own)
+DIFFERENCE_KIND = {
+    "percent": "percent_diff",
+    "fraction": "fraction_diff",
+    "count": "count_diff",
+    "nonnegative": "real",
+    "rank": "real",
+}  # kind of a metric -> kind of a difference of two of its values (the others are their own)
 
 # %% ../nbs/19_report.ipynb #72aea38b
 METRIC_KINDS = {
     # audit: four_condition, intervention_2x2 and the experiments built on them (architectures, controls, horizons, scope, ...)
-    "act1": "percent", "act5": "percent", "verb1": "percent", "window_acc": "percent",
-    "act1_ba": "percent", "act1_bfr": "percent", "act1_gt": "percent", "act1_video": "percent",
-    "act1_mean_over_splits": "percent", "act1_std_over_splits": "percent",
+    "act1": "percent",
+    "act5": "percent",
+    "verb1": "percent",
+    "window_acc": "percent",
+    "act1_ba": "percent",
+    "act1_bfr": "percent",
+    "act1_gt": "percent",
+    "act1_video": "percent",
+    "act1_mean_over_splits": "percent",
+    "act1_std_over_splits": "percent",
     "history_edit_rate": "nonnegative",  # edits / reference items: 0 when identical, above 1 possible
     "history_item_acc": "fraction",  # reference items recovered in order / reference items
     # analysis: Act@1 of the full model and with one stream blanked; each stream's mean share of grad x input (%)
-    "full": "percent", "zero_video": "percent", "zero_history": "percent", "zero_state": "percent",
-    "grad_x_input_video": "percent", "grad_x_input_history": "percent", "grad_x_input_state": "percent",
+    "full": "percent",
+    "zero_video": "percent",
+    "zero_history": "percent",
+    "zero_state": "percent",
+    "grad_x_input_video": "percent",
+    "grad_x_input_history": "percent",
+    "grad_x_input_state": "percent",
     # decomposition and lta
-    "bayes": "percent", "bayes_act1": "percent", "test_ceiling": "percent", "moc": "percent",
+    "bayes": "percent",
+    "bayes_act1": "percent",
+    "test_ceiling": "percent",
+    "moc": "percent",
     # success_probes: binary success forecasts
-    "auroc": "fraction", "auprc": "fraction", "balanced_accuracy": "fraction", "brier": "fraction", "ece": "fraction",
+    "auroc": "fraction",
+    "auprc": "fraction",
+    "balanced_accuracy": "fraction",
+    "brier": "fraction",
+    "ece": "fraction",
     "nll": "nonnegative",
     # candidate_ranking
-    "r_at_1": "fraction", "r_at_5": "fraction", "mrr": "fraction", "win_rate": "fraction", "mean_rank": "rank",
+    "r_at_1": "fraction",
+    "r_at_5": "fraction",
+    "mrr": "fraction",
+    "win_rate": "fraction",
+    "mean_rank": "rank",
     # epic_anticipation (its decode audit's counts are the families below)
-    "top1_accuracy": "fraction", "top5_accuracy": "fraction", "mean_top1_recall": "fraction", "mean_top5_recall": "fraction",
+    "top1_accuracy": "fraction",
+    "top5_accuracy": "fraction",
+    "mean_top1_recall": "fraction",
+    "mean_top5_recall": "fraction",
     "seen_class_fraction": "fraction",
 }  # metric -> its VALUE_KINDS kind
 
-METRIC_FAMILIES = {"substitution_": "count", "damaged_frames_": "count"}  # metric prefix -> kind (epic's decode audit)
-DIFFERENCE_PREFIXES = ("gap_", "contrast_", "drop_", "delta_")  # a difference of its base metric (and the suffix "_gap")
+METRIC_FAMILIES = {
+    "substitution_": "count",
+    "damaged_frames_": "count",
+}  # metric prefix -> kind (epic's decode audit)
+DIFFERENCE_PREFIXES = (
+    "gap_",
+    "contrast_",
+    "drop_",
+    "delta_",
+)  # a difference of its base metric (and the suffix "_gap")
 
 # %% ../nbs/19_report.ipynb #a5fd65a9
 def metric_kind(metric:str, # the record's metric
@@ -88,81 +137,160 @@ FIELD_CHECKS = {
     "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "number": (_is_number, "a finite number"),
     "interval": (lambda v: v is None or _is_number(v), "a finite number or null"),
-    "count": (lambda v: _is_number(v) and float(v).is_integer() and v >= 0, "a non-negative integer"),
+    "count": (
+        lambda v: _is_number(v) and float(v).is_integer() and v >= 0,
+        "a non-negative integer",
+    ),
     "integer": (lambda v: _is_number(v) and float(v).is_integer(), "an integer"),
-    "split": (lambda v: (_is_number(v) and float(v).is_integer() and v >= 0) or (isinstance(v, str) and v != ""),
-              "a split number or 'all'"),
+    "split": (
+        lambda v: (
+            (_is_number(v) and float(v).is_integer() and v >= 0) or (isinstance(v, str) and v != "")
+        ),
+        "a split number or 'all'",
+    ),
     "flag": (lambda v: isinstance(v, bool), "true or false"),
     "nonnegative": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
     "object": (lambda v: isinstance(v, dict), "an object"),
-    "scalar": (lambda v: v is None or isinstance(v, str) or isinstance(v, bool) or _is_number(v),
-               "a string, finite number, boolean or null"),
+    "scalar": (
+        lambda v: v is None or isinstance(v, str) or isinstance(v, bool) or _is_number(v),
+        "a string, finite number, boolean or null",
+    ),
 }  # kind -> (test, what is expected)
 
-RECORD_FIELDS = {**dict.fromkeys(("metric", "dataset", "condition", "control", "compared", "comparison", "oracle", "non_oracle",
-                                  "history", "part", "train_history", "test_history", "statistic", "setting", "scope", "backbone",
-                                  "architecture", "feature_set", "test_set", "subset", "method", "energy", "predictor",
-                                  "probe_input", "recovery", "side", "factor", "bin"), "label"),
-                 **dict.fromkeys(("value", "beta", "observed", "noise_rate", "bin_mean"), "number"),
-                 **dict.fromkeys(("n", "horizon", "history_length"), "count"),
-                 "seed": "integer", "split": "split", "std": "nonnegative", "deployable": "flag", "primary": "flag",
-                }  # field -> FIELD_CHECKS kind; n_* are counts, ci_low*/ci_high* intervals, *_std non-negative, the rest scalars
+RECORD_FIELDS = {
+    **dict.fromkeys(
+        (
+            "metric",
+            "dataset",
+            "condition",
+            "control",
+            "compared",
+            "comparison",
+            "oracle",
+            "non_oracle",
+            "history",
+            "part",
+            "train_history",
+            "test_history",
+            "statistic",
+            "setting",
+            "scope",
+            "backbone",
+            "architecture",
+            "feature_set",
+            "test_set",
+            "subset",
+            "method",
+            "energy",
+            "predictor",
+            "probe_input",
+            "recovery",
+            "side",
+            "factor",
+            "bin",
+        ),
+        "label",
+    ),
+    **dict.fromkeys(("value", "beta", "observed", "noise_rate", "bin_mean"), "number"),
+    **dict.fromkeys(("n", "horizon", "history_length"), "count"),
+    "seed": "integer",
+    "split": "split",
+    "std": "nonnegative",
+    "deployable": "flag",
+    "primary": "flag",
+}  # field -> FIELD_CHECKS kind; n_* are counts, ci_low*/ci_high* intervals, *_std non-negative, the rest scalars
 
 # %% ../nbs/19_report.ipynb #972f92b9
-def field_kind(field:str) -> str:
+def field_kind(field: str) -> str:
     "The FIELD_CHECKS kind of a record's field: listed in RECORD_FIELDS, else by its name's pattern, else any JSON scalar."
-    if field in RECORD_FIELDS: return RECORD_FIELDS[field]
-    if field.startswith("n_"): return "count"
-    if field.startswith(("ci_low", "ci_high")): return "interval"
-    if field.endswith("_std"): return "nonnegative"
+    if field in RECORD_FIELDS:
+        return RECORD_FIELDS[field]
+    if field.startswith("n_"):
+        return "count"
+    if field.startswith(("ci_low", "ci_high")):
+        return "interval"
+    if field.endswith("_std"):
+        return "nonnegative"
     return "scalar"
 
 # %% ../nbs/19_report.ipynb #1f767ac3
 def _shown(v) -> str:
     "A value as the problem list shows it: its JSON repr, cut to 40 characters."
-    s = json.dumps(v, ensure_ascii=False) if isinstance(v, (str, bool, type(None), int, float)) else repr(v)
+    s = (
+        json.dumps(v, ensure_ascii=False)
+        if isinstance(v, (str, bool, type(None), int, float))
+        else repr(v)
+    )
     return s if len(s) <= 40 else s[:37] + "..."
 
 # %% ../nbs/19_report.ipynb #6f0960cf
-def _interval_problems(where:str, r:dict) -> list[str]:
+def _interval_problems(where: str, r: dict) -> list[str]:
     "Each ci_low*/ci_high* pair: both present, both numbers or both null, low <= high, and the value inside (ci_low, ci_high)."
     out = []
-    for low_f, high_f in [(f, "ci_high" + f[6:]) for f in r if f.startswith("ci_low")] + \
-                         [("ci_low" + f[7:], f) for f in r if f.startswith("ci_high") and "ci_low" + f[7:] not in r]:
+    for low_f, high_f in [(f, "ci_high" + f[6:]) for f in r if f.startswith("ci_low")] + [
+        ("ci_low" + f[7:], f) for f in r if f.startswith("ci_high") and "ci_low" + f[7:] not in r
+    ]:
         if low_f not in r or high_f not in r:
-            out.append(f"{where}: field {(high_f if low_f in r else low_f)!r} missing; expected beside "
-                       f"{(low_f if low_f in r else high_f)!r} (an interval has both ends)"); continue
+            out.append(
+                f"{where}: field {(high_f if low_f in r else low_f)!r} missing; expected beside "
+                f"{(low_f if low_f in r else high_f)!r} (an interval has both ends)"
+            )
+            continue
         low, high = r[low_f], r[high_f]
         if (low is None) != (high is None):
             null, other = (low_f, high_f) if low is None else (high_f, low_f)
-            out.append(f"{where}: field {null!r} is null but {other!r} is not; expected both numbers, or both null (no interval)")
+            out.append(
+                f"{where}: field {null!r} is null but {other!r} is not; expected both numbers, or both null (no interval)"
+            )
         elif _is_number(low) and _is_number(high):
-            tol = 1e-9 * max(1.0, abs(low), abs(high))   # the JSON's floats are rounded to 12 significant digits
+            tol = 1e-9 * max(
+                1.0, abs(low), abs(high)
+            )  # the JSON's floats are rounded to 12 significant digits
             value = r.get("value")
-            if low > high + tol: out.append(f"{where}: field {low_f!r} is {_shown(low)} > {high_f} {_shown(high)}; "
-                                            f"expected {low_f} <= {high_f}")
+            if low > high + tol:
+                out.append(
+                    f"{where}: field {low_f!r} is {_shown(low)} > {high_f} {_shown(high)}; "
+                    f"expected {low_f} <= {high_f}"
+                )
             elif low_f == "ci_low" and _is_number(value) and not low - tol <= value <= high + tol:
-                out.append(f"{where}: field 'value' is {_shown(value)}; expected within its interval [{_shown(low)}, {_shown(high)}]")
+                out.append(
+                    f"{where}: field 'value' is {_shown(value)}; expected within its interval [{_shown(low)}, {_shown(high)}]"
+                )
     return out
 
 # %% ../nbs/19_report.ipynb #cc875548
-def _record_problems(i:int, r:dict, required:dict) -> list[str]:
+def _record_problems(i: int, r: dict, required: dict) -> list[str]:
     "The problems of record i: missing required fields, each field's type, the value's range, then its intervals."
     metric = r.get("metric")
     named = isinstance(metric, str) and metric != ""
     where = f"record {i}" + (f" (metric {metric!r})" if named else "")
-    need = dict.fromkeys(f for prefix, fields in required.items() if not prefix or (named and metric.startswith(prefix))
-                         for f in fields)
-    out = [f"{where}: field {f!r} missing; expected {FIELD_CHECKS[field_kind(f)][1]}" for f in need if f not in r]
+    need = dict.fromkeys(
+        f
+        for prefix, fields in required.items()
+        if not prefix or (named and metric.startswith(prefix))
+        for f in fields
+    )
+    out = [
+        f"{where}: field {f!r} missing; expected {FIELD_CHECKS[field_kind(f)][1]}"
+        for f in need
+        if f not in r
+    ]
     for f, v in r.items():
         test, what = FIELD_CHECKS[field_kind(f)]
-        if not test(v): out.append(f"{where}: field {f!r} is {_shown(v)}; expected {what}")
+        if not test(v):
+            out.append(f"{where}: field {f!r} is {_shown(v)}; expected {what}")
     value, kind = r.get("value"), metric_kind(metric, r) if named else None
     if kind and _is_number(value):
         low, high, integer, what = VALUE_KINDS[kind]
-        if (low is not None and value < low) or (high is not None and value > high) or (integer and not float(value).is_integer()):
+        if (
+            (low is not None and value < low)
+            or (high is not None and value > high)
+            or (integer and not float(value).is_integer())
+        ):
             out.append(f"{where}: field 'value' is {_shown(value)}; expected {what}")
-    said = [f"{where}: field {f!r} missing" for f in need if f not in r]   # a required end of an interval: reported once
+    said = [
+        f"{where}: field {f!r} missing" for f in need if f not in r
+    ]  # a required end of an interval: reported once
     return out + [p for p in _interval_problems(where, r) if not p.startswith(tuple(said))]
 
 # %% ../nbs/19_report.ipynb #c56f28d8
@@ -202,48 +330,73 @@ def results_problems(payload, # a results JSON as parsed (records still a list)
 MAX_PROBLEMS = 20  # problems listed in one DataError; the rest are counted
 
 # %% ../nbs/19_report.ipynb #fdffcfe0
-def check_results(payload, # a results JSON as parsed (records still a list)
-                  path, # the file it came from (named in the error)
-                  experiment:str|None=None, # the experiment the reader expects (None: any)
-                  required:dict|None=None, # metric prefix ('' for all) -> fields a reader needs
-                  config:dict|None=None, # config key -> FIELD_CHECKS kind
-                 ) -> dict: # payload, unchanged, when it is valid
+def check_results(
+    payload,  # a results JSON as parsed (records still a list)
+    path,  # the file it came from (named in the error)
+    experiment: str | None = None,  # the experiment the reader expects (None: any)
+    required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
+    config: dict | None = None,  # config key -> FIELD_CHECKS kind
+) -> dict:  # payload, unchanged, when it is valid
     "Raise one `DataError` naming `path` and listing every problem of `payload` (the first MAX_PROBLEMS, then a count)."
     problems = results_problems(payload, experiment, required, config)
-    if not problems: return payload
+    if not problems:
+        return payload
     more = len(problems) - MAX_PROBLEMS
-    lines = problems[:MAX_PROBLEMS] + ([f"... and {more} more problem{'s' * (more > 1)}"] if more > 0 else [])
+    lines = problems[:MAX_PROBLEMS] + (
+        [f"... and {more} more problem{'s' * (more > 1)}"] if more > 0 else []
+    )
     head = f"{path}: not a valid results JSON ({len(problems)} problem{'s' * (len(problems) > 1)})"
     raise DataError(head + ":\n  " + "\n  ".join(lines))
 
 # %% ../nbs/19_report.ipynb #cda28f4c
-def read_checked(path, # a results JSON
-                 experiment:str|None=None, # the experiment the reader expects (None: any)
-                 required:dict|None=None, # metric prefix ('' for all) -> fields a reader needs
-                 config:dict|None=None, # config key -> FIELD_CHECKS kind
-                ) -> dict: # the payload, records as a DataFrame (as `core.read_results` returns it)
+def read_checked(
+    path,  # a results JSON
+    experiment: str | None = None,  # the experiment the reader expects (None: any)
+    required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
+    config: dict | None = None,  # config key -> FIELD_CHECKS kind
+) -> dict:  # the payload, records as a DataFrame (as `core.read_results` returns it)
     "Read a results JSON and `check_results` it before anything reads its records: every failure is a `DataError` naming the file."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: no such results JSON")
-    try: payload = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e: raise DataError(f"{path}: not a readable results JSON ({e})") from None   # truncated, or not UTF-8
-    except OSError as e: raise DataError(f"{path}: cannot read the results JSON ({e.strerror})") from None
+    if not path.is_file():
+        raise DataError(f"{path}: no such results JSON")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise DataError(
+            f"{path}: not a readable results JSON ({e})"
+        ) from None  # truncated, or not UTF-8
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the results JSON ({e.strerror})") from None
     check_results(payload, path, experiment, required, config)
     return payload | {"records": pd.DataFrame(payload["records"])}
 
 # %% ../nbs/19_report.ipynb #3b3a2255
-def _companions(results:Path, experiment:str) -> list[Path]:
+def _companions(results: Path, experiment: str) -> list[Path]:
     "Where a second results JSON of the same audit may sit beside the first: as `hoi-audit audit` writes it, then as the experiments do."
-    named = results.with_name(f"{results.stem}.{experiment}.json")   # CommandOutput.results_for: <stem>.<experiment>.json
-    plain = results.with_name(f"{experiment}.json")   # ExperimentPaths: results/<experiment>.json beside four_condition.json
-    if results.parent.name == "results" and results.stem == "four_condition": return [plain, named]
+    named = results.with_name(
+        f"{results.stem}.{experiment}.json"
+    )  # CommandOutput.results_for: <stem>.<experiment>.json
+    plain = results.with_name(
+        f"{experiment}.json"
+    )  # ExperimentPaths: results/<experiment>.json beside four_condition.json
+    if results.parent.name == "results" and results.stem == "four_condition":
+        return [plain, named]
     return [named] + ([plain] if results.stem == "four_condition" else [])
 
 # %% ../nbs/19_report.ipynb #4c8ac6b2
-AUDIT_REQUIRED = {"": ("condition", "split", "metric", "value"), "gap_": ("ci_low", "ci_high", "n")}  # four_condition: what the report reads
-INTERVENTION_REQUIRED = {"": ("split", "train_history", "test_history", "metric", "value"),
-                         "contrast_": ("ci_low", "ci_high", "n")}  # intervention_2x2: what the report reads
-AUDIT_CONFIG = {"architecture": "label", "train": "object", "cross_fit": "flag"}  # config keys the report reads, where present
+AUDIT_REQUIRED = {
+    "": ("condition", "split", "metric", "value"),
+    "gap_": ("ci_low", "ci_high", "n"),
+}  # four_condition: what the report reads
+INTERVENTION_REQUIRED = {
+    "": ("split", "train_history", "test_history", "metric", "value"),
+    "contrast_": ("ci_low", "ci_high", "n"),
+}  # intervention_2x2: what the report reads
+AUDIT_CONFIG = {
+    "architecture": "label",
+    "train": "object",
+    "cross_fit": "flag",
+}  # config keys the report reads, where present
 
 # %% ../nbs/19_report.ipynb #f0af4136
 def load_intervention(payload:dict, # the audit's results JSON as parsed
@@ -288,31 +441,53 @@ def load_intervention(payload:dict, # the audit's results JSON as parsed
 # %% ../nbs/19_report.ipynb #298430a6
 CONDITION_FIELDS = {
     "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "inputs": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of input names"),
-    "history": (lambda v: v is None or (isinstance(v, str) and v != ""), "a history source's name, or null"),
-    "sources": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of provenance sources"),
+    "inputs": (
+        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "a list of input names",
+    ),
+    "history": (
+        lambda v: v is None or (isinstance(v, str) and v != ""),
+        "a history source's name, or null",
+    ),
+    "sources": (
+        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "a list of provenance sources",
+    ),
     "deployable": (lambda v: isinstance(v, bool), "true or false"),
 }  # a results JSON's conditions.<name> field -> (test, what is expected)
 
 # %% ../nbs/19_report.ipynb #544ec44a
-def recorded_conditions(payload:dict, # a results JSON as parsed
-                        path, # the file it came from (named in the error)
-                       ) -> dict|None: # name -> label, inputs, history, sources, deployable; None where it records none
+def recorded_conditions(
+    payload: dict,  # a results JSON as parsed
+    path,  # the file it came from (named in the error)
+) -> dict | None:  # name -> label, inputs, history, sources, deployable; None where it records none
     "The results JSON's own `conditions`, checked field by field: one `DataError` names the file and every problem."
-    if "conditions" not in payload: return None
+    if "conditions" not in payload:
+        return None
     conds = payload["conditions"]
     if not isinstance(conds, dict):
-        raise DataError(f"{path}: field 'conditions' is {_shown(conds)}; expected an object: name -> "
-                        "{label, inputs, history, sources, deployable}")
+        raise DataError(
+            f"{path}: field 'conditions' is {_shown(conds)}; expected an object: name -> "
+            "{label, inputs, history, sources, deployable}"
+        )
     problems = []
     for name, c in conds.items():
-        if not isinstance(c, dict): problems.append(f"conditions.{name} is {_shown(c)}; expected an object"); continue
+        if not isinstance(c, dict):
+            problems.append(f"conditions.{name} is {_shown(c)}; expected an object")
+            continue
         for k, (test, what) in CONDITION_FIELDS.items():
-            if k not in c: problems.append(f"conditions.{name}: field {k!r} missing; expected {what}")
-            elif not test(c[k]): problems.append(f"conditions.{name}: field {k!r} is {_shown(c[k])}; expected {what}")
+            if k not in c:
+                problems.append(f"conditions.{name}: field {k!r} missing; expected {what}")
+            elif not test(c[k]):
+                problems.append(
+                    f"conditions.{name}: field {k!r} is {_shown(c[k])}; expected {what}"
+                )
         if c.get("deployable") is True and "oracle" in (c.get("sources") or []):
-            problems.append(f"conditions.{name}: declared deployable but its sources include 'oracle'")
-    if problems: raise DataError(f"{path}: its conditions are not readable:\n  " + "\n  ".join(problems))
+            problems.append(
+                f"conditions.{name}: declared deployable but its sources include 'oracle'"
+            )
+    if problems:
+        raise DataError(f"{path}: its conditions are not readable:\n  " + "\n  ".join(problems))
     return conds
 
 # %% ../nbs/19_report.ipynb #5d10d7fe
@@ -334,181 +509,301 @@ def condition_info(names, # the condition names the records use
 NO_DATASET = "(no dataset recorded)"  # the dataset of records that name none
 
 # %% ../nbs/19_report.ipynb #fcf9768a
-def with_dataset(records:pd.DataFrame, # records, with or without a `dataset` column
-                ) -> pd.DataFrame: # a copy with a dataset on every row
+def with_dataset(
+    records: pd.DataFrame,  # records, with or without a `dataset` column
+) -> pd.DataFrame:  # a copy with a dataset on every row
     "The records with a dataset on every row (NO_DATASET where they name none), so that no step can pool two datasets."
     out = records.copy()
     out["dataset"] = out["dataset"].fillna(NO_DATASET) if "dataset" in out else NO_DATASET
     return out
 
 # %% ../nbs/19_report.ipynb #1e33325a
-def load_audit(results, # a four-condition results JSON (`hoi-audit audit`, or the four_condition experiment)
-              ) -> dict: # payload, records (DataFrame), path, sha256, recorded_conditions, intervention (+ _source, _file, _sha256)
+def load_audit(
+    results,  # a four-condition results JSON (`hoi-audit audit`, or the four_condition experiment)
+) -> dict:  # payload, records (DataFrame), path, sha256, recorded_conditions, intervention (+ _source, _file, _sha256)
     "Read an audit's results JSON and its 2x2, each checked (`read_checked`): an error names the file and every problem."
     path = Path(results)
     payload = read_checked(path, "four_condition", AUDIT_REQUIRED, AUDIT_CONFIG)
     iv = load_intervention(payload, path)
-    return {"payload": payload, "records": with_dataset(payload["records"]), "path": path, "sha256": sha256_file(path),
-            "recorded_conditions": recorded_conditions(payload, path), "intervention": iv["payload"],
-            "intervention_source": iv["source"], "intervention_file": iv["file"], "intervention_sha256": iv["sha256"]}
+    return {
+        "payload": payload,
+        "records": with_dataset(payload["records"]),
+        "path": path,
+        "sha256": sha256_file(path),
+        "recorded_conditions": recorded_conditions(payload, path),
+        "intervention": iv["payload"],
+        "intervention_source": iv["source"],
+        "intervention_file": iv["file"],
+        "intervention_sha256": iv["sha256"],
+    }
 
 # %% ../nbs/19_report.ipynb #1450f3d8
-def table1_intervals(records:pd.DataFrame, # the audit's records (dataset, condition, split, seed, metric, value)
-                     confidence:float=0.95, # the intervals' level
-                     conditions:dict|None=None, # `condition_info` (labels); None: the package's registry
-                    ) -> pd.DataFrame: # dataset, condition, label, metric, mean, std, ci_low, ci_high, n_splits
+def table1_intervals(
+    records: pd.DataFrame,  # the audit's records (dataset, condition, split, seed, metric, value)
+    confidence: float = 0.95,  # the intervals' level
+    conditions: dict | None = None,  # `condition_info` (labels); None: the package's registry
+) -> pd.DataFrame:  # dataset, condition, label, metric, mean, std, ci_low, ci_high, n_splits
     "Table 1 with intervals, per dataset, condition and metric: the seed-averaged score per split, its mean, std and t interval."
-    info = conditions or condition_info(records["condition"].dropna().unique() if "condition" in records else [])
+    info = conditions or condition_info(
+        records["condition"].dropna().unique() if "condition" in records else []
+    )
     r = with_dataset(records)
     r = r[r["metric"].isin(METRICS) & r["split"].map(lambda s: s != "all")]
-    r = r[r["condition"].isin(info) | ~r["condition"].astype(str).str.contains("-")]   # not a gap's a-b
+    r = r[
+        r["condition"].isin(info) | ~r["condition"].astype(str).str.contains("-")
+    ]  # not a gap's a-b
     rows = []
     for (ds, cond, metric), g in r.groupby(["dataset", "condition", "metric"], sort=False):
         per_split = g.groupby("split")["value"].mean()
         iv = student_t_interval(per_split, confidence)
-        rows.append({"dataset": ds, "condition": cond, "label": info[cond]["label"] if cond in info else cond,
-                     "metric": metric, "mean": iv.estimate, "std": mean_std(per_split)[1], "ci_low": iv.low,
-                     "ci_high": iv.high, "n_splits": iv.n})
-    return pd.DataFrame(rows, columns=["dataset", "condition", "label", "metric", "mean", "std", "ci_low", "ci_high",
-                                       "n_splits"])
+        rows.append(
+            {
+                "dataset": ds,
+                "condition": cond,
+                "label": info[cond]["label"] if cond in info else cond,
+                "metric": metric,
+                "mean": iv.estimate,
+                "std": mean_std(per_split)[1],
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n_splits": iv.n,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "dataset",
+            "condition",
+            "label",
+            "metric",
+            "mean",
+            "std",
+            "ci_low",
+            "ci_high",
+            "n_splits",
+        ],
+    )
 
 # %% ../nbs/19_report.ipynb #eeb925db
-def _audited_conditions(records:pd.DataFrame) -> list[str]:
+def _audited_conditions(records: pd.DataFrame) -> list[str]:
     "The conditions with Table 1 scores (not a gap's a-b, not the window recognizer), in the records' order."
     scored = records["metric"].isin(METRICS) & records["split"].map(lambda s: s != "all")
     names = records.loc[scored, "condition"].dropna()
     return list(dict.fromkeys(names[~names.astype(str).str.contains("-") | names.isin(CONDITIONS)]))
 
 # %% ../nbs/19_report.ipynb #6f55935f
-METRIC_NAMES = {"act1": "Act@1", "act5": "Act@5", "verb1": "Verb@1"}  # a Table 1 metric -> how the prose names it
+METRIC_NAMES = {
+    "act1": "Act@1",
+    "act5": "Act@5",
+    "verb1": "Verb@1",
+}  # a Table 1 metric -> how the prose names it
 
-RECOVERY_NAMES = {"history_edit_rate": "edit distance / annotated length (can exceed 1)",
-                  "history_item_acc": "annotated items recovered in order / annotated length",
-                  "window_acc": "recognizer window accuracy (%)"}  # recovery metric -> its name on the page
+RECOVERY_NAMES = {
+    "history_edit_rate": "edit distance / annotated length (can exceed 1)",
+    "history_item_acc": "annotated items recovered in order / annotated length",
+    "window_acc": "recognizer window accuracy (%)",
+}  # recovery metric -> its name on the page
 
 # %% ../nbs/19_report.ipynb #13c2d452
-def recovery_quality(records:pd.DataFrame, # one dataset's records
-                     condition:str, # the recognizer condition whose recovered histories are read
-                     part:str="test", # which videos' histories ('test', 'train'); records without a part are used as they are
-                    ) -> dict|None: # metric -> mean over splits, plus n_splits; None where none was measured
+def recovery_quality(
+    records: pd.DataFrame,  # one dataset's records
+    condition: str,  # the recognizer condition whose recovered histories are read
+    part: str = "test",  # which videos' histories ('test', 'train'); records without a part are used as they are
+) -> dict | None:  # metric -> mean over splits, plus n_splits; None where none was measured
     "The recovered histories' quality of one condition: per split the mean over seeds, then the mean over splits."
-    q = records[records["metric"].isin(["history_edit_rate", "history_item_acc"]) & (records["condition"] == condition)]
-    if "part" in q and q["part"].notna().any(): q = q[q["part"] == part]
-    if not len(q): return None
+    q = records[
+        records["metric"].isin(["history_edit_rate", "history_item_acc"])
+        & (records["condition"] == condition)
+    ]
+    if "part" in q and q["part"].notna().any():
+        q = q[q["part"] == part]
+    if not len(q):
+        return None
     per_split = q.groupby(["metric", "split"])["value"].mean()
     return {m: float(per_split[m].mean()) for m in per_split.index.unique("metric")} | {
-        "n_splits": int(per_split.index.get_level_values("split").nunique())}
+        "n_splits": int(per_split.index.get_level_values("split").nunique())
+    }
 
 # %% ../nbs/19_report.ipynb #6fc3a4fa
-def _primary_gap(gaps:pd.DataFrame) -> dict|None:
+def _primary_gap(gaps: pd.DataFrame) -> dict | None:
     "The gap the verdict reads: GT vs BA recognizer on Act@1, else the first Act@1 gap, else None."
-    primary = gaps[(gaps["metric"] == "gap_act1") & (gaps["condition"] == "gt_history-recognizer_ba")]
-    if len(primary): return primary.iloc[0].to_dict()
+    primary = gaps[
+        (gaps["metric"] == "gap_act1") & (gaps["condition"] == "gt_history-recognizer_ba")
+    ]
+    if len(primary):
+        return primary.iloc[0].to_dict()
     act1 = gaps[gaps["metric"] == "gap_act1"]
     return act1.iloc[0].to_dict() if len(act1) else None
 
 # %% ../nbs/19_report.ipynb #de0672f4
-CONTROLS = {"context_only": "Context-only (oracle history and state, no window video): how much of the score needs no video",
-            "context_only_recognizer": "Context-only with recognizer context: the deployable counterpart of the context-only row",
-            "context_only_elapsed_fraction": "Elapsed fraction (needs the video's length: oracle): what a length leak is worth",
-            "recognizer_bfr": "Boundary-free recognizer history: a history that also never reads annotated boundaries",
-            "noisy_gt_history": "GT history with 20% edits (oracle-derived): sensitivity to history quality",
-            "video_only": "Video only: the floor without any history"}  # condition -> what the control shows
+CONTROLS = {
+    "context_only": "Context-only (oracle history and state, no window video): how much of the score needs no video",
+    "context_only_recognizer": "Context-only with recognizer context: the deployable counterpart of the context-only row",
+    "context_only_elapsed_fraction": "Elapsed fraction (needs the video's length: oracle): what a length leak is worth",
+    "recognizer_bfr": "Boundary-free recognizer history: a history that also never reads annotated boundaries",
+    "noisy_gt_history": "GT history with 20% edits (oracle-derived): sensitivity to history quality",
+    "video_only": "Video only: the floor without any history",
+}  # condition -> what the control shows
 
 # %% ../nbs/19_report.ipynb #61dc284a
-def _number(v) -> float|None:
+def _number(v) -> float | None:
     "A record's number, None where it is missing (None or NaN)."
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 # %% ../nbs/19_report.ipynb #fea03f26
-def verdict_facts(records:pd.DataFrame, # one dataset's records (`load_audit(...)["records"]` of that dataset)
-                  conditions:dict|None=None, # `condition_info` (None: the package's registry)
-                  intervention:pd.DataFrame|None=None, # that dataset's 2x2 records (None: not run)
-                 ) -> dict: # dataset, gap (None: no matched pair), controls_run, controls_not_run, intervention_run, context_only
+def verdict_facts(
+    records: pd.DataFrame,  # one dataset's records (`load_audit(...)["records"]` of that dataset)
+    conditions: dict | None = None,  # `condition_info` (None: the package's registry)
+    intervention: pd.DataFrame | None = None,  # that dataset's 2x2 records (None: not run)
+) -> dict:  # dataset, gap (None: no matched pair), controls_run, controls_not_run, intervention_run, context_only
     "What one dataset's verdict states, each value read from its records; refuses records of more than one dataset."
     records = with_dataset(records)
     datasets = sorted(records["dataset"].unique())
-    if len(datasets) != 1: raise ValueError(f"a verdict reads one dataset's records; got {datasets}")
+    if len(datasets) != 1:
+        raise ValueError(f"a verdict reads one dataset's records; got {datasets}")
     table = table1_intervals(records, conditions=conditions)
     info = conditions or condition_info(table["condition"].unique())
     ran = set(records["condition"].dropna())
-    facts = {"dataset": datasets[0], "gap": None, "intervention_run": intervention is not None and len(intervention) > 0,
-             "controls_run": [c for c in CONTROLS if c in ran], "controls_not_run": [c for c in CONTROLS if c not in ran],
-             "context_only": None}
+    facts = {
+        "dataset": datasets[0],
+        "gap": None,
+        "intervention_run": intervention is not None and len(intervention) > 0,
+        "controls_run": [c for c in CONTROLS if c in ran],
+        "controls_not_run": [c for c in CONTROLS if c not in ran],
+        "context_only": None,
+    }
     gap = _primary_gap(records[records["metric"].astype(str).str.startswith("gap_")])
-    if gap is None: return facts
-    named = lambda k, i: gap[k] if isinstance(gap.get(k), str) else gap["condition"].split("-", 1)[i]
-    oracle, non_oracle = named("oracle", 0), named("non_oracle", -1)   # the record's fields, else its a-b name
-    base = gap["metric"][len("gap_"):]
+    if gap is None:
+        return facts
+    named = lambda k, i: (
+        gap[k] if isinstance(gap.get(k), str) else gap["condition"].split("-", 1)[i]
+    )
+    oracle, non_oracle = (
+        named("oracle", 0),
+        named("non_oracle", -1),
+    )  # the record's fields, else its a-b name
+    base = gap["metric"][len("gap_") :]
     scores = table[table["metric"] == base].set_index("condition")["mean"]
     low, high = _number(gap.get("ci_low")), _number(gap.get("ci_high"))
-    label = lambda c: info[c]["label"] if c in info else (CONDITIONS[c].label if c in CONDITIONS else c)
-    deployable = lambda c: info[c]["deployable"] if c in info else (CONDITIONS[c].deployable if c in CONDITIONS else None)
-    facts["gap"] = {"oracle": oracle, "oracle_label": label(oracle), "non_oracle": non_oracle,
-                    "non_oracle_label": label(non_oracle), "non_oracle_deployable": deployable(non_oracle),
-                    "metric": gap["metric"], "base": base, "value": float(gap["value"]), "ci_low": low, "ci_high": high,
-                    "n": int(gap["n"]) if _number(gap.get("n")) is not None else None,
-                    "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
-                    "oracle_score": _number(scores.get(oracle)), "non_oracle_score": _number(scores.get(non_oracle)),
-                    "recovery": recovery_quality(records, non_oracle)}
+    label = lambda c: (
+        info[c]["label"] if c in info else (CONDITIONS[c].label if c in CONDITIONS else c)
+    )
+    deployable = lambda c: (
+        info[c]["deployable"]
+        if c in info
+        else (CONDITIONS[c].deployable if c in CONDITIONS else None)
+    )
+    facts["gap"] = {
+        "oracle": oracle,
+        "oracle_label": label(oracle),
+        "non_oracle": non_oracle,
+        "non_oracle_label": label(non_oracle),
+        "non_oracle_deployable": deployable(non_oracle),
+        "metric": gap["metric"],
+        "base": base,
+        "value": float(gap["value"]),
+        "ci_low": low,
+        "ci_high": high,
+        "n": int(gap["n"]) if _number(gap.get("n")) is not None else None,
+        "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
+        "oracle_score": _number(scores.get(oracle)),
+        "non_oracle_score": _number(scores.get(non_oracle)),
+        "recovery": recovery_quality(records, non_oracle),
+    }
     context = _number(scores.get("context_only"))
     if context is not None and oracle == "gt_history" and (facts["gap"]["oracle_score"] or 0) > 0:
-        facts["context_only"] = {"score": context, "share": 100 * context / facts["gap"]["oracle_score"]}
+        facts["context_only"] = {
+            "score": context,
+            "share": 100 * context / facts["gap"]["oracle_score"],
+        }
     return facts
 
 # %% ../nbs/19_report.ipynb #5d520d7b
-def _claim(g:dict) -> str:
+def _claim(g: dict) -> str:
     "What the gap licenses, chosen by its interval (computed from the record's ci_low and ci_high)."
     if g["excludes_zero"] is None:
         return "With fewer than two splits there is no interval: the estimate licenses no claim yet; audit more splits."
     if g["ci_low"] > 0:
-        return (f"A score obtained with {g['oracle_label']} overstates deployable next-action anticipation: with this "
-                "recognizer and this model family, privileged history is worth about that many points. The gap is relative "
-                "to the estimator (recognizer, model, budget): it does not measure the task's intrinsic predictability, nor "
-                "bound the gap of a better recognizer. Report the deployable score as the benchmark's anticipation score, and "
-                "the privileged one only as an oracle upper bound.")
+        return (
+            f"A score obtained with {g['oracle_label']} overstates deployable next-action anticipation: with this "
+            "recognizer and this model family, privileged history is worth about that many points. The gap is relative "
+            "to the estimator (recognizer, model, budget): it does not measure the task's intrinsic predictability, nor "
+            "bound the gap of a better recognizer. Report the deployable score as the benchmark's anticipation score, and "
+            "the privileged one only as an oracle upper bound."
+        )
     if g["ci_high"] < 0:
-        return ("The privileged history hurts this model, which the audit cannot explain as privileged information; "
-                "check the histories.")
-    return ("This audit finds no privileged-history gap it can distinguish from split-to-split variation, which licenses "
-            "the privileged score as a deployable score only for this estimator and only to the interval's precision.")
+        return (
+            "The privileged history hurts this model, which the audit cannot explain as privileged information; "
+            "check the histories."
+        )
+    return (
+        "This audit finds no privileged-history gap it can distinguish from split-to-split variation, which licenses "
+        "the privileged score as a deployable score only for this estimator and only to the interval's precision."
+    )
 
 # %% ../nbs/19_report.ipynb #b352fcce
-def verdict_text(f:dict, # from `verdict_facts`
-                ) -> list[str]: # the verdict's paragraphs, plain text
+def verdict_text(
+    f: dict,  # from `verdict_facts`
+) -> list[str]:  # the verdict's paragraphs, plain text
     "One dataset's verdict in words: every number and every 'excludes'/'includes' is a value of `f`, formatted."
-    names = lambda cs: "; ".join(CONDITIONS[c].label if c in CONDITIONS else c for c in cs) or "none"
+    names = lambda cs: (
+        "; ".join(CONDITIONS[c].label if c in CONDITIONS else c for c in cs) or "none"
+    )
     iv = "the 2x2 intervention " + ("ran" if f["intervention_run"] else "did not run")
     controls = f"Controls run: {names(f['controls_run'])}. Not run: {names(f['controls_not_run'])}. And {iv}."
     g = f["gap"]
     if g is None:
-        return ["No matched oracle / non-oracle pair was audited, so no privileged-history gap was estimated: this audit "
-                "licenses no statement about how much of the score comes from privileged history. Rerun with the "
-                "conditions recognizer_ba and gt_history.", controls]
+        return [
+            "No matched oracle / non-oracle pair was audited, so no privileged-history gap was estimated: this audit "
+            "licenses no statement about how much of the score comes from privileged history. Rerun with the "
+            "conditions recognizer_ba and gt_history.",
+            controls,
+        ]
     metric = METRIC_NAMES.get(g["base"], g["base"])
-    deployable = {True: "deployable", False: "not deployable", None: "deployability not recorded"}[g["non_oracle_deployable"]]
-    head = (f"Headline privileged condition: {g['oracle_label']} ({g['oracle']}), matched with {g['non_oracle_label']} "
-            f"({g['non_oracle']}, {deployable}): the same inputs, the history's provenance differs.")
-    scores = (f" ({g['oracle_score']:.1f} vs {g['non_oracle_score']:.1f})"
-              if g["oracle_score"] is not None and g["non_oracle_score"] is not None else "")
+    deployable = {True: "deployable", False: "not deployable", None: "deployability not recorded"}[
+        g["non_oracle_deployable"]
+    ]
+    head = (
+        f"Headline privileged condition: {g['oracle_label']} ({g['oracle']}), matched with {g['non_oracle_label']} "
+        f"({g['non_oracle']}, {deployable}): the same inputs, the history's provenance differs."
+    )
+    scores = (
+        f" ({g['oracle_score']:.1f} vs {g['non_oracle_score']:.1f})"
+        if g["oracle_score"] is not None and g["non_oracle_score"] is not None
+        else ""
+    )
     n = f"n = {g['n']} split{'s' * (g['n'] != 1)}" if g["n"] is not None else "n not recorded"
-    if g["excludes_zero"] is None: gap = f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
+    if g["excludes_zero"] is None:
+        gap = (
+            f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
+        )
     else:
-        gap = (f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t interval "
-               f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
-               f"{'excludes' if g['excludes_zero'] else 'includes'} 0.")
+        gap = (
+            f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t interval "
+            f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
+            f"{'excludes' if g['excludes_zero'] else 'includes'} 0."
+        )
     out = [head, gap + " " + _claim(g)]
     if f["context_only"]:
-        out[-1] += (f" The context-only control (oracle history and state, no window video) reaches "
-                    f"{f['context_only']['score']:.1f}, {f['context_only']['share']:.0f}% of the privileged score: that "
-                    "share of the score needs no video at all.")
+        out[-1] += (
+            f" The context-only control (oracle history and state, no window video) reaches "
+            f"{f['context_only']['score']:.1f}, {f['context_only']['share']:.0f}% of the privileged score: that "
+            "share of the score needs no video at all."
+        )
     out.append(controls)
     q = g["recovery"]
-    if q is None: out.append(f"History recovery of {g['non_oracle']}: not measured in these records.")
+    if q is None:
+        out.append(f"History recovery of {g['non_oracle']}: not measured in these records.")
     else:
-        parts = [f"{RECOVERY_NAMES[m]} {q[m]:.3f}" for m in ("history_edit_rate", "history_item_acc") if m in q]
-        out.append(f"History recovery of the {deployable} recognizer ({g['non_oracle']}, test histories, mean over "
-                   f"{q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}.")
+        parts = [
+            f"{RECOVERY_NAMES[m]} {q[m]:.3f}"
+            for m in ("history_edit_rate", "history_item_acc")
+            if m in q
+        ]
+        out.append(
+            f"History recovery of the {deployable} recognizer ({g['non_oracle']}, test histories, mean over "
+            f"{q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}."
+        )
     return out
 
 # %% ../nbs/19_report.ipynb #5ac989b7
@@ -527,124 +822,223 @@ def data_fingerprints(audit:dict, # from `load_audit`
     return out
 
 # %% ../nbs/19_report.ipynb #ed2775c2
-def pin_rows(audit:dict, # from `load_audit`
-             data_fingerprint:str|None=None, # SHA-256 of the --data folder, if given
-            ) -> list[tuple]: # (what, value or None: not recorded, note), in the header's order
+def pin_rows(
+    audit: dict,  # from `load_audit`
+    data_fingerprint: str | None = None,  # SHA-256 of the --data folder, if given
+) -> list[tuple]:  # (what, value or None: not recorded, note), in the header's order
     "The header's pins: package version, results file SHA-256, config SHA-256, data fingerprints, other pins, sources read."
-    payload, pins, recorded = audit["payload"], audit["payload"]["pins"], audit["recorded_conditions"]
+    payload, pins, recorded = (
+        audit["payload"],
+        audit["payload"]["pins"],
+        audit["recorded_conditions"],
+    )
     datasets = sorted(audit["records"]["dataset"].unique())
-    config_key = next((k for k in ("config_sha256", "config") if isinstance(pins.get(k), str)), None)
-    rows = [("report written by", f"hoi_audit {__version__}", ""),
-            ("results file", audit["path"].name, f"experiment {payload['experiment']}, scale {payload['scale']}"),
-            ("results file SHA-256", audit["sha256"], ""),
-            ("config SHA-256", pins.get(config_key), f"pins.{config_key}, as the audit recorded it" if config_key else
-             "the results JSON's pins hold no config or config_sha256"),
-            ("config as recorded, SHA-256", sha256_json(payload["config"]),
-             "of the results JSON's config object (canonical JSON), computed now")]
-    rows += [(f"data fingerprint: {ds}", fp, how) for ds, (fp, how) in data_fingerprints(audit, data_fingerprint).items()]
+    config_key = next(
+        (k for k in ("config_sha256", "config") if isinstance(pins.get(k), str)), None
+    )
+    rows = [
+        ("report written by", f"hoi_audit {__version__}", ""),
+        (
+            "results file",
+            audit["path"].name,
+            f"experiment {payload['experiment']}, scale {payload['scale']}",
+        ),
+        ("results file SHA-256", audit["sha256"], ""),
+        (
+            "config SHA-256",
+            pins.get(config_key),
+            f"pins.{config_key}, as the audit recorded it"
+            if config_key
+            else "the results JSON's pins hold no config or config_sha256",
+        ),
+        (
+            "config as recorded, SHA-256",
+            sha256_json(payload["config"]),
+            "of the results JSON's config object (canonical JSON), computed now",
+        ),
+    ]
+    rows += [
+        (f"data fingerprint: {ds}", fp, how)
+        for ds, (fp, how) in data_fingerprints(audit, data_fingerprint).items()
+    ]
     data = pins.get("data")
-    used = {config_key} | ({"data"} if isinstance(data, dict) or (isinstance(data, str) and len(datasets) == 1) else set())
+    used = {config_key} | (
+        {"data"}
+        if isinstance(data, dict) or (isinstance(data, str) and len(datasets) == 1)
+        else set()
+    )
     for k, v in pins.items():
-        if k in used: continue
-        note = ("recorded under this dataset's name: the four_condition experiment pins the dataset's audit records "
-                "(SHA-256 of their canonical JSON) this way; it is not a data-folder fingerprint") if k in datasets else ""
+        if k in used:
+            continue
+        note = (
+            (
+                "recorded under this dataset's name: the four_condition experiment pins the dataset's audit records "
+                "(SHA-256 of their canonical JSON) this way; it is not a data-folder fingerprint"
+            )
+            if k in datasets
+            else ""
+        )
         rows.append((f"pins[{k!r}]", v if isinstance(v, str) else json.dumps(v), note))
     if data_fingerprint is not None and len(datasets) > 1:
-        rows.append(("--data folder SHA-256", data_fingerprint,
-                     "computed now; the results hold several datasets, so it is not attributed to one"))
-    registry = (f"this package's registry (hoi_audit.conditions.CONDITIONS, hoi_audit {__version__}), which may differ "
-                "from the one that ran the audit")
-    fallback = [c for c in _audited_conditions(audit["records"]) if not recorded or c not in recorded]
-    rows.append(("conditions", "results JSON" if recorded else None,
-                 f"labels, inputs and deployability of {', '.join(fallback)} read from {registry}" if fallback and recorded
-                 else "read from the results JSON's conditions" if recorded
-                 else f"not recorded in the results JSON: labels, inputs and deployability read from {registry}"))
-    embedded = "embedded" if audit["intervention"] is not None and audit["intervention_file"] is None else None
-    rows.append(("2x2 intervention", audit["intervention_sha256"] or embedded, audit["intervention_source"]))
+        rows.append(
+            (
+                "--data folder SHA-256",
+                data_fingerprint,
+                "computed now; the results hold several datasets, so it is not attributed to one",
+            )
+        )
+    registry = (
+        f"this package's registry (hoi_audit.conditions.CONDITIONS, hoi_audit {__version__}), which may differ "
+        "from the one that ran the audit"
+    )
+    fallback = [
+        c for c in _audited_conditions(audit["records"]) if not recorded or c not in recorded
+    ]
+    rows.append(
+        (
+            "conditions",
+            "results JSON" if recorded else None,
+            f"labels, inputs and deployability of {', '.join(fallback)} read from {registry}"
+            if fallback and recorded
+            else "read from the results JSON's conditions"
+            if recorded
+            else f"not recorded in the results JSON: labels, inputs and deployability read from {registry}",
+        )
+    )
+    embedded = (
+        "embedded"
+        if audit["intervention"] is not None and audit["intervention_file"] is None
+        else None
+    )
+    rows.append(
+        ("2x2 intervention", audit["intervention_sha256"] or embedded, audit["intervention_source"])
+    )
     return rows
 
 # %% ../nbs/19_report.ipynb #f8b0fefb
-REPORT_SECTIONS = {"pins": "Pinned inputs", "verdict": "Verdict, per dataset",
-                   "figure": "Act@1 per condition, one panel per dataset",
-                   "setup": "Model and training budget (shared by every dataset)"}  # page-level section id -> heading, in order
+REPORT_SECTIONS = {
+    "pins": "Pinned inputs",
+    "verdict": "Verdict, per dataset",
+    "figure": "Act@1 per condition, one panel per dataset",
+    "setup": "Model and training budget (shared by every dataset)",
+}  # page-level section id -> heading, in order
 
-DATASET_SECTIONS = {"audited": "What was audited", "table1": "Table 1: scores with intervals",
-                    "gap": "The privileged-history gap", "intervention": "The 2x2 intervention",
-                    "recovery": "History-recovery quality", "controls": "Controls run and not run",
-                    "checklist": "Checklist"}  # per-dataset section id (<dataset>-<id>) -> heading, in order
+DATASET_SECTIONS = {
+    "audited": "What was audited",
+    "table1": "Table 1: scores with intervals",
+    "gap": "The privileged-history gap",
+    "intervention": "The 2x2 intervention",
+    "recovery": "History-recovery quality",
+    "controls": "Controls run and not run",
+    "checklist": "Checklist",
+}  # per-dataset section id (<dataset>-<id>) -> heading, in order
 
 # %% ../nbs/19_report.ipynb #92390f3e
-def _cell(v, integer:bool=False, digits:int=1) -> str:
+def _cell(v, integer: bool = False, digits: int = 1) -> str:
     "One table cell: missing as a dash, a flag as yes/no, a whole count as an integer, a measurement with `digits` decimals."
-    if v is None or (isinstance(v, float) and math.isnan(v)): return "–"
-    if isinstance(v, (bool, np.bool_)): return "yes" if v else "no"
-    if isinstance(v, (int, np.integer)): return str(int(v))
-    if _is_number(v): return str(int(v)) if integer and float(v).is_integer() else f"{v:.{digits}f}"
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if _is_number(v):
+        return str(int(v)) if integer and float(v).is_integer() else f"{v:.{digits}f}"
     return str(v)
 
 # %% ../nbs/19_report.ipynb #7065e6ff
-def _html_table(df:pd.DataFrame, digits:int=1) -> str:
+def _html_table(df: pd.DataFrame, digits: int = 1) -> str:
     "A table of the page: counts, splits and seeds (by `field_kind`) as integers, other numbers with `digits` decimals."
     integer = {c: field_kind(str(c)) in ("count", "integer", "split") for c in df.columns}
     formatters = {c: (lambda v, i=integer[c]: _cell(v, i, digits)) for c in df.columns}
-    return df.to_html(index=False, formatters=formatters, na_rep="–", border=0, classes="t", escape=True)
+    return df.to_html(
+        index=False, formatters=formatters, na_rep="–", border=0, classes="t", escape=True
+    )
 
 # %% ../nbs/19_report.ipynb #38425a08
-def _slug(dataset:str) -> str:
+def _slug(dataset: str) -> str:
     "A dataset's name as part of an HTML id."
     return re.sub(r"[^\w.+-]", "_", dataset)
 
 # %% ../nbs/19_report.ipynb #7faadade
-def _intervention_of(audit:dict, dataset:str) -> pd.DataFrame|None:
+def _intervention_of(audit: dict, dataset: str) -> pd.DataFrame | None:
     "One dataset's 2x2 records (None: not run for it, or not attributable to it)."
     iv = audit["intervention"]
-    if iv is None: return None
+    if iv is None:
+        return None
     r = iv["records"]
-    if "dataset" in r: r = r[r["dataset"] == dataset]
-    elif audit["records"]["dataset"].nunique() > 1: return None
+    if "dataset" in r:
+        r = r[r["dataset"] == dataset]
+    elif audit["records"]["dataset"].nunique() > 1:
+        return None
     return r if len(r) else None
 
 # %% ../nbs/19_report.ipynb #77837782
-def verdicts(audit:dict, # from `load_audit`
-            ) -> dict: # dataset -> `verdict_facts` of its records alone
+def verdicts(
+    audit: dict,  # from `load_audit`
+) -> dict:  # dataset -> `verdict_facts` of its records alone
     "Each dataset's verdict facts, from its own records, 2x2 and conditions."
     records = audit["records"]
     info = condition_info(_audited_conditions(records), audit["recorded_conditions"])
-    return {ds: verdict_facts(records[records["dataset"] == ds], info, _intervention_of(audit, ds))
-            for ds in sorted(records["dataset"].unique())}
+    return {
+        ds: verdict_facts(records[records["dataset"] == ds], info, _intervention_of(audit, ds))
+        for ds in sorted(records["dataset"].unique())
+    }
 
 # %% ../nbs/19_report.ipynb #a74ddc47
-def _pins_section(rows:list) -> str:
+def _pins_section(rows: list) -> str:
     "The header's list of pins (`pin_rows`)."
-    item = lambda what, value, note: (f"<li><b>{escape(what)}</b>: " +
-                                      (f"<code>{escape(value)}</code>" if value is not None else "<em>not recorded</em>") +
-                                      (f" ({escape(note)})" if note else "") + "</li>")
+    item = lambda what, value, note: (
+        f"<li><b>{escape(what)}</b>: "
+        + (f"<code>{escape(value)}</code>" if value is not None else "<em>not recorded</em>")
+        + (f" ({escape(note)})" if note else "")
+        + "</li>"
+    )
     return '<ul class="pins">' + "".join(item(*r) for r in rows) + "</ul>"
 
 # %% ../nbs/19_report.ipynb #b847608c
-def _summary_table(facts:dict) -> pd.DataFrame:
+def _summary_table(facts: dict) -> pd.DataFrame:
     "The one table across datasets: one row per dataset, each copied from its verdict facts; nothing averaged."
     rows = []
     for ds, f in facts.items():
         g = f["gap"] or {}
         signed = lambda v: f"{v:+.1f}" if v is not None else "–"
-        rows.append({"dataset": ds, "privileged condition": g.get("oracle"), "matched with": g.get("non_oracle"),
-                     "metric": METRIC_NAMES.get(g["base"], g["base"]) if g else "–",
-                     "ΔPH (points)": signed(g["value"]) if g else "–",
-                     "95% interval": f"[{signed(g['ci_low'])}, {signed(g['ci_high'])}]" if g else "–", "n": g.get("n"),
-                     "interval excludes 0": {True: "yes", False: "no", None: "no interval"}[g.get("excludes_zero")]
-                     if g else "no gap", "controls run": f"{len(f['controls_run'])} of {len(CONTROLS)}",
-                     "2x2": "run" if f["intervention_run"] else "not run"})
+        rows.append(
+            {
+                "dataset": ds,
+                "privileged condition": g.get("oracle"),
+                "matched with": g.get("non_oracle"),
+                "metric": METRIC_NAMES.get(g["base"], g["base"]) if g else "–",
+                "ΔPH (points)": signed(g["value"]) if g else "–",
+                "95% interval": f"[{signed(g['ci_low'])}, {signed(g['ci_high'])}]" if g else "–",
+                "n": g.get("n"),
+                "interval excludes 0": {True: "yes", False: "no", None: "no interval"}[
+                    g.get("excludes_zero")
+                ]
+                if g
+                else "no gap",
+                "controls run": f"{len(f['controls_run'])} of {len(CONTROLS)}",
+                "2x2": "run" if f["intervention_run"] else "not run",
+            }
+        )
     return pd.DataFrame(rows)
 
 # %% ../nbs/19_report.ipynb #34e86977
-def _verdict_section(facts:dict) -> str:
+def _verdict_section(facts: dict) -> str:
     "One verdict block per dataset, then (with several datasets) the summary table across them, labelled as such."
-    blocks = "".join(f'<div class="verdict" data-dataset="{escape(ds)}"><h3>Dataset: {escape(ds)}</h3>' +
-                     "".join(f"<p>{escape(p)}</p>" for p in verdict_text(f)) + "</div>" for ds, f in facts.items())
-    if len(facts) < 2: return blocks
-    return (blocks + "<h3>Summary across datasets</h3><p>One row per dataset, each copied from its verdict above; no number "
-            "here is averaged across datasets.</p>" + _html_table(_summary_table(facts), 1))
+    blocks = "".join(
+        f'<div class="verdict" data-dataset="{escape(ds)}"><h3>Dataset: {escape(ds)}</h3>'
+        + "".join(f"<p>{escape(p)}</p>" for p in verdict_text(f))
+        + "</div>"
+        for ds, f in facts.items()
+    )
+    if len(facts) < 2:
+        return blocks
+    return (
+        blocks
+        + "<h3>Summary across datasets</h3><p>One row per dataset, each copied from its verdict above; no number "
+        "here is averaged across datasets.</p>" + _html_table(_summary_table(facts), 1)
+    )
 
 # %% ../nbs/19_report.ipynb #fa498b3a
 def _figure_png(table:pd.DataFrame, # `table1_intervals` of every dataset
@@ -675,157 +1069,253 @@ def _figure_png(table:pd.DataFrame, # `table1_intervals` of every dataset
     return buf.getvalue()
 
 # %% ../nbs/19_report.ipynb #993b5da6
-def _setup_section(payload:dict) -> str:
+def _setup_section(payload: dict) -> str:
     "The model and the training budget every condition of every dataset shares (from the results JSON's config)."
     config = payload["config"]
     arch, train = config.get("architecture", "transformer"), config.get("train", {})
-    model = (f"user model <code>{escape(arch)}</code> (factory(shapes, n_classes, seed) trained by the shared trainer)"
-             if ":" in arch else f"built-in architecture <code>{escape(arch)}</code>")
+    model = (
+        f"user model <code>{escape(arch)}</code> (factory(shapes, n_classes, seed) trained by the shared trainer)"
+        if ":" in arch
+        else f"built-in architecture <code>{escape(arch)}</code>"
+    )
     fit = "cross-fitted" if config.get("cross_fit", True) else "in-sample (optimistic)"
-    return (f"<p>Model: {model}; training budget shared by every condition: epochs {train.get('epochs')}, patience "
-            f"{train.get('patience')}, AdamW lr {train.get('lr')}, batch {train.get('batch_size')}. Query schedule "
-            f"{escape(str(config.get('schedule')))}; recognizer histories {fit} for training queries.</p>")
+    return (
+        f"<p>Model: {model}; training budget shared by every condition: epochs {train.get('epochs')}, patience "
+        f"{train.get('patience')}, AdamW lr {train.get('lr')}, batch {train.get('batch_size')}. Query schedule "
+        f"{escape(str(config.get('schedule')))}; recognizer histories {fit} for training queries.</p>"
+    )
 
 # %% ../nbs/19_report.ipynb #38eade44
-def _audited_section(records:pd.DataFrame, # one dataset's records
-                     conditions:dict, # `condition_info`
-                     fingerprint:tuple, # (fingerprint or None, where it came from), from `data_fingerprints`
-                    ) -> str:
+def _audited_section(
+    records: pd.DataFrame,  # one dataset's records
+    conditions: dict,  # `condition_info`
+    fingerprint: tuple,  # (fingerprint or None, where it came from), from `data_fingerprints`
+) -> str:
     "What was audited on one dataset: its splits and seeds, its data fingerprint, and each condition it ran."
     splits = sorted({s for s in records["split"] if s != "all"}, key=str)
     seeds = sorted({int(s) for s in records["seed"].dropna()}) if "seed" in records else []
     fp, how = fingerprint
     names = [c for c in _audited_conditions(records)]
-    rows = pd.DataFrame([{"condition": c, "label": conditions[c]["label"], "inputs": ", ".join(conditions[c]["inputs"]),
-                          "history": conditions[c]["history"] or "none", "sources": ", ".join(conditions[c]["sources"]),
-                          "deployable": {True: "yes", False: "no (oracle)", None: "unknown"}[conditions[c]["deployable"]],
-                          "read from": conditions[c]["from"]} for c in names])
-    return (f"<p>Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds)) or 'not recorded'}. Data "
-            f"fingerprint: " + (f"<code>{escape(fp)}</code> ({escape(how)})" if fp else f"<em>{escape(how)}</em>") +
-            ".</p>" + _html_table(rows))
+    rows = pd.DataFrame(
+        [
+            {
+                "condition": c,
+                "label": conditions[c]["label"],
+                "inputs": ", ".join(conditions[c]["inputs"]),
+                "history": conditions[c]["history"] or "none",
+                "sources": ", ".join(conditions[c]["sources"]),
+                "deployable": {True: "yes", False: "no (oracle)", None: "unknown"}[
+                    conditions[c]["deployable"]
+                ],
+                "read from": conditions[c]["from"],
+            }
+            for c in names
+        ]
+    )
+    return (
+        f"<p>Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds)) or 'not recorded'}. Data "
+        f"fingerprint: "
+        + (f"<code>{escape(fp)}</code> ({escape(how)})" if fp else f"<em>{escape(how)}</em>")
+        + ".</p>"
+        + _html_table(rows)
+    )
 
 # %% ../nbs/19_report.ipynb #05d1f75b
-def _table1_section(table:pd.DataFrame, # one dataset's `table1_intervals`
-                   ) -> str:
+def _table1_section(
+    table: pd.DataFrame,  # one dataset's `table1_intervals`
+) -> str:
     "One dataset's Table 1 with intervals ('mean [low, high]' per metric)."
-    wide = table.pivot_table(index="label", columns="metric", values=["mean", "ci_low", "ci_high"], sort=False,
-                             dropna=False)   # one split: no interval, NaN columns kept
+    wide = table.pivot_table(
+        index="label",
+        columns="metric",
+        values=["mean", "ci_low", "ci_high"],
+        sort=False,
+        dropna=False,
+    )  # one split: no interval, NaN columns kept
     shown = pd.DataFrame({"condition": wide.index})
     for m in [m for m in METRICS if ("mean", m) in wide]:
-        shown[METRIC_NAMES.get(m, m)] = [f"{a:.1f} [{lo:.1f}, {hi:.1f}]" if not math.isnan(lo) else f"{a:.1f}" for a, lo, hi
-                                         in zip(wide[("mean", m)], wide[("ci_low", m)], wide[("ci_high", m)])]
+        shown[METRIC_NAMES.get(m, m)] = [
+            f"{a:.1f} [{lo:.1f}, {hi:.1f}]" if not math.isnan(lo) else f"{a:.1f}"
+            for a, lo, hi in zip(wide[("mean", m)], wide[("ci_low", m)], wide[("ci_high", m)])
+        ]
     n = int(table["n_splits"].max()) if len(table) else 0
-    return (f"<p>Mean over splits of the seed-averaged score, with its 95% Student-t interval on n_splits - 1 degrees of "
-            f"freedom ({n} split{'s' * (n != 1)}).</p>" + _html_table(shown))
+    return (
+        f"<p>Mean over splits of the seed-averaged score, with its 95% Student-t interval on n_splits - 1 degrees of "
+        f"freedom ({n} split{'s' * (n != 1)}).</p>" + _html_table(shown)
+    )
 
 # %% ../nbs/19_report.ipynb #a49fedb4
-def _gap_section(gaps:pd.DataFrame, # one dataset's gap_* records
-                ) -> str:
+def _gap_section(
+    gaps: pd.DataFrame,  # one dataset's gap_* records
+) -> str:
     "One dataset's matched gaps with their intervals (or why there are none)."
-    if not len(gaps): return "<p>Not estimated: the audit had no matched oracle / non-oracle pair.</p>"
+    if not len(gaps):
+        return "<p>Not estimated: the audit had no matched oracle / non-oracle pair.</p>"
     g = gaps[["condition", "metric", "value", "ci_low", "ci_high", "n"]].rename(
-        columns={"condition": "oracle - non-oracle", "value": "gap"})
-    return ("<p>Differences of matched conditions (same inputs, history provenance differs), paired by split, with their "
-            "95% Student-t interval. The gap is <em>estimator-relative</em>: it belongs to this recognizer, this model and "
-            "this budget.</p>" + _html_table(g, 2))
+        columns={"condition": "oracle - non-oracle", "value": "gap"}
+    )
+    return (
+        "<p>Differences of matched conditions (same inputs, history provenance differs), paired by split, with their "
+        "95% Student-t interval. The gap is <em>estimator-relative</em>: it belongs to this recognizer, this model and "
+        "this budget.</p>" + _html_table(g, 2)
+    )
 
 # %% ../nbs/19_report.ipynb #38d2b62e
-def _intervention_section(iv:pd.DataFrame|None, # one dataset's 2x2 records (None: not run for it)
-                          source:str, # where the 2x2 was looked for (`load_intervention`)
-                         ) -> str:
+def _intervention_section(
+    iv: pd.DataFrame | None,  # one dataset's 2x2 records (None: not run for it)
+    source: str,  # where the 2x2 was looked for (`load_intervention`)
+) -> str:
     "One dataset's 2x2: cells (mean over splits of the seed-averaged Act@1) and contrasts."
-    if iv is None: return f"<p>Not run for this dataset (2x2: {escape(source)}).</p>"
+    if iv is None:
+        return f"<p>Not run for this dataset (2x2: {escape(source)}).</p>"
     cells = iv[(iv["metric"] == "act1") & iv["split"].map(lambda s: s != "all")]
-    cells = cells.groupby(["train_history", "test_history", "split"])["value"].mean().groupby(
-        ["train_history", "test_history"]).mean().unstack()
-    cells.index, cells.columns = [f"train {i}" for i in cells.index], [f"test {c}" for c in cells.columns]
-    con = iv[iv["metric"] == "contrast_act1"].reindex(columns=["train_history", "value", "ci_low", "ci_high", "n"]).rename(
-        columns={"value": "test GT - test recognizer"})
-    return (f"<p>Fixed checkpoints, trained with recognizer (ba) or GT history, each tested with both (read from "
-            f"{escape(source)}). A large test-time contrast for the recognizer-trained checkpoint means its score is limited "
-            "by the history it is given at inference, not by what it learned.</p>" +
-            _html_table(cells.reset_index(names="checkpoint")) + _html_table(con, 2))
+    cells = (
+        cells.groupby(["train_history", "test_history", "split"])["value"]
+        .mean()
+        .groupby(["train_history", "test_history"])
+        .mean()
+        .unstack()
+    )
+    cells.index, cells.columns = (
+        [f"train {i}" for i in cells.index],
+        [f"test {c}" for c in cells.columns],
+    )
+    con = (
+        iv[iv["metric"] == "contrast_act1"]
+        .reindex(columns=["train_history", "value", "ci_low", "ci_high", "n"])
+        .rename(columns={"value": "test GT - test recognizer"})
+    )
+    return (
+        f"<p>Fixed checkpoints, trained with recognizer (ba) or GT history, each tested with both (read from "
+        f"{escape(source)}). A large test-time contrast for the recognizer-trained checkpoint means its score is limited "
+        "by the history it is given at inference, not by what it learned.</p>"
+        + _html_table(cells.reset_index(names="checkpoint"))
+        + _html_table(con, 2)
+    )
 
 # %% ../nbs/19_report.ipynb #42163098
-def _recovery_section(records:pd.DataFrame, # one dataset's records
-                     ) -> str:
+def _recovery_section(
+    records: pd.DataFrame,  # one dataset's records
+) -> str:
     "One dataset's recovered-history quality and recognizer window accuracy: per split over seeds, then over splits."
     q = records[records["metric"].isin(RECOVERY_NAMES)].copy()
-    if not len(q): return "<p>No recovered history was audited.</p>"
+    if not len(q):
+        return "<p>No recovered history was audited.</p>"
     q["part"] = q["part"].fillna("–") if "part" in q else "–"
     per_split = q.groupby(["condition", "part", "metric", "split"])["value"].mean()
     table = per_split.groupby(["condition", "part", "metric"]).mean().unstack("metric")
-    table = table[[m for m in RECOVERY_NAMES if m in table]].rename(columns=RECOVERY_NAMES).rename_axis(columns=None)
+    table = (
+        table[[m for m in RECOVERY_NAMES if m in table]]
+        .rename(columns=RECOVERY_NAMES)
+        .rename_axis(columns=None)
+    )
     table["n_splits"] = per_split.reset_index().groupby(["condition", "part"])["split"].nunique()
-    return ("<p>How close the recovered histories are to the annotated ones, on the videos the recognizer was trained "
-            "around (train, out of fold) and on test videos; mean over splits. <code>history_edit_rate</code> is the total "
-            "edit distance over the annotated histories' total length: above 1 where the recovered histories are longer "
-            "than the annotated ones (a boundary-free recognizer over-segments). <code>history_item_acc</code> is the share of "
-            "annotated items recovered in order. The window accuracy is the recognizer's, where it was measured.</p>" +
-            _html_table(table.reset_index(), 3))
+    return (
+        "<p>How close the recovered histories are to the annotated ones, on the videos the recognizer was trained "
+        "around (train, out of fold) and on test videos; mean over splits. <code>history_edit_rate</code> is the total "
+        "edit distance over the annotated histories' total length: above 1 where the recovered histories are longer "
+        "than the annotated ones (a boundary-free recognizer over-segments). <code>history_item_acc</code> is the share of "
+        "annotated items recovered in order. The window accuracy is the recognizer's, where it was measured.</p>"
+        + _html_table(table.reset_index(), 3)
+    )
 
 # %% ../nbs/19_report.ipynb #189084ff
-def _controls_section(conds:list, # the conditions this dataset ran
-                      iv_run:bool, # whether its 2x2 ran
-                     ) -> str:
+def _controls_section(
+    conds: list,  # the conditions this dataset ran
+    iv_run: bool,  # whether its 2x2 ran
+) -> str:
     "Which controls were run on one dataset and which not, each with what it shows."
-    return ("<ul>" + "".join(f"<li><b>{'run' if c in conds else 'not run'}</b>: {escape(text)}</li>"
-                             for c, text in CONTROLS.items()) +
-            f"<li><b>{'run' if iv_run else 'not run'}</b>: the 2x2 train-history x test-history intervention</li></ul>")
+    return (
+        "<ul>"
+        + "".join(
+            f"<li><b>{'run' if c in conds else 'not run'}</b>: {escape(text)}</li>"
+            for c, text in CONTROLS.items()
+        )
+        + f"<li><b>{'run' if iv_run else 'not run'}</b>: the 2x2 train-history x test-history intervention</li></ul>"
+    )
 
 # %% ../nbs/19_report.ipynb #79d7f370
-def _checklist_section(records:pd.DataFrame, # one dataset's records
-                       payload:dict, # the results JSON
-                       facts:dict, # its `verdict_facts`
-                       fingerprint:tuple, # (fingerprint or None, where it came from)
-                       conditions:dict, # `condition_info` of its conditions
-                       iv_pinned:bool, # whether the 2x2 was embedded or referenced with its SHA-256
-                      ) -> str:
+def _checklist_section(
+    records: pd.DataFrame,  # one dataset's records
+    payload: dict,  # the results JSON
+    facts: dict,  # its `verdict_facts`
+    fingerprint: tuple,  # (fingerprint or None, where it came from)
+    conditions: dict,  # `condition_info` of its conditions
+    iv_pinned: bool,  # whether the 2x2 was embedded or referenced with its SHA-256
+) -> str:
     "One dataset's checklist: what the audit did and did not do, each item read from the results."
     splits = {s for s in records["split"] if s != "all"}
     seeds = records["seed"].dropna() if "seed" in records else []
     pins = payload["pins"]
-    checks = [("Seeds fixed and recorded", len(seeds) > 0), ("At least two splits (intervals need them)", len(splits) >= 2),
-              ("One architecture and one training budget for every condition", True),
-              ("Deployable conditions refuse oracle blocks (provenance guard)", True),
-              ("Training histories recovered out of fold", bool(payload["config"].get("cross_fit", True))),
-              ("Data fingerprint recorded", fingerprint[0] is not None),
-              ("Config SHA-256 recorded", any(isinstance(pins.get(k), str) for k in ("config", "config_sha256"))),
-              ("Conditions recorded in the results JSON", all(conditions[c]["from"] == "results JSON"
-                                                               for c in _audited_conditions(records))),
-              ("Matched GT-vs-recognizer pair audited", facts["gap"] is not None),
-              ("Fixed-checkpoint 2x2 run", facts["intervention_run"]),
-              ("2x2 pinned by the results JSON (embedded, or referenced with its SHA-256)",
-               facts["intervention_run"] and iv_pinned)]
-    return ("<p>In the spirit of the REFORMS checklist and model cards.</p><ul>" +
-            "".join(f"<li>{'&#10003;' if ok else '&#10007;'} {escape(t)}</li>" for t, ok in checks) + "</ul>")
+    checks = [
+        ("Seeds fixed and recorded", len(seeds) > 0),
+        ("At least two splits (intervals need them)", len(splits) >= 2),
+        ("One architecture and one training budget for every condition", True),
+        ("Deployable conditions refuse oracle blocks (provenance guard)", True),
+        (
+            "Training histories recovered out of fold",
+            bool(payload["config"].get("cross_fit", True)),
+        ),
+        ("Data fingerprint recorded", fingerprint[0] is not None),
+        (
+            "Config SHA-256 recorded",
+            any(isinstance(pins.get(k), str) for k in ("config", "config_sha256")),
+        ),
+        (
+            "Conditions recorded in the results JSON",
+            all(conditions[c]["from"] == "results JSON" for c in _audited_conditions(records)),
+        ),
+        ("Matched GT-vs-recognizer pair audited", facts["gap"] is not None),
+        ("Fixed-checkpoint 2x2 run", facts["intervention_run"]),
+        (
+            "2x2 pinned by the results JSON (embedded, or referenced with its SHA-256)",
+            facts["intervention_run"] and iv_pinned,
+        ),
+    ]
+    return (
+        "<p>In the spirit of the REFORMS checklist and model cards.</p><ul>"
+        + "".join(f"<li>{'&#10003;' if ok else '&#10007;'} {escape(t)}</li>" for t, ok in checks)
+        + "</ul>"
+    )
 
 # %% ../nbs/19_report.ipynb #0d4e7775
-def _dataset_section(dataset:str, # the dataset's name
-                     body:dict, # DATASET_SECTIONS id -> its HTML
-                    ) -> str:
+def _dataset_section(
+    dataset: str,  # the dataset's name
+    body: dict,  # DATASET_SECTIONS id -> its HTML
+) -> str:
     "One dataset's section: its heading, then each of DATASET_SECTIONS under a heading that names the dataset."
     slug = _slug(dataset)
-    inner = "".join(f'<section id="{slug}-{k}"><h3>{escape(h)} — {escape(dataset)}</h3>{body[k]}</section>'
-                    for k, h in DATASET_SECTIONS.items())
-    return (f'<section id="dataset-{slug}" class="dataset" data-dataset="{escape(dataset)}">'
-            f"<h2>Dataset: {escape(dataset)}</h2>{inner}</section>")
+    inner = "".join(
+        f'<section id="{slug}-{k}"><h3>{escape(h)} — {escape(dataset)}</h3>{body[k]}</section>'
+        for k, h in DATASET_SECTIONS.items()
+    )
+    return (
+        f'<section id="dataset-{slug}" class="dataset" data-dataset="{escape(dataset)}">'
+        f"<h2>Dataset: {escape(dataset)}</h2>{inner}</section>"
+    )
 
 # %% ../nbs/19_report.ipynb #d1ff1cb4
-def _html_page(audit:dict, datasets:list, s:dict, dataset_sections:str) -> str:
+def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> str:
     "The page: REPORT_SECTIONS in order, then the datasets' sections."
-    body = "".join(f'<section id="{k}"><h2>{escape(REPORT_SECTIONS[k])}</h2>{s[k]}</section>' for k in REPORT_SECTIONS)
-    style = ("body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;line-height:1.45}"
-             "table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t th{padding:.2em .6em;"
-             "border-bottom:1px solid #ddd;text-align:left}code{background:#f4f4f4;padding:0 .2em;word-break:break-all}"
-             "img{max-width:100%}div.verdict{border-left:4px solid #2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}"
-             "section.dataset{border-top:3px solid #333;margin-top:2.5em}ul.pins{font-size:.9em}")
+    body = "".join(
+        f'<section id="{k}"><h2>{escape(REPORT_SECTIONS[k])}</h2>{s[k]}</section>'
+        for k in REPORT_SECTIONS
+    )
+    style = (
+        "body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;line-height:1.45}"
+        "table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t th{padding:.2em .6em;"
+        "border-bottom:1px solid #ddd;text-align:left}code{background:#f4f4f4;padding:0 .2em;word-break:break-all}"
+        "img{max-width:100%}div.verdict{border-left:4px solid #2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}"
+        "section.dataset{border-top:3px solid #333;margin-top:2.5em}ul.pins{font-size:.9em}"
+    )
     names = escape(", ".join(datasets))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hoi_audit report: {names}</title>'
-            f"<style>{style}</style></head><body><h1>Privileged-information audit: {names}</h1>"
-            f"<p>Generated by hoi_audit {escape(__version__)} from <code>{escape(audit['path'].name)}</code>; regenerate "
-            f"with <code>hoi-audit report {escape(audit['path'].name)}</code>. Each dataset is reported on its own; nothing "
-            f"is averaged across datasets.</p>{body}{dataset_sections}</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hoi_audit report: {names}</title>'
+        f"<style>{style}</style></head><body><h1>Privileged-information audit: {names}</h1>"
+        f"<p>Generated by hoi_audit {escape(__version__)} from <code>{escape(audit['path'].name)}</code>; regenerate "
+        f"with <code>hoi-audit report {escape(audit['path'].name)}</code>. Each dataset is reported on its own; nothing "
+        f"is averaged across datasets.</p>{body}{dataset_sections}</body></html>\n"
+    )
 
 # %% ../nbs/19_report.ipynb #9a8f6221
 def report_html(audit:dict, # from `load_audit`
@@ -862,15 +1352,17 @@ def report_path(results) -> Path:
     return results.with_name(f"{results.stem}.report.html")
 
 # %% ../nbs/19_report.ipynb #2041b418
-def write_report(results, # the audit's results JSON
-                 out=None, # the HTML file (default: `report_path(results)`, beside the results)
-                 data_dir=None, # the audited data folder, fingerprinted into the report (optional)
-                ) -> Path:
+def write_report(
+    results,  # the audit's results JSON
+    out=None,  # the HTML file (default: `report_path(results)`, beside the results)
+    data_dir=None,  # the audited data folder, fingerprinted into the report (optional)
+) -> Path:
     "Write the audit report atomically; returns its path."
     audit = load_audit(results)
     fingerprint = None
     if data_dir is not None:
-        if not Path(data_dir).is_dir(): raise DataError(f"{data_dir}: --data must be the audited data folder")
+        if not Path(data_dir).is_dir():
+            raise DataError(f"{data_dir}: --data must be the audited data folder")
         fingerprint = sha256_folder(data_dir)
     return write_text(Path(out) if out else report_path(results), report_html(audit, fingerprint))
 

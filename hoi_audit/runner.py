@@ -10,10 +10,27 @@ from pathlib import Path
 from typing import Annotated, Callable, Literal, Sequence
 import pandas as pd
 import hoi_audit
-from .cluster import (BACKEND_ENV, ClusterConfig, LocalBackend, PlanBackend, SlurmBackend, backend_spec,
-                               cluster_jobs, read_cluster_config)
+from hoi_audit.cluster import (
+    BACKEND_ENV,
+    ClusterConfig,
+    LocalBackend,
+    PlanBackend,
+    SlurmBackend,
+    backend_spec,
+    cluster_jobs,
+    read_cluster_config,
+)
 from .cli import add_command
-from .core import SCALES, HoiAuditError, OutputError, WriteLog, _ensure_folder, claim_output, read_json, recording_writes
+from hoi_audit.core import (
+    SCALES,
+    HoiAuditError,
+    OutputError,
+    WriteLog,
+    _ensure_folder,
+    claim_output,
+    read_json,
+    recording_writes,
+)
 from .store import ResultStore, Unit, stores_below
 from .models import DEVICE_ENV, resolve_device
 from .procedural import LABELS_ENV, labels_cache_dir
@@ -28,17 +45,22 @@ __all__ = ['PLUGINS_CELL', 'EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experime
            'rejected_value', 'run_guarded', 'output_claim', 'plugin_args', 'load_plugins', 'main']
 
 # %% ../nbs/95_runner.ipynb #1570eac8
-def experiments_dir(folder=None, # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
-                   ) -> Path:
+def experiments_dir(
+    folder=None,  # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
+) -> Path:
     "The folder holding the experiment notebooks."
-    if folder is None: folder = os.environ.get("HOI_AUDIT_EXPERIMENTS")
+    if folder is None:
+        folder = os.environ.get("HOI_AUDIT_EXPERIMENTS")
     if folder is None:
         import hoi_audit
+
         folder = Path(hoi_audit.__file__).resolve().parent.parent / "nbs" / "experiments"
     folder = Path(folder)
     if not folder.is_dir():
-        raise HoiAuditError(f"experiment notebooks not found at {folder}: run from a clone of the repository, or pass "
-                            "--notebooks DIR (or set HOI_AUDIT_EXPERIMENTS)")
+        raise HoiAuditError(
+            f"experiment notebooks not found at {folder}: run from a clone of the repository, or pass "
+            "--notebooks DIR (or set HOI_AUDIT_EXPERIMENTS)"
+        )
     return folder
 
 # %% ../nbs/95_runner.ipynb #9182437b
@@ -51,47 +73,64 @@ def find_experiments(folder=None) -> dict:
 def notebook_parameters(path) -> dict:
     "Names and default expressions of the `parameters` cell of the notebook at `path`."
     import nbformat, papermill as pm
+
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
-    if not any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells if c.cell_type == "code"):
-        raise HoiAuditError(f"{path}: no code cell is tagged 'parameters', so papermill would silently run the defaults; "
-                            "tag the parameters cell (and keep 'tags' in settings.ini's allowed_cell_metadata_keys)")
+    if not any(
+        "parameters" in c.get("metadata", {}).get("tags", [])
+        for c in nb.cells
+        if c.cell_type == "code"
+    ):
+        raise HoiAuditError(
+            f"{path}: no code cell is tagged 'parameters', so papermill would silently run the defaults; "
+            "tag the parameters cell (and keep 'tags' in settings.ini's allowed_cell_metadata_keys)"
+        )
     return {name: info["default"] for name, info in pm.inspect_notebook(str(path)).items()}
 
 # %% ../nbs/95_runner.ipynb #07f96ac2
-def parse_param(text:str) -> tuple:
+def parse_param(text: str) -> tuple:
     "`NAME=VALUE` -> (name, value); the value is parsed as JSON when possible."
     name, sep, raw = text.partition("=")
-    if not sep or not name.isidentifier(): raise HoiAuditError(f"parameter {text!r}: expected NAME=VALUE")
-    try: value = json.loads(raw)
-    except json.JSONDecodeError: value = raw
+    if not sep or not name.isidentifier():
+        raise HoiAuditError(f"parameter {text!r}: expected NAME=VALUE")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
     return name, value
 
 # %% ../nbs/95_runner.ipynb #da9e368a
-def skipped_of(results, # a results JSON
-              ) -> dict: # dataset (or other input) -> why it was skipped
+def skipped_of(
+    results,  # a results JSON
+) -> dict:  # dataset (or other input) -> why it was skipped
     "What an experiment skipped because the user chose to: the results JSON's `skipped`, or its `config.skipped`."
     payload = read_json(results)
     return dict(payload.get("skipped") or payload.get("config", {}).get("skipped") or {})
 
 # %% ../nbs/95_runner.ipynb #de2a708d
 @contextlib.contextmanager
-def _environment_variable(name:str, value:str|None):
+def _environment_variable(name: str, value: str | None):
     "Set `$name` to `value` inside the block (None changes nothing), then restore what was there: how the command reaches the notebooks' kernels."
     before = os.environ.get(name)
-    if value is not None: os.environ[name] = value
-    try: yield
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
     finally:
-        if before is None: os.environ.pop(name, None)
-        else: os.environ[name] = before
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
 
 def backend_in_env(backend):
     "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
     return _environment_variable(BACKEND_ENV, None if backend is None else backend_spec(backend))
 
 # %% ../nbs/95_runner.ipynb #6fc32241
-def device_in_env(device:str|None, # 'auto', 'cpu' or 'cuda'; None changes nothing
-                 ):
+def device_in_env(
+    device: str | None,  # 'auto', 'cpu' or 'cuda'; None changes nothing
+):
     "Make `device` (resolved here: 'auto' is CUDA where torch sees it) the default `TrainConfig.device` in the notebooks' kernels, through `$HOI_AUDIT_DEVICE`."
     return _environment_variable(DEVICE_ENV, None if device is None else resolve_device(device))
 
@@ -100,58 +139,99 @@ PLUGINS_CELL = """# injected by hoi-audit --plugin: the command's plug-ins, load
 from hoi_audit.plugins import load_env_plugins
 _plugins = load_env_plugins()"""
 
-def with_plugins(notebook, # an experiment notebook
-                 folder:Path, # where the copy goes
-                ) -> Path:
+
+def with_plugins(
+    notebook,  # an experiment notebook
+    folder: Path,  # where the copy goes
+) -> Path:
     "A copy of `notebook` whose first cell (tagged `injected-plugins`, as papermill tags its parameters) loads the command's plug-ins."
     import nbformat
+
     nb = nbformat.read(str(notebook), as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(PLUGINS_CELL, metadata={"tags": ["injected-plugins"]}))
+    nb.cells.insert(
+        0, nbformat.v4.new_code_cell(PLUGINS_CELL, metadata={"tags": ["injected-plugins"]})
+    )
     copy = _ensure_folder(Path(folder)) / Path(notebook).name
     nbformat.write(nb, str(copy))
     return copy
 
 # %% ../nbs/95_runner.ipynb #23236ddd
-def run_experiment(notebook, # the experiment notebook
-                   out, # the output root
-                   scale:str="small", # one of SCALES
-                   params:dict|None=None, # extra parameters, each declared in the notebook's parameters cell
-                   progress:bool=True, # show papermill's cell progress
-                  ) -> dict:
+def run_experiment(
+    notebook,  # the experiment notebook
+    out,  # the output root
+    scale: str = "small",  # one of SCALES
+    params: dict | None = None,  # extra parameters, each declared in the notebook's parameters cell
+    progress: bool = True,  # show papermill's cell progress
+) -> dict:
     "Execute one experiment notebook with papermill; return what it wrote."
     import papermill as pm
+
     notebook, out = Path(notebook), Path(out).resolve()
-    if scale not in SCALES: raise HoiAuditError(f"scale must be one of {SCALES}, got {scale!r}")
+    if scale not in SCALES:
+        raise HoiAuditError(f"scale must be one of {SCALES}, got {scale!r}")
     declared = notebook_parameters(notebook)
     for required in ("scale", "out_dir"):
-        if required not in declared: raise HoiAuditError(f"{notebook}: its parameters cell must define {required!r}")
+        if required not in declared:
+            raise HoiAuditError(f"{notebook}: its parameters cell must define {required!r}")
     params = dict(params or {})
     unknown = sorted(set(params) - set(declared))
-    if unknown: raise HoiAuditError(f"{notebook}: unknown parameter(s) {unknown}; it declares {sorted(declared)}")
+    if unknown:
+        raise HoiAuditError(
+            f"{notebook}: unknown parameter(s) {unknown}; it declares {sorted(declared)}"
+        )
     runs = _ensure_folder(out / "runs")
     final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
     partial = runs / f".{notebook.stem}.partial.ipynb"
-    def figures_now(): return {p: p.stat().st_mtime_ns for p in (out / "figures").glob("*.png")}
-    def shared_now(): return {p: p.stat().st_mtime_ns for p in (out / "raw" / "shared").glob("*/*")}   # generated inputs (ExperimentPaths.data)
+
+    def figures_now():
+        return {p: p.stat().st_mtime_ns for p in (out / "figures").glob("*.png")}
+
+    def shared_now():
+        return {
+            p: p.stat().st_mtime_ns for p in (out / "raw" / "shared").glob("*/*")
+        }  # generated inputs (ExperimentPaths.data)
+
     before, shared_before = figures_now(), shared_now()
     try:
         with tempfile.TemporaryDirectory(prefix="hoi_audit_nb_") as tmp:
             source = with_plugins(notebook, Path(tmp)) if os.environ.get(PLUGINS_ENV) else notebook
-            pm.execute_notebook(str(source), str(partial), parameters={**params, "scale": scale, "out_dir": str(out)},
-                                cwd=str(notebook.parent), progress_bar=progress, log_output=False)
+            pm.execute_notebook(
+                str(source),
+                str(partial),
+                parameters={**params, "scale": scale, "out_dir": str(out)},
+                cwd=str(notebook.parent),
+                progress_bar=progress,
+                log_output=False,
+            )
     except pm.PapermillExecutionError as e:
         os.replace(partial, failed)
-        raise HoiAuditError(f"experiment {notebook.stem} failed in cell {e.exec_count} ({e.ename}: {e.evalue}); "
-                            f"the executed notebook is {failed}") from None
+        raise HoiAuditError(
+            f"experiment {notebook.stem} failed in cell {e.exec_count} ({e.ename}: {e.evalue}); "
+            f"the executed notebook is {failed}"
+        ) from None
     os.replace(partial, final)
-    if failed.exists(): failed.unlink()
+    if failed.exists():
+        failed.unlink()
     results = out / "results" / f"{notebook.stem}.json"
-    if not results.exists(): raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
-    figures = sorted(p for p, mtime in figures_now().items() if before.get(p) != mtime)   # written by this run
-    shared = sorted({p.parent for p, mtime in shared_now().items() if shared_before.get(p) != mtime})   # shared inputs it wrote
-    folders = [f for f in (out / "store" / notebook.stem, out / "raw" / notebook.stem) if f.is_dir()] + shared
-    return {"experiment": notebook.stem, "notebook": final, "results": results, "figures": figures, "folders": folders,
-            "skipped": skipped_of(results)}
+    if not results.exists():
+        raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
+    figures = sorted(
+        p for p, mtime in figures_now().items() if before.get(p) != mtime
+    )  # written by this run
+    shared = sorted(
+        {p.parent for p, mtime in shared_now().items() if shared_before.get(p) != mtime}
+    )  # shared inputs it wrote
+    folders = [
+        f for f in (out / "store" / notebook.stem, out / "raw" / notebook.stem) if f.is_dir()
+    ] + shared
+    return {
+        "experiment": notebook.stem,
+        "notebook": final,
+        "results": results,
+        "figures": figures,
+        "folders": folders,
+        "skipped": skipped_of(results),
+    }
 
 # %% ../nbs/95_runner.ipynb #85cb9927
 def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw/ below it
@@ -181,11 +261,12 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
 def store_roots(path) -> list:
     "The result stores at `path`: the store itself, or every store below `store/` of an output root (`store/<experiment>/...`)."
     path = Path(path)
-    if (path / "plan.json").exists(): return [path]
+    if (path / "plan.json").exists():
+        return [path]
     return stores_below(path / "store") if (path / "store").is_dir() else []
 
 # %% ../nbs/95_runner.ipynb #8ea0a2af
-def _store_label(root:Path, path) -> str:
+def _store_label(root: Path, path) -> str:
     "How the status names the store `root` found at `path`: its path below `store/`, or its folder's name when `path` is the store."
     base = Path(path) / "store"
     return root.relative_to(base).as_posix() if root.is_relative_to(base) else root.name
@@ -194,44 +275,70 @@ def _store_label(root:Path, path) -> str:
 def store_status(path) -> pd.DataFrame:
     "One row per unit of every store found at `path`: store, unit, state, reason."
     roots = store_roots(path)
-    if not roots: raise HoiAuditError(f"{path}: no result store here (expected plan.json, or store/<experiment>/plan.json)")
+    if not roots:
+        raise HoiAuditError(
+            f"{path}: no result store here (expected plan.json, or store/<experiment>/plan.json)"
+        )
     frames = [ResultStore(r).status().assign(store=_store_label(r, path)) for r in roots]
     return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
 
 # %% ../nbs/95_runner.ipynb #9ea65ecb
-def plan_experiment(name:str, # an experiment notebook's name
-                    out=".", # the output root whose store/<name>/ the plan reads and extends
-                    scale:str="small", # one of SCALES
-                    params:dict|None=None, # the experiment's parameters, as for `reproduce`
-                    notebooks=None, # the folder of experiment notebooks
-                   ) -> tuple: # (the status table of its stores, whether the whole grid is done)
+def plan_experiment(
+    name: str,  # an experiment notebook's name
+    out=".",  # the output root whose store/<name>/ the plan reads and extends
+    scale: str = "small",  # one of SCALES
+    params: dict | None = None,  # the experiment's parameters, as for `reproduce`
+    notebooks=None,  # the folder of experiment notebooks
+) -> tuple:  # (the status table of its stores, whether the whole grid is done)
     "The unit grid of an experiment without computing it: its stores' `plan.json`, extended up to the first pending units."
     import papermill as pm
+
     found = find_experiments(notebooks)
-    if name not in found: raise HoiAuditError(f"unknown experiment {name!r}; available: {sorted(found)}")
+    if name not in found:
+        raise HoiAuditError(f"unknown experiment {name!r}; available: {sorted(found)}")
     notebook, out, params = found[name], Path(out).resolve(), dict(params or {})
     unknown = sorted(set(params) - set(notebook_parameters(notebook)))
-    if unknown: raise HoiAuditError(f"{notebook}: unknown parameter(s) {unknown}")
+    if unknown:
+        raise HoiAuditError(f"{notebook}: unknown parameter(s) {unknown}")
     complete = True
     with backend_in_env(PlanBackend()), tempfile.TemporaryDirectory() as tmp:
-        source = with_plugins(notebook, Path(tmp) / "source") if os.environ.get(PLUGINS_ENV) else notebook   # a plug-in's units too
-        try: pm.execute_notebook(str(source), str(Path(tmp) / notebook.name), parameters={**params, "scale": scale, "out_dir": str(out)},
-                                 cwd=str(notebook.parent), progress_bar=False, log_output=False)
+        source = (
+            with_plugins(notebook, Path(tmp) / "source")
+            if os.environ.get(PLUGINS_ENV)
+            else notebook
+        )  # a plug-in's units too
+        try:
+            pm.execute_notebook(
+                str(source),
+                str(Path(tmp) / notebook.name),
+                parameters={**params, "scale": scale, "out_dir": str(out)},
+                cwd=str(notebook.parent),
+                progress_bar=False,
+                log_output=False,
+            )
         except pm.PapermillExecutionError as e:
-            if e.ename != "PlanStop": raise HoiAuditError(f"experiment {name} failed while planning ({e.ename}: {e.evalue})") from None
+            if e.ename != "PlanStop":
+                raise HoiAuditError(
+                    f"experiment {name} failed while planning ({e.ename}: {e.evalue})"
+                ) from None
             complete = False
     store = out / "store" / name
     stores = stores_below(store)
-    if not stores: raise HoiAuditError(f"experiment {name} declared no units in {store}")
-    tables = [ResultStore(s).status() for s in stores]   # a store below the experiment's folder: its units' paths start with its place
+    if not stores:
+        raise HoiAuditError(f"experiment {name} declared no units in {store}")
+    tables = [
+        ResultStore(s).status() for s in stores
+    ]  # a store below the experiment's folder: its units' paths start with its place
     for s, t in zip(stores, tables):
-        if s != store: t["unit"] = [f"{s.relative_to(store).as_posix()}/{u}" for u in t["unit"]]
+        if s != store:
+            t["unit"] = [f"{s.relative_to(store).as_posix()}/{u}" for u in t["unit"]]
     return pd.concat(tables, ignore_index=True), complete
 
 # %% ../nbs/95_runner.ipynb #88a14042
 def labels_in_use() -> str:
     "Which real labels the experiments read: the user's copy named by $HOI_AUDIT_LABELS, or the shipped ones."
-    if os.environ.get(LABELS_ENV): return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
+    if os.environ.get(LABELS_ENV):
+        return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
     return f"real labels: shipped with hoi_audit (rebuilt on first use in {labels_cache_dir() / 'labels'})"
 
 # %% ../nbs/95_runner.ipynb #343c2593
@@ -276,31 +383,46 @@ def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small
     return 0
 
 # %% ../nbs/95_runner.ipynb #e02764ad
-def _unit_of(path:str) -> Unit:
+def _unit_of(path: str) -> Unit:
     "The unit a store path names (its key; enough to find its failure record)."
     return Unit(dict(part.split("=", 1) for part in path.split("/")))
 
 # %% ../nbs/95_runner.ipynb #6be59e40
-def status_command(path:str, # a store folder, or an output root with store/<experiment>/
-                   units:bool=False, # list every unit, not only the counts
-                  ) -> int:
+def status_command(
+    path: str,  # a store folder, or an output root with store/<experiment>/
+    units: bool = False,  # list every unit, not only the counts
+) -> int:
     "which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs"
     table = store_status(path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
-    print(summary.reindex(columns=[s for s in ("done", "pending", "stale", "running", "failed", "corrupt") if s in summary]).to_string())
+    print(
+        summary.reindex(
+            columns=[
+                s
+                for s in ("done", "pending", "stale", "running", "failed", "corrupt")
+                if s in summary
+            ]
+        ).to_string()
+    )
     for root in store_roots(path):
         name = _store_label(root, path)
         jobs = cluster_jobs(root)
         if len(jobs):
-            states = ", ".join(f"{n} {s}" for s, n in jobs["state"].value_counts().sort_index().items())
+            states = ", ".join(
+                f"{n} {s}" for s, n in jobs["state"].value_counts().sort_index().items()
+            )
             print(f"{name}: SLURM array tasks {', '.join(jobs['job_id'])} ({states})")
             for _, j in jobs[jobs["state"] != "completed"].iterrows():
-                if j["state"] != "submitted": print(f"  task {j['job_id']} {j['state']}: log {j['stderr']}")
+                if j["state"] != "submitted":
+                    print(f"  task {j['job_id']} {j['state']}: log {j['stderr']}")
         st = ResultStore(root)
         for _, row in table[(table["store"] == name) & (table["state"] == "failed")].iterrows():
             unit = _unit_of(row["unit"])
-            print(f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}")
-    if units: print(table.to_string(index=False))
+            print(
+                f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}"
+            )
+    if units:
+        print(table.to_string(index=False))
     return 0
 
 # %% ../nbs/95_runner.ipynb #7d39d7ac
@@ -319,82 +441,142 @@ def plan_command(experiment:str, # an experiment notebook's name
     return 0
 
 # %% ../nbs/95_runner.ipynb #9be82e65
-EXIT_STATUS = {0: "success",
-               1: "findings: lint found protocol problems, or check found a contract broken",
-               2: "usage or data error: a named error (the file and the problem), nothing computed from bad input",
-               3: "internal error: a bug in hoi-audit (one line; --debug shows the traceback)"}  # what `hoi-audit` exits with
+EXIT_STATUS = {
+    0: "success",
+    1: "findings: lint found protocol problems, or check found a contract broken",
+    2: "usage or data error: a named error (the file and the problem), nothing computed from bad input",
+    3: "internal error: a bug in hoi-audit (one line; --debug shows the traceback)",
+}  # what `hoi-audit` exits with
 DEBUG_ENV = "HOI_AUDIT_DEBUG"  # set to 1: every failure prints its traceback, as --debug does
+
 
 def build_parser() -> argparse.ArgumentParser:
     "The `hoi-audit` argument parser: `reproduce`, `plan`, `status`, and each stage module's own subcommands (all built by `add_command`)."
-    parser = argparse.ArgumentParser(prog="hoi-audit", description="Audit privileged information in video-anticipation "
-                                     "and world-model benchmarks.", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="exit status:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_STATUS.items()))
-    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=f"on a failure, print the traceback too (anywhere on the line; or set ${DEBUG_ENV}=1)")
-    parser.add_argument("--plugin", action="append", metavar="MODULE", default=argparse.SUPPRESS,
-                        help="import MODULE (a module name or a path/to/file.py) first: the conditions, schedules, controls and "
-                             "architectures it registers reach every command and worker (repeatable; anywhere on the line)")
+    parser = argparse.ArgumentParser(
+        prog="hoi-audit",
+        description="Audit privileged information in video-anticipation "
+        "and world-model benchmarks.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit status:\n" + "\n".join(f"  {k}  {v}" for k, v in EXIT_STATUS.items()),
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=f"on a failure, print the traceback too (anywhere on the line; or set ${DEBUG_ENV}=1)",
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        default=argparse.SUPPRESS,
+        help="import MODULE (a module name or a path/to/file.py) first: the conditions, schedules, controls and "
+        "architectures it registers reach every command and worker (repeatable; anywhere on the line)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    for handler in (reproduce_command, plan_command, status_command): add_command(sub, handler)
-    add_subcommands(sub)   # the commands layer: the audit command and every stage's own subcommands
+    for handler in (reproduce_command, plan_command, status_command):
+        add_command(sub, handler)
+    add_subcommands(sub)  # the commands layer: the audit command and every stage's own subcommands
     return parser
 
 # %% ../nbs/95_runner.ipynb #ed385d59
-def os_error_message(e:OSError) -> str:
+def os_error_message(e: OSError) -> str:
     "`PATH: reason` for an operating-system error (both paths of a rename); the reason alone when it names no path."
     where = " -> ".join(str(p) for p in (e.filename, e.filename2) if p is not None)
     reason = e.strerror or str(e) or type(e).__name__
     return f"{where}: {reason}" if where else reason
 
 # %% ../nbs/95_runner.ipynb #31f314ec
-def rejected_value(e:BaseException, # an exception that reached the guard
-                  ) -> bool:
+def rejected_value(
+    e: BaseException,  # an exception that reached the guard
+) -> bool:
     "Whether `e` is a `ValueError`/`TypeError` raised by a `raise` statement of hoi_audit itself: a check that rejected a value."
-    if not isinstance(e, (ValueError, TypeError)) or e.__traceback__ is None: return False
+    if not isinstance(e, (ValueError, TypeError)) or e.__traceback__ is None:
+        return False
     frame = traceback.extract_tb(e.__traceback__)[-1]
     package = Path(hoi_audit.__file__).resolve().parent
     line = frame.line or linecache.getline(frame.filename, frame.lineno)
-    return Path(frame.filename).resolve().is_relative_to(package) and re.search(r"\braise (ValueError|TypeError)\b", line) is not None
+    return (
+        Path(frame.filename).resolve().is_relative_to(package)
+        and re.search(r"\braise (ValueError|TypeError)\b", line) is not None
+    )
 
 # %% ../nbs/95_runner.ipynb #2804e490
-def _report_written(log:WriteLog, file):
-    files = [p for p in dict.fromkeys(log.files) if p.is_file()]   # once each; a store's scratch files were renamed into its units
-    if not files: return
-    print(f"hoi-audit: {len(files)} file(s) written before the failure (each is whole; a rerun resumes from the store):", file=file)
-    for p in files[:20]: print(f"  {p}", file=file)
-    if len(files) > 20: print(f"  ... and {len(files) - 20} more", file=file)
+def _report_written(log: WriteLog, file):
+    files = [
+        p for p in dict.fromkeys(log.files) if p.is_file()
+    ]  # once each; a store's scratch files were renamed into its units
+    if not files:
+        return
+    print(
+        f"hoi-audit: {len(files)} file(s) written before the failure (each is whole; a rerun resumes from the store):",
+        file=file,
+    )
+    for p in files[:20]:
+        print(f"  {p}", file=file)
+    if len(files) > 20:
+        print(f"  ... and {len(files) - 20} more", file=file)
 
-def run_guarded(command:Callable, # runs the command, returns its exit status
-                debug:bool=False, # print the traceback of a failure as well
-               ) -> int: # the command's status, or 2 (named error), 3 (internal error), 130 (interrupted)
+
+def run_guarded(
+    command: Callable,  # runs the command, returns its exit status
+    debug: bool = False,  # print the traceback of a failure as well
+) -> int:  # the command's status, or 2 (named error), 3 (internal error), 130 (interrupted)
     "Run `command` under the guard: every failure is one line on stderr (and the files already written), never a bare traceback."
     log = recording_writes()
     try:
         return command()
     except (Exception, KeyboardInterrupt) as e:
-        if isinstance(e, HoiAuditError): message, status = str(e), 2
-        elif isinstance(e, OSError): message, status = os_error_message(e), 2
-        elif rejected_value(e): message, status = str(e), 2
-        elif isinstance(e, KeyboardInterrupt): message, status = "interrupted", 130
-        else: message, status = f"internal error: {type(e).__name__}: {e}" + ("" if debug else " (run again with --debug for the traceback)"), 3
-        if debug: traceback.print_exc()
+        if isinstance(e, HoiAuditError):
+            message, status = str(e), 2
+        elif isinstance(e, OSError):
+            message, status = os_error_message(e), 2
+        elif rejected_value(e):
+            message, status = str(e), 2
+        elif isinstance(e, KeyboardInterrupt):
+            message, status = "interrupted", 130
+        else:
+            message, status = (
+                f"internal error: {type(e).__name__}: {e}"
+                + ("" if debug else " (run again with --debug for the traceback)"),
+                3,
+            )
+        if debug:
+            traceback.print_exc()
     print(f"hoi-audit: error: {message}", file=sys.stderr)
     _report_written(log, sys.stderr)
     return status
 
 # %% ../nbs/95_runner.ipynb #702cc155
-NOT_SETTINGS = ("quiet", "progress", "workers", "backend", "cluster", "cluster_config")  # options that change how a command computes, never what it writes
+NOT_SETTINGS = (
+    "quiet",
+    "progress",
+    "workers",
+    "backend",
+    "cluster",
+    "cluster_config",
+)  # options that change how a command computes, never what it writes
 
-def output_claim(args:argparse.Namespace, # the parsed command line
-                ):
+
+def output_claim(
+    args: argparse.Namespace,  # the parsed command line
+):
     "The claim on the output of a parsed command (`core.claim_output`), or a no-op for a command without `--out`."
     out = getattr(args, "out", None)
-    if not out or (Path(out).exists() and not Path(out).is_dir()): return contextlib.nullcontext()   # the command names that problem itself
+    if not out or (Path(out).exists() and not Path(out).is_dir()):
+        return contextlib.nullcontext()  # the command names that problem itself
     out = Path(out)
-    is_file = out.suffix.lower() in (".json", ".html", ".htm")   # a results file, or `report`'s page: claimed in its folder
+    is_file = out.suffix.lower() in (
+        ".json",
+        ".html",
+        ".htm",
+    )  # a results file, or `report`'s page: claimed in its folder
     folder, name = (out.parent, f"{args.command}.{out.stem}") if is_file else (out, args.command)
-    settings = {k: v if isinstance(v, (str, int, float, bool, list, type(None))) else str(v)
-                for k, v in vars(args).items() if k not in ("_handler", "func", *NOT_SETTINGS)}
+    settings = {
+        k: v if isinstance(v, (str, int, float, bool, list, type(None))) else str(v)
+        for k, v in vars(args).items()
+        if k not in ("_handler", "func", *NOT_SETTINGS)
+    }
     return claim_output(folder, name, settings)
 
 # %% ../nbs/95_runner.ipynb #343916c3
@@ -413,8 +595,9 @@ def plugin_args(argv:Sequence[str], # the command line, without the program's na
     return plugins, rest
 
 # %% ../nbs/95_runner.ipynb #1db3eb60
-def load_plugins(specs:Sequence[str], # module names or paths of .py files
-                ) -> list: # the imported modules
+def load_plugins(
+    specs: Sequence[str],  # module names or paths of .py files
+) -> list:  # the imported modules
     "Import each plug-in module (once): what it registers holds in this process and, through the registries, its workers."
     return [load_module(spec, name=f"--plugin {spec}") for spec in specs]
 

@@ -9,7 +9,15 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Annotated, Mapping, Sequence
 import pandas as pd
-from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, sha256_json, write_json, write_results
+from hoi_audit.core import (
+    PROTOCOL_SEEDS,
+    DataError,
+    HoiAuditError,
+    read_json,
+    sha256_json,
+    write_json,
+    write_results,
+)
 from .store import CommandOutput, ResultStore
 from .conditions import AuditConfig, training_options
 from .tables import AuditResult, audit_results_records, four_condition_audit
@@ -25,66 +33,113 @@ __all__ = ['SCOPES', 'CARD_FILE', 'SCOPE_CONDITIONS', 'PAPER_SCOPE', 'DatasetCar
 SCOPES = ("primary", "next-action", "diagnostic")  # Table 4's scope labels
 CARD_FILE = "card.json"  # the dataset card's file name inside an MS-TCN folder
 
+
 @dataclass(frozen=True)
 class DatasetCard:
     "What the scope table needs to know about a dataset that its files do not say."
-    backbone: str = "unknown" # the feature extractor that made features/ (I3D, TSM, TSN, ...)
-    scope: str = "unspecified" # one of SCOPES, or 'unspecified'
-    name: str|None = None # the setting's name in the table (default: the dataset's name)
-    note: str = "" # free text, e.g. why the setting is diagnostic
+
+    backbone: str = "unknown"  # the feature extractor that made features/ (I3D, TSM, TSN, ...)
+    scope: str = "unspecified"  # one of SCOPES, or 'unspecified'
+    name: str | None = None  # the setting's name in the table (default: the dataset's name)
+    note: str = ""  # free text, e.g. why the setting is diagnostic
 
     def __post_init__(self):
-        if self.scope not in SCOPES + ("unspecified",): raise DataError(f"scope must be one of {', '.join(SCOPES)} (or unspecified), got {self.scope!r}")
+        if self.scope not in SCOPES + ("unspecified",):
+            raise DataError(
+                f"scope must be one of {', '.join(SCOPES)} (or unspecified), got {self.scope!r}"
+            )
         for k in ("backbone", "note") + (("name",) if self.name is not None else ()):
-            if not isinstance(getattr(self, k), str): raise DataError(f"{k} must be a string, got {getattr(self, k)!r}")
-        if not self.backbone.strip(): raise DataError("backbone must not be empty")
+            if not isinstance(getattr(self, k), str):
+                raise DataError(f"{k} must be a string, got {getattr(self, k)!r}")
+        if not self.backbone.strip():
+            raise DataError("backbone must not be empty")
 
 # %% ../nbs/23_scope.ipynb #3a6288c6
-def read_card(root, # an MS-TCN folder (card.json optional)
-              **overrides, # backbone / scope / name / note given as options (None: not given); they win over the card
-             ) -> DatasetCard:
+def read_card(
+    root,  # an MS-TCN folder (card.json optional)
+    **overrides,  # backbone / scope / name / note given as options (None: not given); they win over the card
+) -> DatasetCard:
     "The dataset card of `root`: its `card.json`, then the options on top; every problem names the card's file."
     path = Path(root) / CARD_FILE
     values = {}
     if path.exists():
         values = read_json(path)
-        if not isinstance(values, dict): raise DataError(f"{path}: a dataset card is a JSON object, got {type(values).__name__}")
+        if not isinstance(values, dict):
+            raise DataError(f"{path}: a dataset card is a JSON object, got {type(values).__name__}")
         unknown = sorted(set(values) - set(DatasetCard.__dataclass_fields__))
-        if unknown: raise DataError(f"{path}: unknown card field(s) {unknown}; a card has {list(DatasetCard.__dataclass_fields__)}")
+        if unknown:
+            raise DataError(
+                f"{path}: unknown card field(s) {unknown}; a card has {list(DatasetCard.__dataclass_fields__)}"
+            )
     values |= {k: v for k, v in overrides.items() if v is not None}
-    try: return DatasetCard(**values)
-    except TypeError as e: raise DataError(f"{path}: {e}") from None
-    except DataError as e: raise DataError(f"{path}{'' if path.exists() else ' (absent; from options)'}: {e}") from None
+    try:
+        return DatasetCard(**values)
+    except TypeError as e:
+        raise DataError(f"{path}: {e}") from None
+    except DataError as e:
+        raise DataError(
+            f"{path}{'' if path.exists() else ' (absent; from options)'}: {e}"
+        ) from None
 
 # %% ../nbs/23_scope.ipynb #bd94ccb2
-def write_card(root, # an MS-TCN folder
-               card:DatasetCard, # what to write
-              ) -> Path:
+def write_card(
+    root,  # an MS-TCN folder
+    card: DatasetCard,  # what to write
+) -> Path:
     "Write `card` as the folder's `card.json`."
-    return write_json(Path(root) / CARD_FILE, {k: v for k, v in asdict(card).items() if v not in (None, "")})
+    return write_json(
+        Path(root) / CARD_FILE, {k: v for k, v in asdict(card).items() if v not in (None, "")}
+    )
 
 # %% ../nbs/23_scope.ipynb #21e174a0
-SCOPE_CONDITIONS = ("video_only", "recognizer_bfr", "recognizer_ba", "gt_history")  # the audit rows Table 13 reads
-_COLUMNS = {"video": "video_only", "ba": "recognizer_ba", "bfr": "recognizer_bfr", "gt": "gt_history"}
+SCOPE_CONDITIONS = (
+    "video_only",
+    "recognizer_bfr",
+    "recognizer_ba",
+    "gt_history",
+)  # the audit rows Table 13 reads
+_COLUMNS = {
+    "video": "video_only",
+    "ba": "recognizer_ba",
+    "bfr": "recognizer_bfr",
+    "gt": "gt_history",
+}
 
-def scope_row(result:AuditResult, # a four-condition audit of the setting
-              dataset, # the audited `ProceduralDataset`
-              card:DatasetCard=DatasetCard(), # backbone, scope and the setting's name
-              metric:str="act1", # the audit metric of the table
-             ) -> dict:
+
+def scope_row(
+    result: AuditResult,  # a four-condition audit of the setting
+    dataset,  # the audited `ProceduralDataset`
+    card: DatasetCard = DatasetCard(),  # backbone, scope and the setting's name
+    metric: str = "act1",  # the audit metric of the table
+) -> dict:
     "Table 13's row of one setting: Act@1 of each history source (mean and std over splits), both gaps with their intervals."
-    row = {"setting": card.name or dataset.name, "backbone": card.backbone, "n_classes": len(dataset.classes),
-           "n_actions": len(dataset.classes) - len(dataset.background), "scope": card.scope}
+    row = {
+        "setting": card.name or dataset.name,
+        "backbone": card.backbone,
+        "n_classes": len(dataset.classes),
+        "n_actions": len(dataset.classes) - len(dataset.background),
+        "scope": card.scope,
+    }
     table = result.table.reset_index().set_index("condition")
     for key, condition in _COLUMNS.items():
         have = condition in table.index and metric in table
         row[key] = float(table.loc[condition, metric]) if have else math.nan
         row[f"{key}_std"] = float(table.loc[condition, f"{metric}_std"]) if have else math.nan
     for key in ("ba", "bfr"):
-        g = result.gap[(result.gap["comparison"] == f"gt_history - {_COLUMNS[key]}") & (result.gap["metric"] == metric)] if len(result.gap) else result.gap
+        g = (
+            result.gap[
+                (result.gap["comparison"] == f"gt_history - {_COLUMNS[key]}")
+                & (result.gap["metric"] == metric)
+            ]
+            if len(result.gap)
+            else result.gap
+        )
         g = g.iloc[0] if len(g) else {}
-        row |= {f"gap_{key}": float(g.get("gap", math.nan)), f"gap_{key}_low": float(g.get("ci_low", math.nan)),
-                f"gap_{key}_high": float(g.get("ci_high", math.nan))}
+        row |= {
+            f"gap_{key}": float(g.get("gap", math.nan)),
+            f"gap_{key}_low": float(g.get("ci_low", math.nan)),
+            f"gap_{key}_high": float(g.get("ci_high", math.nan)),
+        }
     row["n_splits"] = int(result.records["split"].nunique())
     row["n_seeds"] = int(result.records["seed"].nunique())
     return row
@@ -93,25 +148,42 @@ def scope_row(result:AuditResult, # a four-condition audit of the setting
 @dataclass
 class ScopeResult:
     "The cross-setting table and what it was made of."
-    table: pd.DataFrame # one row per setting (Table 13), indexed by setting
-    audits: dict # setting -> AuditResult
-    cards: dict # setting -> DatasetCard
+
+    table: pd.DataFrame  # one row per setting (Table 13), indexed by setting
+    audits: dict  # setting -> AuditResult
+    cards: dict  # setting -> DatasetCard
 
 # %% ../nbs/23_scope.ipynb #2fd78b37
 def _settings(datasets, cards) -> list:
     "(name, dataset, card) per setting, in order; folders are opened (named by their setting, made a store key) and their cards read."
-    items = list(datasets.items()) if isinstance(datasets, Mapping) else [(None, d) for d in datasets]
+    items = (
+        list(datasets.items()) if isinstance(datasets, Mapping) else [(None, d) for d in datasets]
+    )
     out = []
     for key, d in items:
         root = Path(d) if isinstance(d, (str, Path)) else Path(getattr(d, "root", "."))
         card = (cards or {}).get(key) if key is not None else None
         card = card or read_card(root, name=key)
         name = card.name or key or (root.resolve().name if isinstance(d, (str, Path)) else d.name)
-        if any(name == n for n, _, _ in out): raise DataError(f"two settings are named {name!r} ({root}); give each a distinct card name")
+        if any(name == n for n, _, _ in out):
+            raise DataError(
+                f"two settings are named {name!r} ({root}); give each a distinct card name"
+            )
         dataset = read_mstcn(root, name=safe_name(name)) if isinstance(d, (str, Path)) else d
-        clash = next((n for n, other, _ in out if other.name == dataset.name and Path(other.root) != Path(dataset.root)), None)
-        if clash is not None:   # one store holds every setting's units: two datasets under one key would overwrite each other
-            raise DataError(f"settings {clash!r} and {name!r} both key their stored results as {dataset.name!r}; give each a distinct card name")
+        clash = next(
+            (
+                n
+                for n, other, _ in out
+                if other.name == dataset.name and Path(other.root) != Path(dataset.root)
+            ),
+            None,
+        )
+        if (
+            clash is not None
+        ):  # one store holds every setting's units: two datasets under one key would overwrite each other
+            raise DataError(
+                f"settings {clash!r} and {name!r} both key their stored results as {dataset.name!r}; give each a distinct card name"
+            )
         out.append((name, dataset, card))
     return out
 
@@ -145,64 +217,173 @@ def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping s
     return ScopeResult(pd.DataFrame(rows).set_index("setting"), audits, used)
 
 # %% ../nbs/23_scope.ipynb #ebb9ab85
-PAPER_SCOPE = pd.DataFrame([  # Table 13 (Act@1 %, mean±std over splits) and Table 4's intervals and scope labels
-    dict(setting="Breakfast", backbone="I3D", n_classes=47, video=21.7, ba=30.3, ba_std=3.1, bfr=26.3, bfr_std=0.9, gt=62.3, gt_std=2.6,
-         gap_ba=32.0, gap_ba_low=24.1, gap_ba_high=39.8, gap_bfr=36.0, scope="primary"),
-    dict(setting="50 Salads", backbone="I3D", n_classes=19, video=40.7, ba=46.0, ba_std=3.5, bfr=43.2, bfr_std=4.3, gt=53.7, gt_std=2.4,
-         gap_ba=7.7, gap_ba_low=5.4, gap_ba_high=9.9, gap_bfr=10.5, scope="next-action"),
-    dict(setting="GTEA", backbone="I3D", n_classes=11, video=67.3, ba=70.2, ba_std=4.2, bfr=66.2, bfr_std=2.7, gt=74.2, gt_std=3.8,
-         gap_ba=4.0, gap_ba_low=1.4, gap_ba_high=6.6, gap_bfr=8.0, scope="diagnostic"),
-    dict(setting="Assembly101", backbone="TSM", n_classes=86, video=21.3, ba=18.9, ba_std=4.4, gt=19.4, gt_std=3.9, gap_ba=0.4,
-         gap_ba_low=-3.4, gap_ba_high=4.2, scope="diagnostic"),
-    dict(setting="EPIC-100", backbone="TSN", n_classes=331, video=14.4, ba=14.7, gt=15.0, gap_ba=0.3, scope="diagnostic")]).set_index("setting")
+PAPER_SCOPE = pd.DataFrame(
+    [  # Table 13 (Act@1 %, mean±std over splits) and Table 4's intervals and scope labels
+        dict(
+            setting="Breakfast",
+            backbone="I3D",
+            n_classes=47,
+            video=21.7,
+            ba=30.3,
+            ba_std=3.1,
+            bfr=26.3,
+            bfr_std=0.9,
+            gt=62.3,
+            gt_std=2.6,
+            gap_ba=32.0,
+            gap_ba_low=24.1,
+            gap_ba_high=39.8,
+            gap_bfr=36.0,
+            scope="primary",
+        ),
+        dict(
+            setting="50 Salads",
+            backbone="I3D",
+            n_classes=19,
+            video=40.7,
+            ba=46.0,
+            ba_std=3.5,
+            bfr=43.2,
+            bfr_std=4.3,
+            gt=53.7,
+            gt_std=2.4,
+            gap_ba=7.7,
+            gap_ba_low=5.4,
+            gap_ba_high=9.9,
+            gap_bfr=10.5,
+            scope="next-action",
+        ),
+        dict(
+            setting="GTEA",
+            backbone="I3D",
+            n_classes=11,
+            video=67.3,
+            ba=70.2,
+            ba_std=4.2,
+            bfr=66.2,
+            bfr_std=2.7,
+            gt=74.2,
+            gt_std=3.8,
+            gap_ba=4.0,
+            gap_ba_low=1.4,
+            gap_ba_high=6.6,
+            gap_bfr=8.0,
+            scope="diagnostic",
+        ),
+        dict(
+            setting="Assembly101",
+            backbone="TSM",
+            n_classes=86,
+            video=21.3,
+            ba=18.9,
+            ba_std=4.4,
+            gt=19.4,
+            gt_std=3.9,
+            gap_ba=0.4,
+            gap_ba_low=-3.4,
+            gap_ba_high=4.2,
+            scope="diagnostic",
+        ),
+        dict(
+            setting="EPIC-100",
+            backbone="TSN",
+            n_classes=331,
+            video=14.4,
+            ba=14.7,
+            gt=15.0,
+            gap_ba=0.3,
+            scope="diagnostic",
+        ),
+    ]
+).set_index("setting")
 
 # %% ../nbs/23_scope.ipynb #0abecb19
 def _pm(m, s, digits):
-    if m is None or pd.isna(m): return "—"
+    if m is None or pd.isna(m):
+        return "—"
     return f"{m:.{digits}f}" if s is None or pd.isna(s) else f"{m:.{digits}f}±{s:.{digits}f}"
 
 # %% ../nbs/23_scope.ipynb #09579c60
 def _gap(g, lo, hi, digits):
-    if g is None or pd.isna(g): return "—"
-    return f"{g:+.{digits}f}" if lo is None or pd.isna(lo) else f"{g:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    if g is None or pd.isna(g):
+        return "—"
+    return (
+        f"{g:+.{digits}f}"
+        if lo is None or pd.isna(lo)
+        else f"{g:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+    )
 
 # %% ../nbs/23_scope.ipynb #784e89fe
-def format_scope_table(table:pd.DataFrame, # from `scope_table` (or PAPER_SCOPE)
-                       digits:int=1, # decimals
-                      ) -> pd.DataFrame:
+def format_scope_table(
+    table: pd.DataFrame,  # from `scope_table` (or PAPER_SCOPE)
+    digits: int = 1,  # decimals
+) -> pd.DataFrame:
     "Tables 4 / 13 as the paper prints them: one string column per quantity."
     t, get = table, lambda r, k: r.get(k, None)
-    rows = {s: {"Backbone": get(r, "backbone"), "#cls": int(get(r, "n_classes")), "Video": _pm(get(r, "video"), get(r, "video_std"), digits),
-                "Rec. (BA)": _pm(get(r, "ba"), get(r, "ba_std"), digits), "Rec. (BFR)": _pm(get(r, "bfr"), get(r, "bfr_std"), digits),
-                "GT": _pm(get(r, "gt"), get(r, "gt_std"), digits),
-                "ΔPH BA [95% split CI]": _gap(get(r, "gap_ba"), get(r, "gap_ba_low"), get(r, "gap_ba_high"), digits),
-                "ΔPH BFR [95% split CI]": _gap(get(r, "gap_bfr"), get(r, "gap_bfr_low"), get(r, "gap_bfr_high"), digits),
-                "Scope": get(r, "scope")} for s, r in t.iterrows()}
+    rows = {
+        s: {
+            "Backbone": get(r, "backbone"),
+            "#cls": int(get(r, "n_classes")),
+            "Video": _pm(get(r, "video"), get(r, "video_std"), digits),
+            "Rec. (BA)": _pm(get(r, "ba"), get(r, "ba_std"), digits),
+            "Rec. (BFR)": _pm(get(r, "bfr"), get(r, "bfr_std"), digits),
+            "GT": _pm(get(r, "gt"), get(r, "gt_std"), digits),
+            "ΔPH BA [95% split CI]": _gap(
+                get(r, "gap_ba"), get(r, "gap_ba_low"), get(r, "gap_ba_high"), digits
+            ),
+            "ΔPH BFR [95% split CI]": _gap(
+                get(r, "gap_bfr"), get(r, "gap_bfr_low"), get(r, "gap_bfr_high"), digits
+            ),
+            "Scope": get(r, "scope"),
+        }
+        for s, r in t.iterrows()
+    }
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("setting")
 
 # %% ../nbs/23_scope.ipynb #6fb6f2e5
-def scope_results_records(result:ScopeResult) -> list[dict]:
+def scope_results_records(result: ScopeResult) -> list[dict]:
     "Records of the `scope` results JSON: the table's cells, then each setting's audit records."
     recs = []
     for setting, r in result.table.iterrows():
-        about = {"setting": setting, "backbone": r["backbone"], "n_classes": int(r["n_classes"]), "n_actions": int(r["n_actions"]),
-                 "scope": r["scope"], "split": "all", "n_splits": int(r["n_splits"]), "n_seeds": int(r["n_seeds"])}
+        about = {
+            "setting": setting,
+            "backbone": r["backbone"],
+            "n_classes": int(r["n_classes"]),
+            "n_actions": int(r["n_actions"]),
+            "scope": r["scope"],
+            "split": "all",
+            "n_splits": int(r["n_splits"]),
+            "n_seeds": int(r["n_seeds"]),
+        }
         for key in _COLUMNS:
             recs.append({**about, "metric": f"act1_{key}", "value": r[key], "std": r[f"{key}_std"]})
         for key in ("ba", "bfr"):
-            recs.append({**about, "metric": f"gap_act1_{key}", "value": r[f"gap_{key}"], "ci_low": r[f"gap_{key}_low"],
-                         "ci_high": r[f"gap_{key}_high"], "n": int(r["n_splits"])})
+            recs.append(
+                {
+                    **about,
+                    "metric": f"gap_act1_{key}",
+                    "value": r[f"gap_{key}"],
+                    "ci_low": r[f"gap_{key}_low"],
+                    "ci_high": r[f"gap_{key}_high"],
+                    "n": int(r["n_splits"]),
+                }
+            )
     for setting, audit in result.audits.items():
         recs += [{"setting": setting, **x} for x in audit_results_records(audit)]
     return recs
 
 # %% ../nbs/23_scope.ipynb #539206e4
-def _per_folder(text:str|None, n:int, option:str) -> list:
+def _per_folder(text: str | None, n: int, option: str) -> list:
     "One value per folder from an option given once or as a comma-separated list of n."
-    if text is None: return [None] * n
+    if text is None:
+        return [None] * n
     values = [v.strip() for v in text.split(",")]
-    if len(values) == 1: return values * n
-    if len(values) != n: raise HoiAuditError(f"{option}: {len(values)} values for {n} folders (give one, or one per folder)")
+    if len(values) == 1:
+        return values * n
+    if len(values) != n:
+        raise HoiAuditError(
+            f"{option}: {len(values)} values for {n} folders (give one, or one per folder)"
+        )
     return values
 
 # %% ../nbs/23_scope.ipynb #f60715e6

@@ -20,17 +20,19 @@ __all__ = ['PROBE_METRICS', 'format_interval', 'Interval', 'interval_table', 'me
            'topk_accuracy', 'mean_topk_recall', 'topk']
 
 # %% ../nbs/03_stats.ipynb #b1f00588
-def format_interval(value:float, # the point estimate (NaN or None prints as nan)
-                    low:float, # the lower bound; NaN or None: the interval is undefined
-                    high:float, # the upper bound; NaN or None: the interval is undefined
-                    digits:int=1, # decimals
-                    signed:bool=False, # print a '+' on positive numbers (the paper's gap style)
-                    undefined:str="[undefined]", # printed instead of the bounds when either is missing ('': the value alone)
-                   ) -> str:
+def format_interval(
+    value: float,  # the point estimate (NaN or None prints as nan)
+    low: float,  # the lower bound; NaN or None: the interval is undefined
+    high: float,  # the upper bound; NaN or None: the interval is undefined
+    digits: int = 1,  # decimals
+    signed: bool = False,  # print a '+' on positive numbers (the paper's gap style)
+    undefined: str = "[undefined]",  # printed instead of the bounds when either is missing ('': the value alone)
+) -> str:
     "An estimate with its interval as the papers print it: `value [low, high]`, e.g. `+29.4 [+26.3, +32.4]`."
     f = (lambda v: f"{v:+.{digits}f}") if signed else (lambda v: f"{v:.{digits}f}")
     text = f(math.nan if value is None else value)
-    if pd.isna(low) or pd.isna(high): return f"{text} {undefined}".rstrip()
+    if pd.isna(low) or pd.isna(high):
+        return f"{text} {undefined}".rstrip()
     return f"{text} [{f(low)}, {f(high)}]"
 
 # %% ../nbs/03_stats.ipynb #b995a594
@@ -89,45 +91,80 @@ def interval_table(records:pd.DataFrame, # one row per estimate, with an estimat
     return out.pivot_table(index=by, columns=columns, values=value, aggfunc="first", sort=False)
 
 # %% ../nbs/03_stats.ipynb #fe71ae35
-def _as_series(values, name:str) -> pd.Series:
+def _as_series(values, name: str) -> pd.Series:
     "Per-unit values as a float Series (position index for plain sequences); refuses empty, non-1-D and non-finite input."
-    if isinstance(values, Mapping): values = pd.Series(dict(values))
-    if isinstance(values, pd.DataFrame): raise DataError(f"{name}: expected one value per unit (a Series), got a DataFrame")
-    if isinstance(values, pd.Series): s = values
+    if isinstance(values, Mapping):
+        values = pd.Series(dict(values))
+    if isinstance(values, pd.DataFrame):
+        raise DataError(f"{name}: expected one value per unit (a Series), got a DataFrame")
+    if isinstance(values, pd.Series):
+        s = values
     else:
         arr = np.asarray(values)
-        if arr.ndim != 1: raise DataError(f"{name}: expected a 1-D sequence of per-unit values, got shape {arr.shape}")
+        if arr.ndim != 1:
+            raise DataError(
+                f"{name}: expected a 1-D sequence of per-unit values, got shape {arr.shape}"
+            )
         s = pd.Series(arr)
-    try: s = s.astype(float)
-    except (TypeError, ValueError) as e: raise DataError(f"{name}: values are not numbers ({e})") from e
-    if len(s) == 0: raise DataError(f"{name}: no values")
+    try:
+        s = s.astype(float)
+    except (TypeError, ValueError) as e:
+        raise DataError(f"{name}: values are not numbers ({e})") from e
+    if len(s) == 0:
+        raise DataError(f"{name}: no values")
     bad = ~np.isfinite(s.to_numpy())
-    if bad.any(): raise DataError(f"{name}: non-finite value at unit(s) {list(s.index[bad])[:10]}")
+    if bad.any():
+        raise DataError(f"{name}: non-finite value at unit(s) {list(s.index[bad])[:10]}")
     return s
 
 # %% ../nbs/03_stats.ipynb #af2d846b
-def mean_std(values, # per-unit values (splits, seeds, videos)
-             ddof:int=1, # delta degrees of freedom of the std (1: sample std, as the paper's '±')
-            ) -> tuple[float, float]: # (mean, std); std is NaN when n <= ddof
+def mean_std(
+    values,  # per-unit values (splits, seeds, videos)
+    ddof: int = 1,  # delta degrees of freedom of the std (1: sample std, as the paper's '±')
+) -> tuple[float, float]:  # (mean, std); std is NaN when n <= ddof
     "Mean and standard deviation of per-unit values, as the paper's 'mean ± std over splits'."
     x = _as_series(values, "values").to_numpy()
     std = float(np.std(x, ddof=ddof)) if len(x) > ddof else math.nan
     return float(np.mean(x)), std
 
 # %% ../nbs/03_stats.ipynb #28206d01
-def _t_interval(mean:float, std:float, n:int, confidence:float, method:str, p_value:float=math.nan) -> Interval:
-    if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n < 2: return Interval(mean, math.nan, math.nan, n, confidence, method, math.nan, math.nan,
-                              "n=1: a t interval needs at least 2 units")
-    if std == 0: return Interval(mean, mean, mean, n, confidence, method, 0.0, p_value,
-                                 "zero variance across units: the interval has zero width")
+def _t_interval(
+    mean: float, std: float, n: int, confidence: float, method: str, p_value: float = math.nan
+) -> Interval:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n < 2:
+        return Interval(
+            mean,
+            math.nan,
+            math.nan,
+            n,
+            confidence,
+            method,
+            math.nan,
+            math.nan,
+            "n=1: a t interval needs at least 2 units",
+        )
+    if std == 0:
+        return Interval(
+            mean,
+            mean,
+            mean,
+            n,
+            confidence,
+            method,
+            0.0,
+            p_value,
+            "zero variance across units: the interval has zero width",
+        )
     low, high = _sps.t.interval(confidence, n - 1, loc=mean, scale=std / math.sqrt(n))
     return Interval(mean, float(low), float(high), n, confidence, method, std, p_value)
 
 # %% ../nbs/03_stats.ipynb #4e3dd114
-def student_t_interval(values, # per-unit values (e.g. one score per split)
-                       confidence:float=0.95, # the confidence level
-                      ) -> Interval: # mean with its t interval on n-1 degrees of freedom
+def student_t_interval(
+    values,  # per-unit values (e.g. one score per split)
+    confidence: float = 0.95,  # the confidence level
+) -> Interval:  # mean with its t interval on n-1 degrees of freedom
     "Student-t confidence interval of the mean of per-unit values."
     x = _as_series(values, "values").to_numpy()
     mean, std = mean_std(x)
@@ -135,13 +172,15 @@ def student_t_interval(values, # per-unit values (e.g. one score per split)
     return _t_interval(mean, std, len(x), confidence, "student-t", p)
 
 # %% ../nbs/03_stats.ipynb #c8b88574
-def student_t_from_summary(mean:float, # a reported mean
-                           std:float, # the reported sample std (ddof=1)
-                           n:int, # the number of units (splits)
-                           confidence:float=0.95, # the confidence level
-                          ) -> Interval:
+def student_t_from_summary(
+    mean: float,  # a reported mean
+    std: float,  # the reported sample std (ddof=1)
+    n: int,  # the number of units (splits)
+    confidence: float = 0.95,  # the confidence level
+) -> Interval:
     "The Student-t interval implied by a reported 'mean ± std over n units'."
-    if n < 1: raise ValueError(f"n must be at least 1, got {n}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
     return _t_interval(float(mean), float(std), int(n), confidence, "student-t (from summary)")
 
 # %% ../nbs/03_stats.ipynb #2bf32946
@@ -149,33 +188,45 @@ def _paired(a, b, names=("oracle", "non_oracle")) -> tuple[pd.Series, pd.Series]
     "Two per-unit inputs aligned unit by unit; refuses misaligned, duplicated or mixed inputs."
     labelled = [isinstance(v, (pd.Series, Mapping)) for v in (a, b)]
     if labelled[0] != labelled[1]:
-        raise DataError(f"{names[0]} and {names[1]}: pass both as Series/mappings (aligned by unit) or both as plain sequences "
-                        f"(paired by position), not one of each")
+        raise DataError(
+            f"{names[0]} and {names[1]}: pass both as Series/mappings (aligned by unit) or both as plain sequences "
+            f"(paired by position), not one of each"
+        )
     sa, sb = _as_series(a, names[0]), _as_series(b, names[1])
     if not labelled[0]:
-        if len(sa) != len(sb): raise DataError(f"{names[0]} has {len(sa)} values but {names[1]} has {len(sb)}: not paired")
+        if len(sa) != len(sb):
+            raise DataError(
+                f"{names[0]} has {len(sa)} values but {names[1]} has {len(sb)}: not paired"
+            )
         return sa, sb
     for s, name in ((sa, names[0]), (sb, names[1])):
         dup = s.index[s.index.duplicated()]
-        if len(dup): raise DataError(f"{name}: duplicated unit(s) {list(dup.unique())[:10]}; aggregate to one value per unit first")
+        if len(dup):
+            raise DataError(
+                f"{name}: duplicated unit(s) {list(dup.unique())[:10]}; aggregate to one value per unit first"
+            )
     only_a, only_b = sa.index.difference(sb.index), sb.index.difference(sa.index)
     if len(only_a) or len(only_b):
-        raise DataError(f"unpaired units: {list(only_a)[:10]} only in {names[0]}, {list(only_b)[:10]} only in {names[1]}")
+        raise DataError(
+            f"unpaired units: {list(only_a)[:10]} only in {names[0]}, {list(only_b)[:10]} only in {names[1]}"
+        )
     return sa, sb.reindex(sa.index)
 
 # %% ../nbs/03_stats.ipynb #3d232f0f
-def paired_differences(oracle, # per-unit scores of the oracle (or first) condition
-                       non_oracle, # per-unit scores of the matched non-oracle (or second) condition
-                      ) -> pd.Series: # oracle - non_oracle, one value per unit
+def paired_differences(
+    oracle,  # per-unit scores of the oracle (or first) condition
+    non_oracle,  # per-unit scores of the matched non-oracle (or second) condition
+) -> pd.Series:  # oracle - non_oracle, one value per unit
     "Per-unit differences `oracle - non_oracle`, with pairing checked."
     a, b = _paired(oracle, non_oracle)
     return (a - b).rename("difference")
 
 # %% ../nbs/03_stats.ipynb #797299a2
-def paired_gap(oracle, # per-unit scores of the oracle condition (Series by split/video, or a sequence)
-               non_oracle, # per-unit scores of the matched non-oracle condition, same units
-               confidence:float=0.95, # the confidence level
-              ) -> Interval: # mean difference with its paired Student-t interval (n-1 degrees of freedom)
+def paired_gap(
+    oracle,  # per-unit scores of the oracle condition (Series by split/video, or a sequence)
+    non_oracle,  # per-unit scores of the matched non-oracle condition, same units
+    confidence: float = 0.95,  # the confidence level
+) -> Interval:  # mean difference with its paired Student-t interval (n-1 degrees of freedom)
     "The gap `oracle - non_oracle` over paired units with its Student-t interval (as `scipy.stats.ttest_rel`)."
     d = paired_differences(oracle, non_oracle).to_numpy()
     mean, std = mean_std(d)
@@ -215,40 +266,49 @@ def gap_table(records:pd.DataFrame, # tidy records: a unit column, a condition c
     return pd.DataFrame(rows)
 
 # %% ../nbs/03_stats.ipynb #cd52ef29
-def batched(fn:Callable) -> Callable:
+def batched(fn: Callable) -> Callable:
     "Mark `fn(*arrays, sample_weight=W)` as accepting a 2-D weight matrix (one row per replicate) and returning one value per row."
     fn.batched = True
     return fn
 
 # %% ../nbs/03_stats.ipynb #435bf175
-_CHUNK_CELLS = 1 << 20   # weight-matrix cells per chunk of replicates (8 MB of float64)
+_CHUNK_CELLS = 1 << 20  # weight-matrix cells per chunk of replicates (8 MB of float64)
 
 # %% ../nbs/03_stats.ipynb #476d047a
 def _as_arrays(data) -> tuple[np.ndarray, ...]:
     arrays = tuple(np.asarray(a) for a in (data if isinstance(data, tuple) else (data,)))
-    if not arrays or any(a.ndim == 0 for a in arrays): raise DataError("bootstrap: data must be arrays with one row per example")
+    if not arrays or any(a.ndim == 0 for a in arrays):
+        raise DataError("bootstrap: data must be arrays with one row per example")
     n = {len(a) for a in arrays}
-    if len(n) != 1: raise DataError(f"bootstrap: arrays have different numbers of examples {[len(a) for a in arrays]}")
-    if n == {0}: raise DataError("bootstrap: no examples")
+    if len(n) != 1:
+        raise DataError(
+            f"bootstrap: arrays have different numbers of examples {[len(a) for a in arrays]}"
+        )
+    if n == {0}:
+        raise DataError("bootstrap: no examples")
     return arrays
 
 # %% ../nbs/03_stats.ipynb #f4f00d71
-def _unit_counts(n_units:int, n_boot:int, rng:np.random.Generator) -> np.ndarray:
+def _unit_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     "(n_boot, n_units) counts of each unit in each replicate, from the same draws scipy.stats.bootstrap makes."
     idx = rng.integers(0, n_units, (n_boot, n_units))
     flat = idx + (np.arange(n_boot) * n_units)[:, None]
     return np.bincount(flat.ravel(), minlength=n_boot * n_units).reshape(n_boot, n_units)
 
 # %% ../nbs/03_stats.ipynb #602f59e5
-def _cluster_codes(clusters, n:int) -> tuple[np.ndarray, int]:
+def _cluster_codes(clusters, n: int) -> tuple[np.ndarray, int]:
     clusters = np.asarray(clusters)
-    if clusters.shape != (n,): raise DataError(f"clusters: expected one cluster id per example ({n}), got shape {clusters.shape}")
-    if pd.isna(clusters).any(): raise DataError("clusters: missing cluster id(s)")
+    if clusters.shape != (n,):
+        raise DataError(
+            f"clusters: expected one cluster id per example ({n}), got shape {clusters.shape}"
+        )
+    if pd.isna(clusters).any():
+        raise DataError("clusters: missing cluster id(s)")
     codes, uniques = pd.factorize(clusters, sort=True)
     return codes, len(uniques)
 
 # %% ../nbs/03_stats.ipynb #5b40e4a6
-def _replicate_values(statistic:Callable, arrays:tuple, counts:np.ndarray) -> np.ndarray:
+def _replicate_values(statistic: Callable, arrays: tuple, counts: np.ndarray) -> np.ndarray:
     "The statistic on every replicate; `counts` is (n_boot, n_examples)."
     if getattr(statistic, "batched", False):
         return np.asarray(statistic(*arrays, sample_weight=counts), dtype=float).reshape(-1)
@@ -260,151 +320,215 @@ def _replicate_values(statistic:Callable, arrays:tuple, counts:np.ndarray) -> np
     return out
 
 # %% ../nbs/03_stats.ipynb #4bd5b8c9
-def _percentile_interval(estimate:float, reps:np.ndarray, confidence:float, n:int, method:str) -> Interval:
-    if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+def _percentile_interval(
+    estimate: float, reps: np.ndarray, confidence: float, n: int, method: str
+) -> Interval:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     ok = np.isfinite(reps)
     note = "" if ok.all() else f"{int((~ok).sum())} of {len(reps)} replicates undefined (dropped)"
-    if not ok.any(): return Interval(estimate, math.nan, math.nan, n, confidence, method, math.nan, math.nan, note or "no replicates")
+    if not ok.any():
+        return Interval(
+            estimate,
+            math.nan,
+            math.nan,
+            n,
+            confidence,
+            method,
+            math.nan,
+            math.nan,
+            note or "no replicates",
+        )
     r = reps[ok]
     alpha = (1 - confidence) / 2
     low, high = np.quantile(r, [alpha, 1 - alpha])
     p = min(1.0, 2 * min((r <= 0).mean(), (r >= 0).mean()))
-    return Interval(float(estimate), float(low), float(high), n, confidence, method, float(r.std(ddof=1)) if len(r) > 1 else math.nan,
-                    float(p), note)
+    return Interval(
+        float(estimate),
+        float(low),
+        float(high),
+        n,
+        confidence,
+        method,
+        float(r.std(ddof=1)) if len(r) > 1 else math.nan,
+        float(p),
+        note,
+    )
 
 # %% ../nbs/03_stats.ipynb #d8b7f441
 def _resample(statistic, arrays, clusters, n_boot, seed, return_replicates=False):
-    if n_boot < 1: raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
     n = len(arrays[0])
     rng = np.random.default_rng(seed)
     codes, n_units = (None, n) if clusters is None else _cluster_codes(clusters, n)
-    rows = max(1, _CHUNK_CELLS // max(n, n_units))          # replicates per chunk: memory stays bounded
+    rows = max(1, _CHUNK_CELLS // max(n, n_units))  # replicates per chunk: memory stays bounded
     reps = []
     for start in range(0, n_boot, rows):
         counts = _unit_counts(n_units, min(rows, n_boot - start), rng)
-        reps.append(_replicate_values(statistic, arrays, counts if codes is None else counts[:, codes]))
+        reps.append(
+            _replicate_values(statistic, arrays, counts if codes is None else counts[:, codes])
+        )
     return np.concatenate(reps), n_units
 
 # %% ../nbs/03_stats.ipynb #3c36d74f
 @batched
-def weighted_mean(values, # per-example values
-                  sample_weight=None, # None, (n,) weights, or (n_boot, n) bootstrap counts
-                 ):
+def weighted_mean(
+    values,  # per-example values
+    sample_weight=None,  # None, (n,) weights, or (n_boot, n) bootstrap counts
+):
     "Mean of `values`, weighted; with a 2-D weight matrix, one mean per row."
     values = np.asarray(values, dtype=float)
-    if sample_weight is None: return float(values.mean())
+    if sample_weight is None:
+        return float(values.mean())
     w = np.asarray(sample_weight, dtype=float)
     return (w @ values) / w.sum(axis=-1)
 
 # %% ../nbs/03_stats.ipynb #eb6afdc7
-def bootstrap_interval(data, # an array of per-unit values, or a tuple of arrays resampled together row by row
-                       statistic:Callable|None=None, # statistic(*arrays) -> float; None: the mean (batched)
-                       n_boot:int=2000, # bootstrap replicates
-                       confidence:float=0.95, # the confidence level
-                       seed:int=0, # seed of numpy.random.default_rng
-                       clusters=None, # optional cluster id per row: resample clusters instead (see `cluster_bootstrap`)
-                      ) -> Interval: # the statistic on all data with its percentile interval
+def bootstrap_interval(
+    data,  # an array of per-unit values, or a tuple of arrays resampled together row by row
+    statistic: Callable | None = None,  # statistic(*arrays) -> float; None: the mean (batched)
+    n_boot: int = 2000,  # bootstrap replicates
+    confidence: float = 0.95,  # the confidence level
+    seed: int = 0,  # seed of numpy.random.default_rng
+    clusters=None,  # optional cluster id per row: resample clusters instead (see `cluster_bootstrap`)
+) -> Interval:  # the statistic on all data with its percentile interval
     "Percentile bootstrap interval of `statistic` over units, resampled with replacement; deterministic given `seed`."
     arrays = _as_arrays(data)
     statistic = weighted_mean if statistic is None else statistic
     estimate = float(statistic(*arrays))
     reps, n_units = _resample(statistic, arrays, clusters, n_boot, seed)
-    return _percentile_interval(estimate, reps, confidence, n_units,
-                                "percentile bootstrap" if clusters is None else "cluster percentile bootstrap")
+    return _percentile_interval(
+        estimate,
+        reps,
+        confidence,
+        n_units,
+        "percentile bootstrap" if clusters is None else "cluster percentile bootstrap",
+    )
 
 # %% ../nbs/03_stats.ipynb #3b92c25a
-def paired_bootstrap_delta(metric_fn:Callable, # metric(y, pred) -> float (batched metrics are evaluated in one call)
-                           y, # labels, one row per example
-                           pred_a, # predictions of the method of interest (e.g. forecast)
-                           pred_b, # predictions of the baseline on the same examples
-                           n_boot:int=2000, # bootstrap replicates
-                           confidence:float=0.95, # the confidence level
-                           seed:int=0, # seed of numpy.random.default_rng
-                           clusters=None, # optional cluster id per example (resample clusters)
-                          ) -> Interval: # metric(a) - metric(b) with its paired percentile interval
+def paired_bootstrap_delta(
+    metric_fn: Callable,  # metric(y, pred) -> float (batched metrics are evaluated in one call)
+    y,  # labels, one row per example
+    pred_a,  # predictions of the method of interest (e.g. forecast)
+    pred_b,  # predictions of the baseline on the same examples
+    n_boot: int = 2000,  # bootstrap replicates
+    confidence: float = 0.95,  # the confidence level
+    seed: int = 0,  # seed of numpy.random.default_rng
+    clusters=None,  # optional cluster id per example (resample clusters)
+) -> Interval:  # metric(a) - metric(b) with its paired percentile interval
     "Paired bootstrap of `metric(y, pred_a) - metric(y, pred_b)` on shared resamples."
     arrays = _as_arrays((y, pred_a, pred_b))
     if getattr(metric_fn, "batched", False):
-        delta = batched(lambda y, a, b, sample_weight=None: (np.asarray(metric_fn(y, a, sample_weight=sample_weight), dtype=float)
-                                                             - np.asarray(metric_fn(y, b, sample_weight=sample_weight), dtype=float)))
+        delta = batched(
+            lambda y, a, b, sample_weight=None: (
+                np.asarray(metric_fn(y, a, sample_weight=sample_weight), dtype=float)
+                - np.asarray(metric_fn(y, b, sample_weight=sample_weight), dtype=float)
+            )
+        )
     else:
         delta = lambda y, a, b: float(metric_fn(y, a)) - float(metric_fn(y, b))
     estimate = float(metric_fn(arrays[0], arrays[1])) - float(metric_fn(arrays[0], arrays[2]))
     reps, n_units = _resample(delta, arrays, clusters, n_boot, seed)
-    return _percentile_interval(estimate, reps, confidence, n_units,
-                                "paired percentile bootstrap" if clusters is None else "paired cluster percentile bootstrap")
+    return _percentile_interval(
+        estimate,
+        reps,
+        confidence,
+        n_units,
+        "paired percentile bootstrap"
+        if clusters is None
+        else "paired cluster percentile bootstrap",
+    )
 
 # %% ../nbs/03_stats.ipynb #ebab511b
-def cluster_bootstrap(metric_fn:Callable, # metric(*arrays) -> float (batched metrics are evaluated in one call)
-                      *arrays, # arrays with one row per example (e.g. y, scores)
-                      clusters, # cluster id per example (e.g. participant)
-                      n_boot:int=2000, # bootstrap replicates
-                      confidence:float=0.95, # the confidence level
-                      seed:int=0, # seed of numpy.random.default_rng
-                     ) -> Interval: # the metric on all examples with its cluster percentile interval (n = clusters)
+def cluster_bootstrap(
+    metric_fn: Callable,  # metric(*arrays) -> float (batched metrics are evaluated in one call)
+    *arrays,  # arrays with one row per example (e.g. y, scores)
+    clusters,  # cluster id per example (e.g. participant)
+    n_boot: int = 2000,  # bootstrap replicates
+    confidence: float = 0.95,  # the confidence level
+    seed: int = 0,  # seed of numpy.random.default_rng
+) -> Interval:  # the metric on all examples with its cluster percentile interval (n = clusters)
     "Cluster (e.g. participant) percentile bootstrap: resample clusters, recompute the metric over their examples."
-    return bootstrap_interval(tuple(arrays), metric_fn, n_boot=n_boot, confidence=confidence, seed=seed, clusters=clusters)
+    return bootstrap_interval(
+        tuple(arrays), metric_fn, n_boot=n_boot, confidence=confidence, seed=seed, clusters=clusters
+    )
 
 # %% ../nbs/03_stats.ipynb #3d492b1a
-def _weights(sample_weight, n:int) -> tuple[np.ndarray, bool]:
+def _weights(sample_weight, n: int) -> tuple[np.ndarray, bool]:
     "Weights as a (rows, n) matrix, and whether the caller passed at most one row (then a float is returned)."
-    if sample_weight is None: return np.ones((1, n)), True
+    if sample_weight is None:
+        return np.ones((1, n)), True
     w = np.asarray(sample_weight, dtype=float)
     single = w.ndim == 1
     w = np.atleast_2d(w)
-    if w.ndim != 2 or w.shape[1] != n: raise DataError(f"sample_weight: expected shape ({n},) or (n_boot, {n}), got {np.shape(sample_weight)}")
-    if not np.isfinite(w).all() or (w < 0).any(): raise DataError("sample_weight: weights must be finite and non-negative")
+    if w.ndim != 2 or w.shape[1] != n:
+        raise DataError(
+            f"sample_weight: expected shape ({n},) or (n_boot, {n}), got {np.shape(sample_weight)}"
+        )
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise DataError("sample_weight: weights must be finite and non-negative")
     return w, single
 
 # %% ../nbs/03_stats.ipynb #6e9fbfdc
-def _finish(values:np.ndarray, single:bool):
+def _finish(values: np.ndarray, single: bool):
     return float(values[0]) if single else values
 
 # %% ../nbs/03_stats.ipynb #2dc82a28
-def _binary(y, p, name:str="p", probability:bool=True) -> tuple[np.ndarray, np.ndarray]:
+def _binary(y, p, name: str = "p", probability: bool = True) -> tuple[np.ndarray, np.ndarray]:
     "Validated 0/1 labels and finite scores (probabilities in [0, 1] when `probability`)."
     y, p = np.asarray(y), np.asarray(p, dtype=float)
-    if y.ndim != 1 or p.shape != y.shape: raise DataError(f"labels {y.shape} and {name} {p.shape} must be 1-D of the same length")
-    if len(y) == 0: raise DataError("no examples")
+    if y.ndim != 1 or p.shape != y.shape:
+        raise DataError(f"labels {y.shape} and {name} {p.shape} must be 1-D of the same length")
+    if len(y) == 0:
+        raise DataError("no examples")
     yf = y.astype(float)
-    if not np.isin(yf, (0.0, 1.0)).all(): raise DataError(f"labels must be 0/1, got values {np.unique(y)[:10]}")
-    if not np.isfinite(p).all(): raise DataError(f"{name}: {int((~np.isfinite(p)).sum())} non-finite value(s)")
-    if probability and ((p < 0) | (p > 1)).any(): raise DataError(f"{name}: probabilities must lie in [0, 1]")
+    if not np.isin(yf, (0.0, 1.0)).all():
+        raise DataError(f"labels must be 0/1, got values {np.unique(y)[:10]}")
+    if not np.isfinite(p).all():
+        raise DataError(f"{name}: {int((~np.isfinite(p)).sum())} non-finite value(s)")
+    if probability and ((p < 0) | (p > 1)).any():
+        raise DataError(f"{name}: probabilities must lie in [0, 1]")
     return yf, p
 
 # %% ../nbs/03_stats.ipynb #a3bb3787
 @batched
-def auroc(y, # 0/1 labels
-          score, # score or probability of class 1
-          sample_weight=None, # None, (n,) or (n_boot, n) weights
-         ):
+def auroc(
+    y,  # 0/1 labels
+    score,  # score or probability of class 1
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+):
     "Area under the ROC curve (ties count one half); NaN when `y` has a single class."
     y, score = _binary(y, score, "score", probability=False)
     w, single = _weights(sample_weight, len(y))
     order = np.argsort(score, kind="stable")
     s = score[order]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])           # one group per distinct score, ascending
+    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])  # one group per distinct score, ascending
     ws, ys = w[:, order], y[order]
     pos = np.add.reduceat(ws * ys, starts, axis=1)
     neg = np.add.reduceat(ws * (1 - ys), starts, axis=1)
     neg_below = np.cumsum(neg, axis=1) - neg
     num = (pos * (neg_below + 0.5 * neg)).sum(axis=1)
     den = pos.sum(axis=1) * neg.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"): out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
     return _finish(out, single)
 
 # %% ../nbs/03_stats.ipynb #c375a5c4
 @batched
-def average_precision(y, # 0/1 labels
-                      score, # score or probability of class 1
-                      sample_weight=None, # None, (n,) or (n_boot, n) weights
-                     ):
+def average_precision(
+    y,  # 0/1 labels
+    score,  # score or probability of class 1
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+):
     "AUPRC as average precision (`sklearn.metrics.average_precision_score`); NaN when there is no positive."
     y, score = _binary(y, score, "score", probability=False)
     w, single = _weights(sample_weight, len(y))
     order = np.argsort(-score, kind="stable")
     s = score[order]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])           # one group per distinct score, descending
+    starts = np.flatnonzero(
+        np.r_[True, s[1:] != s[:-1]]
+    )  # one group per distinct score, descending
     ws, ys = w[:, order], y[order]
     tp_step = np.add.reduceat(ws * ys, starts, axis=1)
     tp = np.cumsum(tp_step, axis=1)
@@ -412,21 +536,24 @@ def average_precision(y, # 0/1 labels
     precision = np.divide(tp, seen, out=np.zeros_like(tp), where=seen > 0)
     total = tp[:, -1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(total > 0, (tp_step * precision).sum(axis=1) / np.where(total > 0, total, 1), np.nan)
+        out = np.where(
+            total > 0, (tp_step * precision).sum(axis=1) / np.where(total > 0, total, 1), np.nan
+        )
     return _finish(out, single)
 
 # %% ../nbs/03_stats.ipynb #a263a4a1
 @batched
-def balanced_accuracy(y, # 0/1 labels
-                      p, # probability of class 1
-                      sample_weight=None, # None, (n,) or (n_boot, n) weights
-                      threshold:float=0.5, # p > threshold predicts class 1
-                     ):
+def balanced_accuracy(
+    y,  # 0/1 labels
+    p,  # probability of class 1
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+    threshold: float = 0.5,  # p > threshold predicts class 1
+):
     "Mean recall of the classes present in `y`, predicting class 1 when `p > threshold`."
     y, p = _binary(y, p)
     w, single = _weights(sample_weight, len(y))
     pred = (p > threshold).astype(float)
-    support = np.stack([w @ y, w @ (1 - y)], axis=1)                # per row: weight of class 1, of class 0
+    support = np.stack([w @ y, w @ (1 - y)], axis=1)  # per row: weight of class 1, of class 0
     correct = np.stack([w @ (y * pred), w @ ((1 - y) * (1 - pred))], axis=1)
     present = support > 0
     recall = np.divide(correct, support, out=np.zeros_like(correct), where=present)
@@ -436,10 +563,11 @@ def balanced_accuracy(y, # 0/1 labels
 
 # %% ../nbs/03_stats.ipynb #b6ab3ca6
 @batched
-def brier(y, # 0/1 labels
-          p, # probability of class 1
-          sample_weight=None, # None, (n,) or (n_boot, n) weights
-         ):
+def brier(
+    y,  # 0/1 labels
+    p,  # probability of class 1
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+):
     "Brier score: mean squared error of the probability."
     y, p = _binary(y, p)
     w, single = _weights(sample_weight, len(y))
@@ -447,10 +575,11 @@ def brier(y, # 0/1 labels
 
 # %% ../nbs/03_stats.ipynb #89f46da0
 @batched
-def nll(y, # 0/1 labels
-        p, # probability of class 1
-        sample_weight=None, # None, (n,) or (n_boot, n) weights
-       ):
+def nll(
+    y,  # 0/1 labels
+    p,  # probability of class 1
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+):
     "Negative log-likelihood (log loss), natural log, p clipped to [eps, 1-eps]."
     y, p = _binary(y, p)
     w, single = _weights(sample_weight, len(y))
@@ -460,56 +589,73 @@ def nll(y, # 0/1 labels
     return _finish((w @ losses) / w.sum(axis=1), single)
 
 # %% ../nbs/03_stats.ipynb #67729698
-def ece_bins(p, # probability of class 1
-             n_bins:int=15, # equal-width bins on [0, 1]
-            ) -> np.ndarray: # the bin of each probability, 0..n_bins-1
+def ece_bins(
+    p,  # probability of class 1
+    n_bins: int = 15,  # equal-width bins on [0, 1]
+) -> np.ndarray:  # the bin of each probability, 0..n_bins-1
     "The ECE bin of each probability: [0, 1/n], then (k/n, (k+1)/n] (as sklearn's calibration_curve)."
-    if n_bins < 1: raise ValueError(f"n_bins must be at least 1, got {n_bins}")
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     return np.searchsorted(edges[1:-1], np.asarray(p, dtype=float))
 
 # %% ../nbs/03_stats.ipynb #2201f682
 @batched
-def ece(y, # 0/1 labels
-        p, # probability of class 1
-        sample_weight=None, # None, (n,) or (n_boot, n) weights
-        n_bins:int=15, # equal-width bins on [0, 1]
-       ):
+def ece(
+    y,  # 0/1 labels
+    p,  # probability of class 1
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+    n_bins: int = 15,  # equal-width bins on [0, 1]
+):
     "Expected calibration error of the positive-class probability: count-weighted |mean p - fraction positive| over bins."
     y, p = _binary(y, p)
     w, single = _weights(sample_weight, len(y))
     bins = ece_bins(p, n_bins)
-    onehot = np.zeros((len(y), n_bins)); onehot[np.arange(len(y)), bins] = 1.0
-    residual = w @ (onehot * (p - y)[:, None])                      # per bin: sum of w (p - y)
+    onehot = np.zeros((len(y), n_bins))
+    onehot[np.arange(len(y)), bins] = 1.0
+    residual = w @ (onehot * (p - y)[:, None])  # per bin: sum of w (p - y)
     return _finish(np.abs(residual).sum(axis=1) / w.sum(axis=1), single)
 
 # %% ../nbs/03_stats.ipynb #1386cac2
-PROBE_METRICS = {"auroc": auroc, "auprc": average_precision, "balanced_accuracy": balanced_accuracy,
-                 "brier": brier, "nll": nll, "ece": ece}
+PROBE_METRICS = {
+    "auroc": auroc,
+    "auprc": average_precision,
+    "balanced_accuracy": balanced_accuracy,
+    "brier": brier,
+    "nll": nll,
+    "ece": ece,
+}
 
 # %% ../nbs/03_stats.ipynb #79d6fc7d
-def probe_metrics(y, # 0/1 labels
-                  p, # probability of class 1
-                  sample_weight=None, # None or (n,) weights
-                 ) -> pd.Series: # auroc, auprc, balanced_accuracy, brier, nll, ece
+def probe_metrics(
+    y,  # 0/1 labels
+    p,  # probability of class 1
+    sample_weight=None,  # None or (n,) weights
+) -> pd.Series:  # auroc, auprc, balanced_accuracy, brier, nll, ece
     "The six success-probe metrics of one prediction."
-    return pd.Series({name: float(fn(y, p, sample_weight=sample_weight)) for name, fn in PROBE_METRICS.items()}, name="value")
+    return pd.Series(
+        {name: float(fn(y, p, sample_weight=sample_weight)) for name, fn in PROBE_METRICS.items()},
+        name="value",
+    )
 
 # %% ../nbs/03_stats.ipynb #f06b7989
-def probe_metric_intervals(y, # 0/1 labels
-                           p, # probability of class 1
-                           baseline=None, # optional baseline probabilities on the same examples: adds paired deltas p - baseline
-                           n_boot:int=2000, # bootstrap replicates
-                           confidence:float=0.95, # the confidence level
-                           seed:int=0, # seed of numpy.random.default_rng
-                           clusters=None, # optional cluster id per example
-                           metrics:Mapping[str, Callable]|None=None, # name -> batched metric; default PROBE_METRICS
-                          ) -> pd.DataFrame: # tidy rows: metric, kind ('value' or 'delta'), value, ci_low, ci_high, n
+def probe_metric_intervals(
+    y,  # 0/1 labels
+    p,  # probability of class 1
+    baseline=None,  # optional baseline probabilities on the same examples: adds paired deltas p - baseline
+    n_boot: int = 2000,  # bootstrap replicates
+    confidence: float = 0.95,  # the confidence level
+    seed: int = 0,  # seed of numpy.random.default_rng
+    clusters=None,  # optional cluster id per example
+    metrics: Mapping[str, Callable] | None = None,  # name -> batched metric; default PROBE_METRICS
+) -> pd.DataFrame:  # tidy rows: metric, kind ('value' or 'delta'), value, ci_low, ci_high, n
     "Bootstrap intervals of each probe metric (and paired deltas against a baseline) from one shared set of resamples."
     metrics = dict(PROBE_METRICS if metrics is None else metrics)
     rows = []
     for name, fn in metrics.items():
-        iv = bootstrap_interval((np.asarray(y), np.asarray(p)), fn, n_boot, confidence, seed, clusters)
+        iv = bootstrap_interval(
+            (np.asarray(y), np.asarray(p)), fn, n_boot, confidence, seed, clusters
+        )
         rows.append({"metric": name, "kind": "value", **iv.record(), "note": iv.note})
         if baseline is not None:
             dl = paired_bootstrap_delta(fn, y, p, baseline, n_boot, confidence, seed, clusters)
@@ -517,24 +663,33 @@ def probe_metric_intervals(y, # 0/1 labels
     return pd.DataFrame(rows)
 
 # %% ../nbs/03_stats.ipynb #398498e4
-def _topk_hits(y, scores, k:int) -> tuple[np.ndarray, np.ndarray]:
+def _topk_hits(y, scores, k: int) -> tuple[np.ndarray, np.ndarray]:
     y, scores = np.asarray(y), np.asarray(scores, dtype=float)
-    if scores.ndim != 2 or y.shape != (len(scores),): raise DataError(f"labels {y.shape} and scores {scores.shape}: expected (n,) and (n, n_classes)")
-    if len(y) == 0: raise DataError("no examples")
+    if scores.ndim != 2 or y.shape != (len(scores),):
+        raise DataError(
+            f"labels {y.shape} and scores {scores.shape}: expected (n,) and (n, n_classes)"
+        )
+    if len(y) == 0:
+        raise DataError("no examples")
     if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= scores.shape[1]:
-        raise DataError(f"labels must be class indices 0..{scores.shape[1] - 1} (the columns of scores)")
-    if not 1 <= k <= scores.shape[1]: raise ValueError(f"k must be in 1..{scores.shape[1]}, got {k}")
-    if not np.isfinite(scores).all(): raise DataError(f"scores: {int((~np.isfinite(scores)).sum())} non-finite value(s)")
+        raise DataError(
+            f"labels must be class indices 0..{scores.shape[1] - 1} (the columns of scores)"
+        )
+    if not 1 <= k <= scores.shape[1]:
+        raise ValueError(f"k must be in 1..{scores.shape[1]}, got {k}")
+    if not np.isfinite(scores).all():
+        raise DataError(f"scores: {int((~np.isfinite(scores)).sum())} non-finite value(s)")
     top = np.argsort(scores, axis=1, kind="mergesort")[:, ::-1][:, :k]
     return y, (top == y[:, None]).any(axis=1).astype(float)
 
 # %% ../nbs/03_stats.ipynb #9238fc3d
 @batched
-def topk_accuracy(y, # class index per example
-                  scores, # (n, n_classes) scores
-                  sample_weight=None, # None, (n,) or (n_boot, n) weights
-                  k:int=1, # the k of top-k
-                 ):
+def topk_accuracy(
+    y,  # class index per example
+    scores,  # (n, n_classes) scores
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+    k: int = 1,  # the k of top-k
+):
     "Fraction of examples whose class is among the k highest scores."
     y, hit = _topk_hits(y, scores, k)
     w, single = _weights(sample_weight, len(y))
@@ -542,35 +697,44 @@ def topk_accuracy(y, # class index per example
 
 # %% ../nbs/03_stats.ipynb #4a37fe00
 @batched
-def mean_topk_recall(y, # class index per example
-                     scores, # (n, n_classes) scores
-                     sample_weight=None, # None, (n,) or (n_boot, n) weights
-                     k:int=5, # the k of top-k
-                     classes=None, # restrict to these classes (e.g. many-shot); None: all classes
-                    ):
+def mean_topk_recall(
+    y,  # class index per example
+    scores,  # (n, n_classes) scores
+    sample_weight=None,  # None, (n,) or (n_boot, n) weights
+    k: int = 5,  # the k of top-k
+    classes=None,  # restrict to these classes (e.g. many-shot); None: all classes
+):
     "Top-k recall per class, averaged over the classes present in `y` (and in `classes`), as EPIC-KITCHENS' scorer."
     y, hit = _topk_hits(y, scores, k)
     w, single = _weights(sample_weight, len(y))
     n_classes = np.asarray(scores).shape[1]
-    onehot = np.zeros((len(y), n_classes)); onehot[np.arange(len(y)), y] = 1.0
+    onehot = np.zeros((len(y), n_classes))
+    onehot[np.arange(len(y)), y] = 1.0
     support = w @ onehot
     hits = w @ (onehot * hit[:, None])
     present = support > 0
     if classes is not None:
-        keep = np.zeros(n_classes, bool); keep[np.asarray(list(classes), dtype=int)] = True
+        keep = np.zeros(n_classes, bool)
+        keep[np.asarray(list(classes), dtype=int)] = True
         present &= keep
     recall = np.divide(hits, support, out=np.zeros_like(hits), where=present)
     n_present = present.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"): out = np.where(n_present > 0, recall.sum(axis=1) / np.maximum(n_present, 1), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(n_present > 0, recall.sum(axis=1) / np.maximum(n_present, 1), np.nan)
     return _finish(out, single)
 
 # %% ../nbs/03_stats.ipynb #189ceef1
-def topk(k:int, # the k
-         metric:Callable=None, # topk_accuracy (default) or mean_topk_recall
-         **kw, # further keyword arguments (e.g. classes=...)
-        ) -> Callable:
+def topk(
+    k: int,  # the k
+    metric: Callable = None,  # topk_accuracy (default) or mean_topk_recall
+    **kw,  # further keyword arguments (e.g. classes=...)
+) -> Callable:
     "A batched `metric(y, scores, sample_weight=...)` with `k` fixed, for the bootstraps."
     metric = topk_accuracy if metric is None else metric
-    fn = batched(lambda y, scores, sample_weight=None: metric(y, scores, sample_weight=sample_weight, k=k, **kw))
+    fn = batched(
+        lambda y, scores, sample_weight=None: metric(
+            y, scores, sample_weight=sample_weight, k=k, **kw
+        )
+    )
     fn.__name__ = f"{metric.__name__}@{k}"
     return fn

@@ -9,8 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
-from .core import (ManifestError, OutputError, _ensure_folder, _fsync_path, read_json, sha256_bytes, sha256_file, to_jsonable,
-                            write_json)
+from hoi_audit.core import (
+    ManifestError,
+    OutputError,
+    _ensure_folder,
+    _fsync_path,
+    read_json,
+    sha256_bytes,
+    sha256_file,
+    to_jsonable,
+    write_json,
+)
 
 # %% auto #0
 __all__ = ['UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'ExperimentPaths', 'CommandOutput']
@@ -18,18 +27,23 @@ __all__ = ['UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'ExperimentPath
 # %% ../nbs/01_store.ipynb #7ebab6ea
 _SAFE = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
+
 @dataclass(frozen=True)
 class Unit:
     "One unit of work: a key that names it, the config it runs under, and the SHA-256 of each input."
-    key: dict # e.g. {"dataset": "breakfast", "split": 1, "condition": "gt_history", "seed": 42}
-    config: dict = field(default_factory=dict) # settings the result depends on
-    inputs: dict = field(default_factory=dict) # input name -> SHA-256
+
+    key: dict  # e.g. {"dataset": "breakfast", "split": 1, "condition": "gt_history", "seed": 42}
+    config: dict = field(default_factory=dict)  # settings the result depends on
+    inputs: dict = field(default_factory=dict)  # input name -> SHA-256
 
     def __post_init__(self):
-        if not self.key: raise ValueError("a Unit needs a non-empty key")
+        if not self.key:
+            raise ValueError("a Unit needs a non-empty key")
         for k, v in self.key.items():
             if not _SAFE.match(str(k)) or not _SAFE.match(str(v)):
-                raise ValueError(f"unit key {k!r}={v!r}: use letters, digits and _.+- only (it becomes a folder name)")
+                raise ValueError(
+                    f"unit key {k!r}={v!r}: use letters, digits and _.+- only (it becomes a folder name)"
+                )
 
     @property
     def path(self) -> str:
@@ -42,55 +56,81 @@ class Unit:
         return to_jsonable({"key": self.key, "config": self.config, "inputs": self.inputs})
 
 # %% ../nbs/01_store.ipynb #6e036ce6
-UNIT_STATES = ("done", "pending", "stale", "running", "failed", "corrupt")  # what `ResultStore.status` reports
+UNIT_STATES = (
+    "done",
+    "pending",
+    "stale",
+    "running",
+    "failed",
+    "corrupt",
+)  # what `ResultStore.status` reports
+
 
 class _UnitStates:
     "A store's view of one unit: its lock, its state and its last failure (the part of `ResultStore` that reads)."
+
     MANIFEST, RESULT = "manifest.json", "result.json"
 
-    def _lock_file(self, unit:Unit) -> Path:
-        return _ensure_folder(self.root / ".locks") / f"{sha256_bytes(unit.path.encode())[:24]}.lock"
+    def _lock_file(self, unit: Unit) -> Path:
+        return (
+            _ensure_folder(self.root / ".locks") / f"{sha256_bytes(unit.path.encode())[:24]}.lock"
+        )
 
     @contextlib.contextmanager
-    def _lock(self, unit:Unit, blocking:bool):
+    def _lock(self, unit: Unit, blocking: bool):
         fd = os.open(self._lock_file(unit), os.O_CREAT | os.O_RDWR, 0o644)
         try:
-            try: fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return
             yield True
-        finally: os.close(fd)   # closing the descriptor releases the lock
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
 
-    def _inspect(self, unit:Unit) -> tuple[str, str]:
+    def _inspect(self, unit: Unit) -> tuple[str, str]:
         "(state, reason) of one unit, ignoring locks."
         return self._inspect_folder(self.unit_dir(unit), unit)
 
-    def _inspect_folder(self, d:Path, unit:Unit) -> tuple[str, str]:
+    def _inspect_folder(self, d: Path, unit: Unit) -> tuple[str, str]:
         "(state, reason) of the unit folder `d` (this store's, a peer's, or a scratch copy) judged against `unit`."
-        if not d.exists(): return "pending", "not computed"
+        if not d.exists():
+            return "pending", "not computed"
         mpath = d / self.MANIFEST
-        if not mpath.exists(): return "corrupt", f"{mpath} is missing"
-        try: stored = json.loads(mpath.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e: return "corrupt", f"{mpath} is not valid JSON ({e})"
-        if not isinstance(stored, dict) or not {"key", "config", "inputs", "outputs"} <= set(stored):
+        if not mpath.exists():
+            return "corrupt", f"{mpath} is missing"
+        try:
+            stored = json.loads(mpath.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            return "corrupt", f"{mpath} is not valid JSON ({e})"
+        if not isinstance(stored, dict) or not {"key", "config", "inputs", "outputs"} <= set(
+            stored
+        ):
             return "corrupt", f"{mpath} lacks key/config/inputs/outputs"
         for name, digest in stored["outputs"].items():
             f = d / name
-            if not f.exists(): return "corrupt", f"{f} is listed in the manifest but missing"
-            if sha256_file(f) != digest: return "corrupt", f"{f} does not match the SHA-256 in its manifest"
+            if not f.exists():
+                return "corrupt", f"{f} is listed in the manifest but missing"
+            if sha256_file(f) != digest:
+                return "corrupt", f"{f} does not match the SHA-256 in its manifest"
         want = unit.manifest
         changed = [k for k in ("key", "config", "inputs") if stored[k] != want[k]]
-        if changed: return "stale", f"{' and '.join(changed)} changed since it was computed"
-        return "done", "outputs match the manifest" + (f" (copied from {stored['copied_from']})" if stored.get("copied_from") else "")
+        if changed:
+            return "stale", f"{' and '.join(changed)} changed since it was computed"
+        return "done", "outputs match the manifest" + (
+            f" (copied from {stored['copied_from']})" if stored.get("copied_from") else ""
+        )
 
-    def state(self, unit:Unit) -> str:
+    def state(self, unit: Unit) -> str:
         "One of `UNIT_STATES` for `unit` (`running` when another process holds its lock, `failed` when its last attempt raised)."
         state, _ = self._inspect(unit)
         if state in ("pending", "stale") and (self.root / ".locks").exists():
             with self._lock(unit, blocking=False) as got:
-                if not got: return "running"
-        if state in ("pending", "stale") and self.failure(unit) is not None: return "failed"
+                if not got:
+                    return "running"
+        if state in ("pending", "stale") and self.failure(unit) is not None:
+            return "failed"
         return state
 
 # %% ../nbs/01_store.ipynb #f52a3fa1
@@ -114,28 +154,34 @@ class _UnitFailures:
 # %% ../nbs/01_store.ipynb #6620c489
 class _UnitFiles:
     "A unit's files: loading a done unit, and computing one into a scratch folder that is committed atomically."
-    def load(self, unit:Unit):
+
+    def load(self, unit: Unit):
         "The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not done."
         state, reason = self._inspect(unit)
-        if state == "corrupt": raise ManifestError(f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it")
-        if state != "done": raise KeyError(f"unit {unit.path} is {state}: {reason}")
+        if state == "corrupt":
+            raise ManifestError(
+                f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it"
+            )
+        if state != "done":
+            raise KeyError(f"unit {unit.path} is {state}: {reason}")
         return json.loads((self.unit_dir(unit) / self.RESULT).read_text(encoding="utf-8"))
 
-    def files(self, unit:Unit) -> Path:
+    def files(self, unit: Unit) -> Path:
         "The folder of a done unit, where `compute`'s extra files are."
         self.load(unit)
         return self.unit_dir(unit)
 
-    def _scratch(self, unit:Unit) -> Path:
+    def _scratch(self, unit: Unit) -> Path:
         "A fresh scratch folder for `unit` in `.tmp/` (a killed writer's leftovers removed: the caller holds the unit's lock)."
         tmp_root = _ensure_folder(self.root / ".tmp")
         prefix = sha256_bytes(unit.path.encode())[:24]
-        for old in tmp_root.glob(f"{prefix}-*"): shutil.rmtree(old, ignore_errors=True)
+        for old in tmp_root.glob(f"{prefix}-*"):
+            shutil.rmtree(old, ignore_errors=True)
         work = tmp_root / f"{prefix}-{uuid.uuid4().hex}"
         work.mkdir()
         return work
 
-    def _install(self, unit:Unit, work:Path):
+    def _install(self, unit: Unit, work: Path):
         "Rename the complete scratch folder `work` into the unit's place (a replaced unit goes through `.trash/`); clear its failure record."
         final = self.unit_dir(unit)
         _ensure_folder(final.parent)
@@ -145,38 +191,49 @@ class _UnitFiles:
             os.rename(final, trash)
         os.rename(work, final)
         _fsync_path(final.parent, directory=True)
-        if trash is not None: shutil.rmtree(trash, ignore_errors=True)
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
         self._failure_file(unit).unlink(missing_ok=True)
 
-    def _commit(self, unit:Unit, compute:Callable):
+    def _commit(self, unit: Unit, compute: Callable):
         work = self._scratch(unit)
         try:
             result = compute(unit, work)
             write_json(work / self.RESULT, result)
-            outputs = {p.relative_to(work).as_posix(): sha256_file(p)
-                       for p in sorted(work.rglob("*")) if p.is_file() and p.name != self.MANIFEST}
+            outputs = {
+                p.relative_to(work).as_posix(): sha256_file(p)
+                for p in sorted(work.rglob("*"))
+                if p.is_file() and p.name != self.MANIFEST
+            }
             write_json(work / self.MANIFEST, {**unit.manifest, "outputs": outputs})
             self._install(unit, work)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
 
-    def _try(self, unit:Unit, compute:Callable, blocking:bool) -> bool:
+    def _try(self, unit: Unit, compute: Callable, blocking: bool) -> bool:
         "Compute `unit` under its lock unless it is done; False if another process holds the lock."
         with self._lock(unit, blocking) as got:
-            if not got: return False
+            if not got:
+                return False
             state, reason = self._inspect(unit)
-            if state == "corrupt": raise ManifestError(f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it")
-            if state != "done": self._commit(unit, compute)
+            if state == "corrupt":
+                raise ManifestError(
+                    f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it"
+                )
+            if state != "done":
+                self._commit(unit, compute)
             return True
 
 # %% ../nbs/01_store.ipynb #07f23601
-def stores_below(folder, # a folder (missing: no stores)
-                ) -> list: # the stores' folders, sorted
+def stores_below(
+    folder,  # a folder (missing: no stores)
+) -> list:  # the stores' folders, sorted
     "Every result store (a folder with `plan.json`) at or below `folder`; unit folders and hidden folders are not searched."
     found = []
     for here, dirs, files in os.walk(folder):
-        if "plan.json" in files: found.append(Path(here))
+        if "plan.json" in files:
+            found.append(Path(here))
         dirs[:] = [d for d in dirs if d != "units" and not d.startswith(".")]
     return sorted(found)
 
@@ -213,12 +270,16 @@ class _UnitPeers:
 # %% ../nbs/01_store.ipynb #364603cf
 class _StoreGrid:
     "A grid of units: the plan a run was asked for, and the state of every unit below the store."
-    def plan(self, units:Sequence[Unit]) -> Path:
+
+    def plan(self, units: Sequence[Unit]) -> Path:
         "Add the units of a run to the store's grid (`plan.json`; a unit planned again replaces its entry), so that `status` can tell what is pending."
         paths = [u.path for u in units]
         dup = sorted({p for p in paths if paths.count(p) > 1})
-        if dup: raise ValueError(f"two units share the key(s) {dup}")
-        with self._lock(Unit({"plan": "json"}), blocking=True):   # two processes planning at once do not lose each other's units
+        if dup:
+            raise ValueError(f"two units share the key(s) {dup}")
+        with self._lock(
+            Unit({"plan": "json"}), blocking=True
+        ):  # two processes planning at once do not lose each other's units
             f = self.root / "plan.json"
             grid = {m["path"]: m for m in (read_json(f) if f.exists() else [])}
             grid |= {u.path: {"path": u.path, **u.manifest} for u in units}
@@ -229,20 +290,35 @@ class _StoreGrid:
         rows, seen = [], set()
         plan = self.root / "plan.json"
         planned = read_json(plan) if plan.exists() else []
-        for m in planned:   # canonical JSON sorts keys; the unit's path keeps the key's order
+        for m in planned:  # canonical JSON sorts keys; the unit's path keeps the key's order
             order = [part.split("=", 1)[0] for part in m["path"].split("/")]
             u = Unit({k: m["key"][k] for k in order}, m["config"], m["inputs"])
             seen.add(u.path)
             state = self.state(u)
-            reason = self.failure(u)["error"].strip().splitlines()[-1] if state == "failed" else self._inspect(u)[1]
-            rows.append({"unit": u.path, **u.key, "state": state, "planned": True, "reason": reason})
+            reason = (
+                self.failure(u)["error"].strip().splitlines()[-1]
+                if state == "failed"
+                else self._inspect(u)[1]
+            )
+            rows.append(
+                {"unit": u.path, **u.key, "state": state, "planned": True, "reason": reason}
+            )
         units_root = self.root / "units"
         if units_root.exists():
             for mpath in sorted(units_root.rglob(self.MANIFEST)):
                 rel = mpath.parent.relative_to(units_root).as_posix()
-                if rel in seen: continue
+                if rel in seen:
+                    continue
                 key = dict(part.split("=", 1) for part in rel.split("/"))
-                rows.append({"unit": rel, **key, "state": "done", "planned": False, "reason": "not in the current plan"})
+                rows.append(
+                    {
+                        "unit": rel,
+                        **key,
+                        "state": "done",
+                        "planned": False,
+                        "reason": "not in the current plan",
+                    }
+                )
         return pd.DataFrame(rows, columns=None if rows else ["unit", "state", "planned", "reason"])
 
 # %% ../nbs/01_store.ipynb #e166060d
@@ -294,23 +370,35 @@ class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid
 @dataclass(frozen=True)
 class ExperimentPaths:
     "The output layout of one experiment below an output folder."
-    out_dir: Path # the output folder (e.g. the repository root, or --out)
-    experiment: str # the experiment's name
+
+    out_dir: Path  # the output folder (e.g. the repository root, or --out)
+    experiment: str  # the experiment's name
+
     @property
-    def figures(self) -> Path: return Path(self.out_dir) / "figures"
+    def figures(self) -> Path:
+        return Path(self.out_dir) / "figures"
+
     @property
-    def results(self) -> Path: return Path(self.out_dir) / "results" / f"{self.experiment}.json"
+    def results(self) -> Path:
+        return Path(self.out_dir) / "results" / f"{self.experiment}.json"
+
     @property
     def store(self) -> ResultStore:
         "The experiment's result store; its peers are the other stores of the output folder (a unit one of them holds is not trained again)."
-        return ResultStore(Path(self.out_dir) / "store" / self.experiment, peers=Path(self.out_dir) / "store")
+        return ResultStore(
+            Path(self.out_dir) / "store" / self.experiment, peers=Path(self.out_dir) / "store"
+        )
+
     @property
-    def raw(self) -> Path: return Path(self.out_dir) / "raw" / self.experiment
+    def raw(self) -> Path:
+        return Path(self.out_dir) / "raw" / self.experiment
+
     @property
     def data(self) -> Path:
         "Generated inputs shared by every experiment below this output folder (`synthetic.shared_synthetic`): written once, read by all."
         return Path(self.out_dir) / "raw" / "shared"
-    def figure(self, name:str) -> Path:
+
+    def figure(self, name: str) -> Path:
         "The PNG path of figure `name`."
         return self.figures / f"{name}.png"
 

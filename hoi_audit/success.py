@@ -11,8 +11,18 @@ from typing import Callable, Literal, Sequence
 import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
-from .core import (PROTOCOL_SEEDS, DataError, HoiAuditError, read_json, seed_everything, sha256_array, sha256_file,
-                            sha256_json, write_npy, write_results)
+from hoi_audit.core import (
+    PROTOCOL_SEEDS,
+    DataError,
+    HoiAuditError,
+    read_json,
+    seed_everything,
+    sha256_array,
+    sha256_file,
+    sha256_json,
+    write_npy,
+    write_results,
+)
 from .store import CommandOutput, ExperimentPaths, Unit
 from .cluster import current_backend
 from .cli import add_command
@@ -30,7 +40,13 @@ __all__ = ['HORIZONS', 'FEATURE_SETS', 'FEATURE_CONDITIONS', 'ProbeInputs', 'pro
 
 # %% ../nbs/43_success.ipynb #32dd3ed4
 HORIZONS = (1, 2, 4)  # bins rolled out
-FEATURE_SETS = ("context", "action", "context_action", "forecast", "oracle")  # the five probe inputs
+FEATURE_SETS = (
+    "context",
+    "action",
+    "context_action",
+    "forecast",
+    "oracle",
+)  # the five probe inputs
 FEATURE_CONDITIONS = {  # feature set -> its provenance condition (the blocks it may read)
     "context": Condition("context", {"video"}),
     "action": Condition("action", {"action"}),
@@ -43,23 +59,27 @@ FEATURE_CONDITIONS = {  # feature set -> its provenance condition (the blocks it
 @dataclass(frozen=True)
 class ProbeInputs:
     "What a probe at horizon H may draw on: visible latents, future commands, and (oracle only) future latents."
-    visible: np.ndarray # (N, K-H, D) the observed bins
-    future_commands: np.ndarray # (N, H, 7) the plan
-    future_latents: object # (N, H, D) true future latents; read only for the oracle set
+
+    visible: np.ndarray  # (N, K-H, D) the observed bins
+    future_commands: np.ndarray  # (N, H, 7) the plan
+    future_latents: object  # (N, H, D) true future latents; read only for the oracle set
 
 # %% ../nbs/43_success.ipynb #904eb5c4
-def probe_inputs(episodes:Episodes, # the episodes
-                 horizon:int, # H: bins the model rolls out
-                ) -> ProbeInputs:
+def probe_inputs(
+    episodes: Episodes,  # the episodes
+    horizon: int,  # H: bins the model rolls out
+) -> ProbeInputs:
     "Cut episodes at K - horizon."
     K = episodes.n_bins
-    if not 1 <= horizon <= K - 1: raise ValueError(f"horizon must be in [1, {K - 1}], got {horizon}")
+    if not 1 <= horizon <= K - 1:
+        raise ValueError(f"horizon must be in [1, {K - 1}], got {horizon}")
     C = K - horizon
     return ProbeInputs(episodes.latents[:, :C], episodes.commands[:, C:], episodes.latents[:, C:])
 
 # %% ../nbs/43_success.ipynb #bf212f46
-def summarize_commands(commands:np.ndarray, # (N, H, 7) future commands
-                      ) -> np.ndarray: # (N, 14): per-dimension mean and std over the H steps
+def summarize_commands(
+    commands: np.ndarray,  # (N, H, 7) future commands
+) -> np.ndarray:  # (N, 14): per-dimension mean and std over the H steps
     "The action summary of a command sequence (std is 0 at H = 1)."
     commands = np.asarray(commands, dtype=np.float64)
     return np.concatenate([commands.mean(1), commands.std(1)], axis=1)
@@ -78,44 +98,71 @@ def forecast_features(model:WorldModel, # a frozen world model
     return {"endpoint": endpoint, "delta": endpoint - np.asarray(visible[:, -1], dtype=np.float64), "gate": out["gate"].astype(np.float64)}
 
 # %% ../nbs/43_success.ipynb #832e5ac8
-def feature_blocks(inputs:ProbeInputs, # from probe_inputs
-                   forecast:dict|None=None, # from forecast_features (needed for the forecast set)
-                   feature_sets:Sequence[str]=FEATURE_SETS, # which sets to build
-                  ) -> dict: # feature set -> list of Blocks
+def feature_blocks(
+    inputs: ProbeInputs,  # from probe_inputs
+    forecast: dict | None = None,  # from forecast_features (needed for the forecast set)
+    feature_sets: Sequence[str] = FEATURE_SETS,  # which sets to build
+) -> dict:  # feature set -> list of Blocks
     "The provenance-tagged blocks of each feature set; future latents are read only if 'oracle' is requested."
     unknown = sorted(set(feature_sets) - set(FEATURE_SETS))
-    if unknown: raise ValueError(f"unknown feature set(s) {unknown}; the sets are {FEATURE_SETS}")
+    if unknown:
+        raise ValueError(f"unknown feature set(s) {unknown}; the sets are {FEATURE_SETS}")
     visible = np.asarray(inputs.visible, dtype=np.float64)
-    context = [Block("last_visible_latent", "video", visible[:, -1]), Block("mean_visible_latent", "video", visible.mean(1))]
+    context = [
+        Block("last_visible_latent", "video", visible[:, -1]),
+        Block("mean_visible_latent", "video", visible.mean(1)),
+    ]
     action = [Block("command_summary", "action", summarize_commands(inputs.future_commands))]
     sets = {"context": context, "action": action, "context_action": context + action}
     if "forecast" in feature_sets:
-        if forecast is None: raise ValueError("the forecast set needs forecast features (forecast_features)")
-        sets["forecast"] = context + action + [derive_block(f"forecast_{name}", forecast[name], context + action, source="forecast")
-                                               for name in ("endpoint", "delta", "gate")]
-    if "oracle" in feature_sets:   # the only place future latents are read
+        if forecast is None:
+            raise ValueError("the forecast set needs forecast features (forecast_features)")
+        sets["forecast"] = (
+            context
+            + action
+            + [
+                derive_block(
+                    f"forecast_{name}", forecast[name], context + action, source="forecast"
+                )
+                for name in ("endpoint", "delta", "gate")
+            ]
+        )
+    if "oracle" in feature_sets:  # the only place future latents are read
         true_end = np.asarray(inputs.future_latents[:, -1], dtype=np.float64)
-        sets["oracle"] = context + action + [Block("true_endpoint", "oracle", true_end), Block("true_delta", "oracle", true_end - visible[:, -1])]
+        sets["oracle"] = (
+            context
+            + action
+            + [
+                Block("true_endpoint", "oracle", true_end),
+                Block("true_delta", "oracle", true_end - visible[:, -1]),
+            ]
+        )
     return {name: sets[name] for name in feature_sets}
 
 # %% ../nbs/43_success.ipynb #d9a00330
-def assemble(feature_set:str, blocks:dict) -> np.ndarray:
+def assemble(feature_set: str, blocks: dict) -> np.ndarray:
     "The feature matrix of one set, through its provenance condition."
     return FEATURE_CONDITIONS[feature_set].assemble(blocks[feature_set])
 
 # %% ../nbs/43_success.ipynb #24cc37ff
-def make_probe(seed:int, # random_state of the SGD classifier
-              ):
+def make_probe(
+    seed: int,  # random_state of the SGD classifier
+):
     "The success probe: standardized, class-balanced, averaged SGD logistic regression."
     from sklearn.linear_model import SGDClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-    return make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", class_weight="balanced", average=True, random_state=seed))
+
+    return make_pipeline(
+        StandardScaler(),
+        SGDClassifier(loss="log_loss", class_weight="balanced", average=True, random_state=seed),
+    )
 
 # %% ../nbs/43_success.ipynb #4c88c8a9
-def fit_probe(X_train, y_train, X_test, seed:int) -> np.ndarray:
+def fit_probe(X_train, y_train, X_test, seed: int) -> np.ndarray:
     "Fit the probe on train and return P(success) on test."
-    if len(np.unique(y_train)) < 2: raise DataError("fit_probe: the training labels have a single class")
+    if len(np.unique(y_train)) < 2:
+        raise DataError("fit_probe: the training labels have a single class")
     seed_everything(seed)
     probe = make_probe(seed).fit(X_train, np.asarray(y_train, dtype=int))
     return probe.predict_proba(X_test)[:, 1]
@@ -147,73 +194,125 @@ def hard_test_pairs(episodes:Episodes, # held-out episodes (labels, language, le
     return pairs
 
 # %% ../nbs/43_success.ipynb #aebeb368
-def hard_test_index(pairs:pd.DataFrame) -> np.ndarray:
+def hard_test_index(pairs: pd.DataFrame) -> np.ndarray:
     "Positions of the hard test set's episodes: every paired failure and success, sorted."
     return np.sort(np.concatenate([pairs["failure"].to_numpy(), pairs["success"].to_numpy()]))
 
 # %% ../nbs/43_success.ipynb #4864eca8
-def seed_mean_metric(metric:Callable, # a batched metric from hoi_audit.stats
-                     n_seeds:int, # how many probability arrays follow the labels
-                    ) -> Callable:
+def seed_mean_metric(
+    metric: Callable,  # a batched metric from hoi_audit.stats
+    n_seeds: int,  # how many probability arrays follow the labels
+) -> Callable:
     "metric averaged over seeds: f(y, p_1, ..., p_n, sample_weight=None)."
+
     @batched
     def statistic(y, *ps, sample_weight=None):
-        return np.mean([np.asarray(metric(y, p, sample_weight=sample_weight), dtype=float) for p in ps[:n_seeds]], axis=0)
+        return np.mean(
+            [
+                np.asarray(metric(y, p, sample_weight=sample_weight), dtype=float)
+                for p in ps[:n_seeds]
+            ],
+            axis=0,
+        )
+
     return statistic
 
 # %% ../nbs/43_success.ipynb #f5480311
-def seed_mean_delta(metric:Callable, n_seeds:int) -> Callable:
+def seed_mean_delta(metric: Callable, n_seeds: int) -> Callable:
     "Seed-mean metric of the first n_seeds probability arrays minus that of the next n_seeds."
     mean = seed_mean_metric(metric, n_seeds)
+
     @batched
     def statistic(y, *ps, sample_weight=None):
-        return np.asarray(mean(y, *ps[:n_seeds], sample_weight=sample_weight)) - np.asarray(mean(y, *ps[n_seeds:], sample_weight=sample_weight))
+        return np.asarray(mean(y, *ps[:n_seeds], sample_weight=sample_weight)) - np.asarray(
+            mean(y, *ps[n_seeds:], sample_weight=sample_weight)
+        )
+
     return statistic
 
 # %% ../nbs/43_success.ipynb #78a0e185
 def _forecaster_unit(seed, fc_config, train_pin):
-    return Unit({"stage": "forecaster", "seed": seed}, config=fc_config, inputs={"train_full": train_pin})
+    return Unit(
+        {"stage": "forecaster", "seed": seed}, config=fc_config, inputs={"train_full": train_pin}
+    )
 
 # %% ../nbs/43_success.ipynb #ff935780
-def _probe_splits(episodes:Episodes) -> tuple[Episodes, Episodes]:
+def _probe_splits(episodes: Episodes) -> tuple[Episodes, Episodes]:
     "The train_full and heldout splits; each must hold both classes."
     train, held = episodes.split_of("train_full"), episodes.split_of("heldout")
-    if len(train) == 0 or len(held) == 0: raise DataError("success probes need both a train_full and a heldout split")
+    if len(train) == 0 or len(held) == 0:
+        raise DataError("success probes need both a train_full and a heldout split")
     for name, part in (("train_full", train), ("heldout", held)):
-        if part.success.all() or not part.success.any(): raise DataError(f"success probes: the {name} split has a single class")
+        if part.success.all() or not part.success.any():
+            raise DataError(f"success probes: the {name} split has a single class")
     return train, held
 
 # %% ../nbs/43_success.ipynb #6129cfc8
-def _world_model_source(model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed) -> tuple:
+def _world_model_source(
+    model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed
+) -> tuple:
     "(fc_config, make(seed) -> world model, fc_seed(probe seed) -> its forecaster's seed): the package's forecaster or the user's model."
     fc_seed = (lambda s: s) if forecaster_seed is None else (lambda s: int(forecaster_seed))
     if model is None:
         fc_config = {"kind": forecaster_kind, "steps": forecaster_steps, "horizons": horizons}
-        make = lambda seed: train_forecaster(train, kind=forecaster_kind, seed=seed, steps=forecaster_steps)
+        make = lambda seed: train_forecaster(
+            train, kind=forecaster_kind, seed=seed, steps=forecaster_steps
+        )
     else:
-        make, _, ident = user_world_model(model, train, check)     # a factory sees train_full's latents and commands only
+        make, _, ident = user_world_model(
+            model, train, check
+        )  # a factory sees train_full's latents and commands only
         fc_config = {**ident, "horizons": horizons}
-        if "fingerprint" in ident: fc_seed = lambda s: "given"     # an object: one frozen model
+        if "fingerprint" in ident:
+            fc_seed = lambda s: "given"  # an object: one frozen model
     return fc_config, make, fc_seed
 
 # %% ../nbs/43_success.ipynb #5c6094a6
-def _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress):
+def _run_forecasters(
+    store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress
+):
     "One store unit per forecaster seed: build the world model, check it, keep its forecast features at every horizon."
+
     def forecast_unit(unit, workdir):
         wm = make(None if unit.key["seed"] == "given" else unit.key["seed"])
         fingerprint = check(wm)
         for h in horizons:
             for name, part in (("train", train), ("heldout", held)):
                 inp = probe_inputs(part, h)
-                for k, v in forecast_features(wm, inp.visible, inp.future_commands, fc_config.get("model")).items(): write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
-        return {"fingerprint": fingerprint, "trained_on": getattr(wm, "trained_on", None), "loss_history": getattr(wm, "history", None)}
+                for k, v in forecast_features(
+                    wm, inp.visible, inp.future_commands, fc_config.get("model")
+                ).items():
+                    write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
+        return {
+            "fingerprint": fingerprint,
+            "trained_on": getattr(wm, "trained_on", None),
+            "loss_history": getattr(wm, "history", None),
+        }
 
-    fc_units = [_forecaster_unit(s, fc_config, train_pin) for s in sorted({fc_seed(s) for s in seeds})]
-    store.run(fc_units, forecast_unit, progress=progress, desc="forecasters", backend=current_backend())
+    fc_units = [
+        _forecaster_unit(s, fc_config, train_pin) for s in sorted({fc_seed(s) for s in seeds})
+    ]
+    store.run(
+        fc_units, forecast_unit, progress=progress, desc="forecasters", backend=current_backend()
+    )
 
 # %% ../nbs/43_success.ipynb #1de55208
-def _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train, held, hard, train_pin, held_pin, progress) -> tuple[list, dict]:
+def _run_probes(
+    store,
+    fc_config,
+    fc_seed,
+    seeds,
+    horizons,
+    feature_sets,
+    train,
+    held,
+    hard,
+    train_pin,
+    held_pin,
+    progress,
+) -> tuple[list, dict]:
     "One store unit per (horizon, feature set, seed): fit the probe, keep its held-out P(success); (metric records, probabilities)."
+
     def probe_unit(unit, workdir):
         h, fs, seed = unit.key["horizon"], unit.key["feature_set"], unit.key["seed"]
         X = {}
@@ -221,34 +320,60 @@ def _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train,
             fc = None
             if fs == "forecast":
                 files = store.files(_forecaster_unit(fc_seed(seed), fc_config, train_pin))
-                fc = {k: np.load(files / f"H{h}_{name}_{k}.npy") for k in ("endpoint", "delta", "gate")}
+                fc = {
+                    k: np.load(files / f"H{h}_{name}_{k}.npy")
+                    for k in ("endpoint", "delta", "gate")
+                }
             X[name] = assemble(fs, feature_blocks(probe_inputs(part, h), fc, [fs]))
         p = fit_probe(X["train"], train.success, X["heldout"], seed)
         write_npy(workdir / "p_heldout.npy", p)
         y = held.success.astype(int)
-        return {test: {m: float(fn(y[idx], p[idx])) for m, fn in PROBE_METRICS.items()}
-                for test, idx in (("full", np.arange(len(held))), ("hard", hard))}
+        return {
+            test: {m: float(fn(y[idx], p[idx])) for m, fn in PROBE_METRICS.items()}
+            for test, idx in (("full", np.arange(len(held))), ("hard", hard))
+        }
 
-    probe_units = [Unit({"horizon": h, "feature_set": fs, "seed": s},
-                        config={"probe": "StandardScaler+SGDClassifier(log_loss,balanced,average)",
-                                **({"forecaster": {**fc_config, "seed": fc_seed(s)}} if fs == "forecast" else {})},
-                        inputs={"train_full": train_pin, "heldout": held_pin})
-                   for h in horizons for fs in feature_sets for s in seeds]
-    scores = store.run(probe_units, probe_unit, progress=progress, desc="probes", backend=current_backend())
-    records = [{**u.key, "test_set": test, "metric": m, "value": v}
-               for u, r in zip(probe_units, scores) for test in ("full", "hard") for m, v in r[test].items()]
+    probe_units = [
+        Unit(
+            {"horizon": h, "feature_set": fs, "seed": s},
+            config={
+                "probe": "StandardScaler+SGDClassifier(log_loss,balanced,average)",
+                **({"forecaster": {**fc_config, "seed": fc_seed(s)}} if fs == "forecast" else {}),
+            },
+            inputs={"train_full": train_pin, "heldout": held_pin},
+        )
+        for h in horizons
+        for fs in feature_sets
+        for s in seeds
+    ]
+    scores = store.run(
+        probe_units, probe_unit, progress=progress, desc="probes", backend=current_backend()
+    )
+    records = [
+        {**u.key, "test_set": test, "metric": m, "value": v}
+        for u, r in zip(probe_units, scores)
+        for test in ("full", "hard")
+        for m, v in r[test].items()
+    ]
     proba = {tuple(u.key.values()): np.load(store.files(u) / "p_heldout.npy") for u in probe_units}
     return records, proba
 
 # %% ../nbs/43_success.ipynb #98d7b671
-def _pair_clusters(held:Episodes, pairs:pd.DataFrame, hard:np.ndarray) -> dict:
+def _pair_clusters(held: Episodes, pairs: pd.DataFrame, hard: np.ndarray) -> dict:
     "Bootstrap clusters per test set: none on the full set; on the hard set a failure and its matched success share a cluster."
     pair_of = np.full(len(held), -1)
-    pair_of[pairs["failure"].to_numpy()] = pair_of[pairs["success"].to_numpy()] = np.arange(len(pairs))
-    return {"full": None, "hard": pair_of[hard]}     # the hard set resamples pairs, a failure with its matched success
+    pair_of[pairs["failure"].to_numpy()] = pair_of[pairs["success"].to_numpy()] = np.arange(
+        len(pairs)
+    )
+    return {
+        "full": None,
+        "hard": pair_of[hard],
+    }  # the hard set resamples pairs, a failure with its matched success
 
 # %% ../nbs/43_success.ipynb #117b1a67
-def _seed_mean_intervals(y, proba, tests, clusters_of, seeds, horizons, feature_sets, n_boot) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _seed_mean_intervals(
+    y, proba, tests, clusters_of, seeds, horizons, feature_sets, n_boot
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     "Bootstrap intervals of every seed-mean metric (summary) and of forecast minus context_action (comparison)."
     summary, comparison = [], []
     for test, idx in tests:
@@ -256,28 +381,83 @@ def _seed_mean_intervals(y, proba, tests, clusters_of, seeds, horizons, feature_
             for fs in feature_sets:
                 ps = [proba[(h, fs, s)][idx] for s in seeds]
                 for m, fn in PROBE_METRICS.items():
-                    iv = bootstrap_interval((y[idx], *ps), seed_mean_metric(fn, len(seeds)), n_boot=n_boot, seed=0, clusters=clusters_of[test])
-                    summary.append({"horizon": h, "feature_set": fs, "test_set": test, "metric": m, "statistic": "mean_over_seeds",
-                                    "value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high})
+                    iv = bootstrap_interval(
+                        (y[idx], *ps),
+                        seed_mean_metric(fn, len(seeds)),
+                        n_boot=n_boot,
+                        seed=0,
+                        clusters=clusters_of[test],
+                    )
+                    summary.append(
+                        {
+                            "horizon": h,
+                            "feature_set": fs,
+                            "test_set": test,
+                            "metric": m,
+                            "statistic": "mean_over_seeds",
+                            "value": iv.estimate,
+                            "ci_low": iv.low,
+                            "ci_high": iv.high,
+                        }
+                    )
             if {"forecast", "context_action"} <= set(feature_sets):
-                pa, pb = [proba[(h, "forecast", s)][idx] for s in seeds], [proba[(h, "context_action", s)][idx] for s in seeds]
+                pa, pb = (
+                    [proba[(h, "forecast", s)][idx] for s in seeds],
+                    [proba[(h, "context_action", s)][idx] for s in seeds],
+                )
                 for m, fn in PROBE_METRICS.items():
-                    iv = bootstrap_interval((y[idx], *pa, *pb), seed_mean_delta(fn, len(seeds)), n_boot=n_boot, seed=0, clusters=clusters_of[test])
-                    comparison.append({"comparison": "forecast-context_action", "horizon": h, "test_set": test, "metric": m,
-                                       "statistic": "paired_bootstrap_delta", "primary": h == 4, "value": iv.estimate,
-                                       "ci_low": iv.low, "ci_high": iv.high})
+                    iv = bootstrap_interval(
+                        (y[idx], *pa, *pb),
+                        seed_mean_delta(fn, len(seeds)),
+                        n_boot=n_boot,
+                        seed=0,
+                        clusters=clusters_of[test],
+                    )
+                    comparison.append(
+                        {
+                            "comparison": "forecast-context_action",
+                            "horizon": h,
+                            "test_set": test,
+                            "metric": m,
+                            "statistic": "paired_bootstrap_delta",
+                            "primary": h == 4,
+                            "value": iv.estimate,
+                            "ci_low": iv.low,
+                            "ci_high": iv.high,
+                        }
+                    )
     return pd.DataFrame(summary), pd.DataFrame(comparison)
 
 # %% ../nbs/43_success.ipynb #1b5055e4
-def _success_config(seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held) -> dict:
+def _success_config(
+    seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held
+) -> dict:
     "The settings written into the results JSON."
-    return {"seeds": seeds, "horizons": horizons, "feature_sets": list(feature_sets), "n_boot": n_boot,
-            "forecaster": {**fc_config, "seed": "given" if fc_seed(0) == "given" else "per probe seed" if forecaster_seed is None else int(forecaster_seed)},
-            "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over matched pairs (hard); "
-                         "comparison paired on shared resamples",
-            "positive_class": "success", "ece_bins": 15, "balanced_accuracy_threshold": 0.5,
-            "hard_test_set": {"pairs": len(pairs), "match": "language available x length bin, min L2 of initial latents"},
-            "n_train": len(train), "n_heldout": len(held)}
+    return {
+        "seeds": seeds,
+        "horizons": horizons,
+        "feature_sets": list(feature_sets),
+        "n_boot": n_boot,
+        "forecaster": {
+            **fc_config,
+            "seed": "given"
+            if fc_seed(0) == "given"
+            else "per probe seed"
+            if forecaster_seed is None
+            else int(forecaster_seed),
+        },
+        "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over matched pairs (hard); "
+        "comparison paired on shared resamples",
+        "positive_class": "success",
+        "ece_bins": 15,
+        "balanced_accuracy_threshold": 0.5,
+        "hard_test_set": {
+            "pairs": len(pairs),
+            "match": "language available x length bin, min L2 of initial latents",
+        },
+        "n_train": len(train),
+        "n_heldout": len(held),
+    }
 
 # %% ../nbs/43_success.ipynb #319303fc
 def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
@@ -320,20 +500,34 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
             "pairs": pairs, "results": path}
 
 # %% ../nbs/43_success.ipynb #8309cfa7
-def success_table(summary:pd.DataFrame, # the summary records of run_success_probes
-                  test_set:str="full", # "full" or "hard"
-                 ) -> pd.DataFrame: # index (feature_set, horizon), columns metrics
+def success_table(
+    summary: pd.DataFrame,  # the summary records of run_success_probes
+    test_set: str = "full",  # "full" or "hard"
+) -> pd.DataFrame:  # index (feature_set, horizon), columns metrics
     "Seed-mean metric per feature set and horizon."
     s = summary[summary["test_set"] == test_set]
-    table = s.pivot_table(index=["feature_set", "horizon"], columns="metric", values="value", sort=False)
+    table = s.pivot_table(
+        index=["feature_set", "horizon"], columns="metric", values="value", sort=False
+    )
     order = [fs for fs in FEATURE_SETS if fs in set(s["feature_set"])]
-    return table.reindex(pd.MultiIndex.from_product([order, sorted(set(s["horizon"]))], names=["feature_set", "horizon"]))[list(PROBE_METRICS)]
+    return table.reindex(
+        pd.MultiIndex.from_product(
+            [order, sorted(set(s["horizon"]))], names=["feature_set", "horizon"]
+        )
+    )[list(PROBE_METRICS)]
 
 # %% ../nbs/43_success.ipynb #da8ecc80
-def format_table(summary:pd.DataFrame, metric:str="auroc", test_set:str="full", digits:int=3) -> pd.DataFrame:
+def format_table(
+    summary: pd.DataFrame, metric: str = "auroc", test_set: str = "full", digits: int = 3
+) -> pd.DataFrame:
     "feature set x horizon cells 'mean [low, high]' for one metric."
     s = summary[(summary["test_set"] == test_set) & (summary["metric"] == metric)]
-    cell = s.assign(cell=[f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" for v, lo, hi in zip(s["value"], s["ci_low"], s["ci_high"])])
+    cell = s.assign(
+        cell=[
+            f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+            for v, lo, hi in zip(s["value"], s["ci_low"], s["ci_high"])
+        ]
+    )
     t = cell.pivot(index="feature_set", columns="horizon", values="cell")
     return t.reindex([fs for fs in FEATURE_SETS if fs in t.index])
 

@@ -13,20 +13,38 @@ from .store import ResultStore
 from .conditions import training_options, AuditConfig
 from .engine import audit_records, history_quality
 from .cli import add_command, parse_list
-from .pairing import (PROBE_INPUTS, _finish, _own, _setup, _store, ControlHistories,
-                               dose_condition, horizon_schedule, noise_condition, pair_records,
-                               probe_condition)
+from hoi_audit.pairing import (
+    PROBE_INPUTS,
+    _finish,
+    _own,
+    _setup,
+    _store,
+    ControlHistories,
+    dose_condition,
+    horizon_schedule,
+    noise_condition,
+    pair_records,
+    probe_condition,
+)
 
 # %% auto #0
 __all__ = ['history_dose', 'noise_sweep', 'horizon_audit', 'context_probes', 'sweep_table', 'sensitivity_command',
            'horizons_command', 'context_probes_command', 'add_subcommand']
 
 # %% ../nbs/18c_sweeps.ipynb #b0ef0f1a
-def _sweep_records(recs:pd.DataFrame, factor:str, value_of:dict, metric:str="act1", **extra) -> pd.DataFrame:
+def _sweep_records(
+    recs: pd.DataFrame, factor: str, value_of: dict, metric: str = "act1", **extra
+) -> pd.DataFrame:
     "Matched tests (each condition with its own history) of the conditions in `value_of`, with the sweep's factor."
-    r = recs[recs["condition"].isin(value_of) & (recs["test_history"] == recs["condition"].map(_own)) & (recs["metric"] == metric)]
+    r = recs[
+        recs["condition"].isin(value_of)
+        & (recs["test_history"] == recs["condition"].map(_own))
+        & (recs["metric"] == metric)
+    ]
     r = r.assign(**{factor: r["condition"].map(value_of)}, **extra)
-    return r[["dataset", "split", "seed", "condition", *extra, factor, "metric", "value"]].reset_index(drop=True)
+    return r[
+        ["dataset", "split", "seed", "condition", *extra, factor, "metric", "value"]
+    ].reset_index(drop=True)
 
 # %% ../nbs/18c_sweeps.ipynb #ca07c136
 def history_dose(dataset, # a `ProceduralDataset` with features
@@ -100,23 +118,33 @@ def horizon_audit(dataset, # a `ProceduralDataset` with features
     return pd.concat(out, ignore_index=True)
 
 # %% ../nbs/18c_sweeps.ipynb #66762398
-def context_probes(dataset, # a `ProceduralDataset` with features
-                   probe_inputs:Sequence[str]=tuple(PROBE_INPUTS), # PROBE_INPUTS keys
-                   histories:Sequence[str]=("gt",), # history sources the probes read
-                   splits:Sequence[int]|None=None, # splits (None: all)
-                   seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                   store:ResultStore|None=None, # result store
-                   config:AuditConfig=AuditConfig(), # settings (boundary schedule)
-                   history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
-                   progress:bool=False, # progress bars
-                   workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
-                  ) -> pd.DataFrame: # dataset, split, seed, condition, history, probe_input, metric ('act1'), value
+def context_probes(
+    dataset,  # a `ProceduralDataset` with features
+    probe_inputs: Sequence[str] = tuple(PROBE_INPUTS),  # PROBE_INPUTS keys
+    histories: Sequence[str] = ("gt",),  # history sources the probes read
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    store: ResultStore | None = None,  # result store
+    config: AuditConfig = AuditConfig(),  # settings (boundary schedule)
+    history_fn: Callable | None = None,  # recognizer backend (default: `ControlHistories()`)
+    progress: bool = False,  # progress bars
+    workers: int = 1,  # processes sharing the units: k uses k cores (results do not depend on k)
+) -> pd.DataFrame:  # dataset, split, seed, condition, history, probe_input, metric ('act1'), value
     "Table 17: where the context-only signal lives: history tokens only, causal state only, or both (no window video)."
     history_fn, frames = history_fn or ControlHistories(), []
     for h in histories:
         conds = {probe_condition(p, h).name: p for p in probe_inputs}
-        recs = audit_records(dataset, splits, seeds, list(conds), _store(store, "sweep=boundary"), replace(config, schedule="boundary", cross_test=()),
-                             history_fn, progress, workers)
+        recs = audit_records(
+            dataset,
+            splits,
+            seeds,
+            list(conds),
+            _store(store, "sweep=boundary"),
+            replace(config, schedule="boundary", cross_test=()),
+            history_fn,
+            progress,
+            workers,
+        )
         frames.append(_sweep_records(recs, "probe_input", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 

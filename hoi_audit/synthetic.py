@@ -10,7 +10,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
 import numpy as np
-from .core import DataError, read_json, write_json, write_npy, write_text, sha256_file, sha256_json
+from hoi_audit.core import (
+    DataError,
+    read_json,
+    write_json,
+    write_npy,
+    write_text,
+    sha256_file,
+    sha256_json,
+)
 from .procedural import read_label_file, read_mapping
 from .grammar import Grammar, bayes_table, expected_queries
 from .features import _rng, FeatureSpec, synthesize_features
@@ -34,22 +42,30 @@ class VideoSpec:
 @dataclass(frozen=True)
 class SyntheticDataset:
     "A preset at a size and seed: the videos, splits and feature knobs; videos are generated one at a time."
+
     preset: Preset
     size: str
     seed: int
     feature_spec: FeatureSpec
-    videos: tuple # VideoSpec per video, sorted by name
-    splits: dict # split number -> {"train": [...], "test": [...]} (names without .txt)
+    videos: tuple  # VideoSpec per video, sorted by name
+    splits: dict  # split number -> {"train": [...], "test": [...]} (names without .txt)
 
     @property
-    def name(self) -> str: return self.preset.name
+    def name(self) -> str:
+        return self.preset.name
+
     @property
-    def grammar(self) -> Grammar: return self.preset.grammar
+    def grammar(self) -> Grammar:
+        return self.preset.grammar
+
     @property
-    def classes(self) -> tuple: return self.grammar.classes
-    def video(self, name:str) -> VideoSpec:
+    def classes(self) -> tuple:
+        return self.grammar.classes
+
+    def video(self, name: str) -> VideoSpec:
         for v in self.videos:
-            if v.name == name: return v
+            if v.name == name:
+                return v
         raise DataError(f"{self.name}/{self.size}: no video {name!r}")
 
     @cached_property
@@ -58,52 +74,105 @@ class SyntheticDataset:
         p, counts = self.preset, self.grammar.expected_counts()
         frames = sum(n * p.durations[a] for a, n in counts.items())
         n_actions = sum(counts.values())
-        if p.start_background: frames += p.durations[p.start_background]
-        if p.end_background: frames += p.end_background_p * p.durations[p.end_background]
-        if p.gap_background: frames += p.gap_p * max(n_actions - 1, 0) * p.durations[p.gap_background]
+        if p.start_background:
+            frames += p.durations[p.start_background]
+        if p.end_background:
+            frames += p.end_background_p * p.durations[p.end_background]
+        if p.gap_background:
+            frames += p.gap_p * max(n_actions - 1, 0) * p.durations[p.gap_background]
         return p.sizes[self.size].mean_frames / frames
 
-    def transcript(self, video:str|VideoSpec) -> tuple:
+    def transcript(self, video: str | VideoSpec) -> tuple:
         "The video's non-background actions (drawn from its session's seed)."
         v = video if isinstance(video, VideoSpec) else self.video(video)
-        return self.grammar.sample(_rng(self.seed, self.name, "transcript", v.session), task=v.task)[1]
+        return self.grammar.sample(
+            _rng(self.seed, self.name, "transcript", v.session), task=v.task
+        )[1]
 
-    def labels(self, video:str|VideoSpec) -> np.ndarray:
+    def labels(self, video: str | VideoSpec) -> np.ndarray:
         "Class id per frame: background at the start/end (and between actions), then the actions with their durations."
         v = video if isinstance(video, VideoSpec) else self.video(video)
         p, cid, scale = self.preset, self.grammar.class_id, self.duration_scale
         session = _rng(self.seed, self.name, "durations", v.session)
-        speed = math.exp(_rng(self.seed, self.name, "speed", v.participant).normal(-p.speed_spread ** 2 / 2, p.speed_spread))
+        speed = math.exp(
+            _rng(self.seed, self.name, "speed", v.participant).normal(
+                -(p.speed_spread**2) / 2, p.speed_spread
+            )
+        )
+
         def frames(name, rng):
-            return max(2, int(round(p.durations[name] * scale * speed * rng.lognormal(-p.duration_spread ** 2 / 2, p.duration_spread))))
+            return max(
+                2,
+                int(
+                    round(
+                        p.durations[name]
+                        * scale
+                        * speed
+                        * rng.lognormal(-(p.duration_spread**2) / 2, p.duration_spread)
+                    )
+                ),
+            )
+
         segments = []
         for i, a in enumerate(self.transcript(v)):
-            if i and p.gap_background and session.random() < p.gap_p: segments.append((p.gap_background, frames(p.gap_background, session)))
+            if i and p.gap_background and session.random() < p.gap_p:
+                segments.append((p.gap_background, frames(p.gap_background, session)))
             segments.append((a, frames(a, session)))
-        camera = _rng(self.seed, self.name, "camera-trim", v.name)    # cameras of a session differ in their background trims
-        if p.start_background: segments.insert(0, (p.start_background, frames(p.start_background, camera)))
-        if p.end_background and session.random() < p.end_background_p: segments.append((p.end_background, frames(p.end_background, camera)))
+        camera = _rng(
+            self.seed, self.name, "camera-trim", v.name
+        )  # cameras of a session differ in their background trims
+        if p.start_background:
+            segments.insert(0, (p.start_background, frames(p.start_background, camera)))
+        if p.end_background and session.random() < p.end_background_p:
+            segments.append((p.end_background, frames(p.end_background, camera)))
         return np.concatenate([np.full(n, cid[name], dtype=np.int64) for name, n in segments])
 
-    def features(self, video:str|VideoSpec, labels:np.ndarray|None=None, dtype="float32") -> np.ndarray:
+    def features(
+        self, video: str | VideoSpec, labels: np.ndarray | None = None, dtype="float32"
+    ) -> np.ndarray:
         "The video's features, D x T."
         v = video if isinstance(video, VideoSpec) else self.video(video)
         labels = self.labels(v) if labels is None else labels
-        return synthesize_features(labels, self.feature_spec, len(self.classes), [self.grammar.class_id[b] for b in self.grammar.background],
-                                   participant=v.participant, camera=v.camera, video_seed=f"{self.name}/{v.name}", dtype=dtype)
+        return synthesize_features(
+            labels,
+            self.feature_spec,
+            len(self.classes),
+            [self.grammar.class_id[b] for b in self.grammar.background],
+            participant=v.participant,
+            camera=v.camera,
+            video_seed=f"{self.name}/{v.name}",
+            dtype=dtype,
+        )
 
 # %% ../nbs/12c_synthetic.ipynb #0b9c32a6
-def _videos(p:Preset, size:str, seed:int) -> list:
+def _videos(p: Preset, size: str, seed: int) -> list:
     s = p.sizes[size]
-    sessions = [(part, task.name, r) for part in s.participants for task in p.grammar.tasks for r in range(1, p.repetitions + 1)]
+    sessions = [
+        (part, task.name, r)
+        for part in s.participants
+        for task in p.grammar.tasks
+        for r in range(1, p.repetitions + 1)
+    ]
     cams = {x: s.cameras[:1] for x in sessions}
-    if s.n_videos is not None:   # every session gets 3 cameras, some a 4th, so that the total is the real count
+    if (
+        s.n_videos is not None
+    ):  # every session gets 3 cameras, some a 4th, so that the total is the real count
         extra = s.n_videos - 3 * len(sessions)
-        if not 0 <= extra <= len(sessions): raise DataError(f"preset {p.name!r}/{size}: cannot spread {s.n_videos} videos over {len(sessions)} sessions")
+        if not 0 <= extra <= len(sessions):
+            raise DataError(
+                f"preset {p.name!r}/{size}: cannot spread {s.n_videos} videos over {len(sessions)} sessions"
+            )
         rng = _rng(seed, p.name, size, "cameras")
         four = set(rng.choice(len(sessions), size=extra, replace=False).tolist())
-        cams = {x: tuple(sorted(rng.choice(s.cameras, size=4 if i in four else 3, replace=False).tolist(), key=s.cameras.index))
-                for i, x in enumerate(sessions)}
+        cams = {
+            x: tuple(
+                sorted(
+                    rng.choice(s.cameras, size=4 if i in four else 3, replace=False).tolist(),
+                    key=s.cameras.index,
+                )
+            )
+            for i, x in enumerate(sessions)
+        }
     out = []
     for part, task, r in sessions:
         for cam in cams[(part, task, r)]:
@@ -112,50 +181,72 @@ def _videos(p:Preset, size:str, seed:int) -> list:
     return sorted(out, key=lambda v: v.name)
 
 # %% ../nbs/12c_synthetic.ipynb #11e6a555
-def synthetic_dataset(name:str, # preset: "breakfast", "50salads" or "gtea"
-                      size:str="tiny", # "tiny" (CI), "small" or "full" (the real sizes)
-                      seed:int=0, # everything is drawn from it
-                      **feature_knobs, # FeatureSpec overrides, e.g. next_signal=0.0, dim=128
-                     ) -> SyntheticDataset:
+def synthetic_dataset(
+    name: str,  # preset: "breakfast", "50salads" or "gtea"
+    size: str = "tiny",  # "tiny" (CI), "small" or "full" (the real sizes)
+    seed: int = 0,  # everything is drawn from it
+    **feature_knobs,  # FeatureSpec overrides, e.g. next_signal=0.0, dim=128
+) -> SyntheticDataset:
     "A preset at a size: videos, participant-group splits and feature knobs (nothing is generated yet)."
     p = preset(name)
-    if size not in SIZES: raise ValueError(f"unknown size {size!r}; sizes are {SIZES}")
-    knobs = {"dim": p.sizes[size].feature_dim, **p.features, **p.sizes[size].features, "seed": seed, **feature_knobs}
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; sizes are {SIZES}")
+    knobs = {
+        "dim": p.sizes[size].feature_dim,
+        **p.features,
+        **p.sizes[size].features,
+        "seed": seed,
+        **feature_knobs,
+    }
     spec = FeatureSpec(**knobs)
     videos = _videos(p, size, seed)
     splits = {}
     for i in range(1, len(p.split_groups) + 1):
         test = [v.name for v in videos if p.split_of(v.participant) == i]
-        splits[i] = {"train": [v.name for v in videos if p.split_of(v.participant) != i], "test": test}
+        splits[i] = {
+            "train": [v.name for v in videos if p.split_of(v.participant) != i],
+            "test": test,
+        }
     return SyntheticDataset(p, size, int(seed), spec, tuple(videos), splits)
 
 # %% ../nbs/12c_synthetic.ipynb #ab5991b6
-def _write_layout_common(root:Path, classes:Sequence, splits:Mapping):
+def _write_layout_common(root: Path, classes: Sequence, splits: Mapping):
     write_text(root / "mapping.txt", "".join(f"{i} {c}\n" for i, c in enumerate(classes)))
     for n, s in sorted(splits.items()):
-        for part in ("train", "test"): write_text(root / "splits" / f"{part}.split{n}.bundle", "".join(f"{v}.txt\n" for v in s[part]))
+        for part in ("train", "test"):
+            write_text(
+                root / "splits" / f"{part}.split{n}.bundle", "".join(f"{v}.txt\n" for v in s[part])
+            )
 
 # %% ../nbs/12c_synthetic.ipynb #20e13dac
 _LAYOUT = ("features", "groundTruth", "splits", "mapping.txt", "truth.json", "generator.json")
 
-def _claim_folder(root:Path, config:dict, overwrite:bool):
+
+def _claim_folder(root: Path, config: dict, overwrite: bool):
     "Refuse (or, with overwrite, clear) a folder that holds another dataset; record this one's configuration."
     marker = root / "generator.json"
     same = marker.exists() and sha256_json(read_json(marker)) == sha256_json(config)
     if not same and root.exists() and any(root.iterdir()):
         if not overwrite:
-            what = "another dataset (its generator.json differs)" if marker.exists() else "files but no generator.json"
+            what = (
+                "another dataset (its generator.json differs)"
+                if marker.exists()
+                else "files but no generator.json"
+            )
             raise DataError(f"{root}: holds {what}; use a new folder or overwrite=True")
         for name in _LAYOUT:
             path = root / name
-            if path.is_dir() and not path.is_symlink(): shutil.rmtree(path)
-            else: path.unlink(missing_ok=True)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
     write_json(marker, config)
 
 # %% ../nbs/12c_synthetic.ipynb #44baed5c
 def _feature_dtype(dtype) -> str:
     "The name of a feature storage type (float32 or float16, nothing else)."
-    if np.dtype(dtype) not in (np.float32, np.float16): raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
+    if np.dtype(dtype) not in (np.float32, np.float16):
+        raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
     return np.dtype(dtype).name
 
 # %% ../nbs/12c_synthetic.ipynb #5d9d1210
@@ -164,19 +255,25 @@ def _knobs(spec) -> dict:
     return {k: getattr(spec, k) for k in spec.__dataclass_fields__}
 
 # %% ../nbs/12c_synthetic.ipynb #00b21d50
-def _synthetic_config(ds, dtype:str) -> dict:
+def _synthetic_config(ds, dtype: str) -> dict:
     "What a written preset's files depend on (its `generator.json`): preset, size, seed, dtype and feature knobs."
-    return {"preset": ds.name, "size": ds.size, "seed": ds.seed, "dtype": _feature_dtype(dtype),
-            "features": _knobs(ds.feature_spec)}
+    return {
+        "preset": ds.name,
+        "size": ds.size,
+        "seed": ds.seed,
+        "dtype": _feature_dtype(dtype),
+        "features": _knobs(ds.feature_spec),
+    }
 
 # %% ../nbs/12c_synthetic.ipynb #26b2d6af
-def write_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
-                    root, # the output folder (MS-TCN layout)
-                    dtype:str="float32", # feature storage: float32, or float16 to halve the disk
-                    videos:Sequence|None=None, # write only these videos (default: all)
-                    overwrite:bool=False, # replace a folder that holds another dataset
-                    progress:bool=False, # print a line every 100 videos
-                   ) -> Path:
+def write_synthetic(
+    dataset: SyntheticDataset,  # from synthetic_dataset()
+    root,  # the output folder (MS-TCN layout)
+    dtype: str = "float32",  # feature storage: float32, or float16 to halve the disk
+    videos: Sequence | None = None,  # write only these videos (default: all)
+    overwrite: bool = False,  # replace a folder that holds another dataset
+    progress: bool = False,  # print a line every 100 videos
+) -> Path:
     "Write the dataset to `root` in the MS-TCN layout, one video at a time, plus `generator.json` and `truth.json`."
     root, ds = Path(root), dataset
     config = _synthetic_config(ds, dtype)
@@ -186,36 +283,66 @@ def write_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
     start = time.perf_counter()
     for i, v in enumerate(todo):
         feat, gt = root / "features" / f"{v.name}.npy", root / "groundTruth" / f"{v.name}.txt"
-        if feat.exists() and gt.exists(): continue          # written atomically by an earlier, interrupted run of this config
+        if feat.exists() and gt.exists():
+            continue  # written atomically by an earlier, interrupted run of this config
         labels = ds.labels(v)
         write_text(gt, "\n".join(np.asarray(ds.classes)[labels]) + "\n")
         write_npy(feat, ds.features(v, labels, dtype=dtype))
-        if progress and (i + 1) % 100 == 0: print(f"{ds.name}/{ds.size}: {i + 1}/{len(todo)} videos, {time.perf_counter() - start:.0f}s", flush=True)
-    truth = {**config, "grammar": ds.grammar.summary(), "bayes": bayes_table(ds).to_dict("records"),
-             "expected_queries_per_video": {"include_first": expected_queries(ds, True), "exclude_first": expected_queries(ds, False)},
-             "duration_scale": ds.duration_scale, "n_videos": len(ds.videos),
-             "videos": {v.name: {"task": v.task, "participant": v.participant, "camera": v.camera} for v in ds.videos}}
+        if progress and (i + 1) % 100 == 0:
+            print(
+                f"{ds.name}/{ds.size}: {i + 1}/{len(todo)} videos, {time.perf_counter() - start:.0f}s",
+                flush=True,
+            )
+    truth = {
+        **config,
+        "grammar": ds.grammar.summary(),
+        "bayes": bayes_table(ds).to_dict("records"),
+        "expected_queries_per_video": {
+            "include_first": expected_queries(ds, True),
+            "exclude_first": expected_queries(ds, False),
+        },
+        "duration_scale": ds.duration_scale,
+        "n_videos": len(ds.videos),
+        "videos": {
+            v.name: {"task": v.task, "participant": v.participant, "camera": v.camera}
+            for v in ds.videos
+        },
+    }
     write_json(root / "truth.json", truth)
     return root
 
 # %% ../nbs/12c_synthetic.ipynb #d7789539
-_NAME_PATTERNS = (re.compile(r"^(?P<participant>P\d+)_(?P<camera>[a-z]+\d*)_"), re.compile(r"^(?P<camera>rgb)-(?P<participant>\d+)-"),
-                  re.compile(r"^(?P<participant>S\d+)_[^_]+_(?P<camera>C\d+)$"))
+_NAME_PATTERNS = (
+    re.compile(r"^(?P<participant>P\d+)_(?P<camera>[a-z]+\d*)_"),
+    re.compile(r"^(?P<camera>rgb)-(?P<participant>\d+)-"),
+    re.compile(r"^(?P<participant>S\d+)_[^_]+_(?P<camera>C\d+)$"),
+)
 
-def participant_camera(video:str) -> tuple:
+
+def participant_camera(video: str) -> tuple:
     "(participant, camera) read from a Breakfast, 50 Salads or GTEA video name; (None, None) otherwise."
     for pat in _NAME_PATTERNS:
         m = pat.match(video)
-        if m: return m.group("participant"), m.group("camera")
+        if m:
+            return m.group("participant"), m.group("camera")
     return None, None
 
 # %% ../nbs/12c_synthetic.ipynb #2442f5c2
-def _label_config(src:Path, spec:FeatureSpec, dtype:str, videos:Sequence|None) -> tuple:
+def _label_config(src: Path, spec: FeatureSpec, dtype: str, videos: Sequence | None) -> tuple:
     "Real-label mode's videos, and what its files depend on (its `generator.json`): the label folder, the videos, dtype and knobs."
-    names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt")) if videos is None else list(videos)
-    if not names: raise DataError(f"{src / 'groundTruth'}: no label files")
-    return names, {"labels": str(src.resolve()), "videos": sha256_json(names), "dtype": _feature_dtype(dtype),
-                   "features": _knobs(spec)}
+    names = (
+        sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))
+        if videos is None
+        else list(videos)
+    )
+    if not names:
+        raise DataError(f"{src / 'groundTruth'}: no label files")
+    return names, {
+        "labels": str(src.resolve()),
+        "videos": sha256_json(names),
+        "dtype": _feature_dtype(dtype),
+        "features": _knobs(spec),
+    }
 
 # %% ../nbs/12c_synthetic.ipynb #79fbe76c
 def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, mapping.txt, splits/
@@ -257,23 +384,31 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
     return root
 
 # %% ../nbs/12c_synthetic.ipynb #50aa4b99
-def shared_synthetic(dataset:SyntheticDataset, # from synthetic_dataset()
-                     data_dir, # the shared data folder (e.g. `ExperimentPaths.data`)
-                     dtype:str="float32", # feature storage: float32, or float16 to halve the disk
-                    ) -> Path: # the written folder, `synthetic_<preset>_<size>_<config hash>` below data_dir
+def shared_synthetic(
+    dataset: SyntheticDataset,  # from synthetic_dataset()
+    data_dir,  # the shared data folder (e.g. `ExperimentPaths.data`)
+    dtype: str = "float32",  # feature storage: float32, or float16 to halve the disk
+) -> Path:  # the written folder, `synthetic_<preset>_<size>_<config hash>` below data_dir
     "`write_synthetic` into the folder of `data_dir` that this exact configuration names: written once, read by every later caller."
     name = f"synthetic_{dataset.name}_{dataset.size}_{sha256_json(_synthetic_config(dataset, dtype))[:12]}"
     return write_synthetic(dataset, Path(data_dir) / name, dtype=dtype)
 
 # %% ../nbs/12c_synthetic.ipynb #0ebc51ff
-def shared_label_features(labels_root, # a real MS-TCN label folder (groundTruth/, mapping.txt, splits/)
-                          data_dir, # the shared data folder (e.g. `ExperimentPaths.data`)
-                          spec:FeatureSpec, # the knobs (e.g. `real_label_feature_spec(name, size)`)
-                          videos:Sequence|None=None, # only these videos (default: every groundTruth file)
-                          dtype:str="float32", # float32 or float16
-                         ) -> Path: # the written folder, `<label folder>_labels_<config hash>` below data_dir
+def shared_label_features(
+    labels_root,  # a real MS-TCN label folder (groundTruth/, mapping.txt, splits/)
+    data_dir,  # the shared data folder (e.g. `ExperimentPaths.data`)
+    spec: FeatureSpec,  # the knobs (e.g. `real_label_feature_spec(name, size)`)
+    videos: Sequence | None = None,  # only these videos (default: every groundTruth file)
+    dtype: str = "float32",  # float32 or float16
+) -> Path:  # the written folder, `<label folder>_labels_<config hash>` below data_dir
     "`synthesize_features_for_labels` (labels linked) into the folder of `data_dir` that this exact configuration names."
     src = Path(labels_root)
     _, config = _label_config(src, spec, dtype, videos)
-    return synthesize_features_for_labels(src, Path(data_dir) / f"{src.name}_labels_{sha256_json(config)[:12]}", spec=spec, dtype=dtype,
-                                          videos=videos, link=True)
+    return synthesize_features_for_labels(
+        src,
+        Path(data_dir) / f"{src.name}_labels_{sha256_json(config)[:12]}",
+        spec=spec,
+        dtype=dtype,
+        videos=videos,
+        link=True,
+    )

@@ -12,8 +12,15 @@ import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError
 from .store import ResultStore
 from .stats import mean_std, paired_gap
-from .conditions import (CONDITIONS, NON_ORACLE, ORACLE, TABLE1_CONDITIONS, AuditConfig, matched_pairs,
-                                  RecognizerHistories)
+from hoi_audit.conditions import (
+    CONDITIONS,
+    NON_ORACLE,
+    ORACLE,
+    TABLE1_CONDITIONS,
+    AuditConfig,
+    matched_pairs,
+    RecognizerHistories,
+)
 from .engine import audit_records, history_quality
 
 # %% auto #0
@@ -25,7 +32,8 @@ __all__ = ['METRICS', 'TRAIN_LABEL', 'TEST_LABEL', 'condition_table', 'matched_g
 # %% ../nbs/17c_tables.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
 
-def _per_split(records:pd.DataFrame, metric:str="act1") -> pd.DataFrame:
+
+def _per_split(records: pd.DataFrame, metric: str = "act1") -> pd.DataFrame:
     "split x condition, seeds averaged."
     r = records[records["metric"] == metric]
     return r.groupby(["split", "condition"])["value"].mean().unstack("condition")
@@ -49,20 +57,32 @@ def condition_table(records:pd.DataFrame, # matched records (condition, split, s
     return pd.DataFrame(rows).set_index("label")
 
 # %% ../nbs/17c_tables.ipynb #6eda57b5
-def matched_gap(records:pd.DataFrame, # matched records
-                oracle:str=ORACLE, # the oracle condition
-                non_oracle:str=NON_ORACLE, # the matched non-oracle condition
-                metric:str="act1", # the metric
-                confidence:float=0.95, # the interval's level
-               ) -> dict: # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
+def matched_gap(
+    records: pd.DataFrame,  # matched records
+    oracle: str = ORACLE,  # the oracle condition
+    non_oracle: str = NON_ORACLE,  # the matched non-oracle condition
+    metric: str = "act1",  # the metric
+    confidence: float = 0.95,  # the interval's level
+) -> dict:  # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
     "The gap oracle - non_oracle, paired by split (seeds averaged), with its Student-t interval on n_splits - 1 df."
     per = _per_split(records, metric)
     for c in (oracle, non_oracle):
-        if c not in per: raise DataError(f"matched_gap: no {metric} records of condition {c!r}")
+        if c not in per:
+            raise DataError(f"matched_gap: no {metric} records of condition {c!r}")
     iv = paired_gap(per[oracle], per[non_oracle], confidence)
     (m0, s0), (m1, s1) = mean_std(per[non_oracle]), mean_std(per[oracle])
-    return {"comparison": f"{oracle} - {non_oracle}", "metric": metric, "non_oracle": m0, "non_oracle_std": s0, "oracle": m1,
-            "oracle_std": s1, "gap": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n}
+    return {
+        "comparison": f"{oracle} - {non_oracle}",
+        "metric": metric,
+        "non_oracle": m0,
+        "non_oracle_std": s0,
+        "oracle": m1,
+        "oracle_std": s1,
+        "gap": iv.estimate,
+        "ci_low": iv.low,
+        "ci_high": iv.high,
+        "n": iv.n,
+    }
 
 # %% ../nbs/17c_tables.ipynb #476bacd0
 @dataclass
@@ -76,33 +96,42 @@ class AuditResult:
     def __iter__(self): return iter((self.records, self.table, self.gap))
 
 # %% ../nbs/17c_tables.ipynb #201afca8
-def _matched(records:pd.DataFrame) -> pd.DataFrame:
+def _matched(records: pd.DataFrame) -> pd.DataFrame:
     own = records["condition"].map(lambda c: CONDITIONS[c].history or "none")
-    return records[records["test_history"] == own].drop(columns="test_history").reset_index(drop=True)
+    return (
+        records[records["test_history"] == own].drop(columns="test_history").reset_index(drop=True)
+    )
 
 # %% ../nbs/17c_tables.ipynb #316b8db0
-def gap_rows(records:pd.DataFrame) -> pd.DataFrame:
+def gap_rows(records: pd.DataFrame) -> pd.DataFrame:
     "Every provenance-matched gap (`matched_pairs`, the primary pair first) for each metric, each paired by split."
     present = [c for c in CONDITIONS if c in set(records["condition"])]
-    rows = [matched_gap(records, oracle, non, metric) for oracle, non in matched_pairs(present)
-            for metric in METRICS if metric in set(records["metric"])]
+    rows = [
+        matched_gap(records, oracle, non, metric)
+        for oracle, non in matched_pairs(present)
+        for metric in METRICS
+        if metric in set(records["metric"])
+    ]
     return pd.DataFrame(rows)
 
 # %% ../nbs/17c_tables.ipynb #503ae298
-def four_condition_audit(dataset, # a `ProceduralDataset` with features
-                         splits:Sequence[int]|None=None, # splits (None: all)
-                         seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                         conditions:Sequence=TABLE1_CONDITIONS, # rows (names or AuditCondition objects)
-                         store:ResultStore|None=None, # result store (a killed audit resumes from it)
-                         config:AuditConfig=AuditConfig(), # settings
-                         history_fn:Callable|None=None, # the recognizer backend (default: RecognizerHistories())
-                         progress:bool=False, # progress bars
-                         workers:int=1, # processes sharing the units (see `audit_records`)
-                        ) -> AuditResult:
+def four_condition_audit(
+    dataset,  # a `ProceduralDataset` with features
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    conditions: Sequence = TABLE1_CONDITIONS,  # rows (names or AuditCondition objects)
+    store: ResultStore | None = None,  # result store (a killed audit resumes from it)
+    config: AuditConfig = AuditConfig(),  # settings
+    history_fn: Callable | None = None,  # the recognizer backend (default: RecognizerHistories())
+    progress: bool = False,  # progress bars
+    workers: int = 1,  # processes sharing the units (see `audit_records`)
+) -> AuditResult:
     "Table 1 (mean ± std over splits), the matched gaps (Table 2's first row first) and the recovered histories' quality."
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
-    everything = audit_records(dataset, splits, seeds, conditions, store, config, history_fn, progress, workers)
+    everything = audit_records(
+        dataset, splits, seeds, conditions, store, config, history_fn, progress, workers
+    )
     matched = _matched(everything)
     quality = history_quality(dataset, splits, conditions, store, config, history_fn)
     return AuditResult(matched, condition_table(matched), gap_rows(matched), everything, quality)
@@ -121,29 +150,55 @@ class InterventionResult:
     def __iter__(self): return iter((self.records, self.table, self.contrast))
 
 # %% ../nbs/17c_tables.ipynb #77b9460a
-def intervention_table(all_records:pd.DataFrame, # every test, with test_history (from `audit_records`)
-                       metric:str="act1", # the metric of the table
-                       confidence:float=0.95, # the intervals' level
-                      ) -> InterventionResult:
+def intervention_table(
+    all_records: pd.DataFrame,  # every test, with test_history (from `audit_records`)
+    metric: str = "act1",  # the metric of the table
+    confidence: float = 0.95,  # the intervals' level
+) -> InterventionResult:
     "Table 9 and the fixed-checkpoint oracle contrasts from cross-tested BA and GT checkpoints."
     train_kind = {"recognizer_ba": "ba", "gt_history": "gt"}
-    r = all_records[all_records["condition"].isin(train_kind) & all_records["test_history"].isin(["ba", "gt"])].copy()
-    if r.empty: raise DataError("intervention_table: no cross-tested recognizer_ba / gt_history records")
+    r = all_records[
+        all_records["condition"].isin(train_kind) & all_records["test_history"].isin(["ba", "gt"])
+    ].copy()
+    if r.empty:
+        raise DataError("intervention_table: no cross-tested recognizer_ba / gt_history records")
     r.insert(list(r.columns).index("condition"), "train_history", r["condition"].map(train_kind))
     r = r.drop(columns="condition").reset_index(drop=True)
-    per = r[r["metric"] == metric].groupby(["split", "train_history", "test_history"])["value"].mean()
-    table = pd.DataFrame(index=[TRAIN_LABEL[k] for k in ("ba", "gt")], columns=[TEST_LABEL[k] for k in ("ba", "gt")], dtype=float)
+    per = (
+        r[r["metric"] == metric].groupby(["split", "train_history", "test_history"])["value"].mean()
+    )
+    table = pd.DataFrame(
+        index=[TRAIN_LABEL[k] for k in ("ba", "gt")],
+        columns=[TEST_LABEL[k] for k in ("ba", "gt")],
+        dtype=float,
+    )
     std = table.copy()
     contrasts = []
-    cells = {key: group.droplevel([1, 2]) for key, group in per.groupby(level=["train_history", "test_history"])}
+    cells = {
+        key: group.droplevel([1, 2])
+        for key, group in per.groupby(level=["train_history", "test_history"])
+    }
     for (tr, te), vals in cells.items():
-        table.loc[TRAIN_LABEL[tr], TEST_LABEL[te]], std.loc[TRAIN_LABEL[tr], TEST_LABEL[te]] = mean_std(vals)
+        table.loc[TRAIN_LABEL[tr], TEST_LABEL[te]], std.loc[TRAIN_LABEL[tr], TEST_LABEL[te]] = (
+            mean_std(vals)
+        )
     for tr in ("ba", "gt"):
-        if (tr, "gt") not in cells or (tr, "ba") not in cells: continue
+        if (tr, "gt") not in cells or (tr, "ba") not in cells:
+            continue
         gt_cell, rec_cell = cells[(tr, "gt")], cells[(tr, "ba")]
         iv = paired_gap(gt_cell, rec_cell, confidence)
-        contrasts.append({"train_history": tr, "metric": metric, "test_recognizer": float(rec_cell.mean()), "test_gt": float(gt_cell.mean()),
-                          "contrast": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n})
+        contrasts.append(
+            {
+                "train_history": tr,
+                "metric": metric,
+                "test_recognizer": float(rec_cell.mean()),
+                "test_gt": float(gt_cell.mean()),
+                "contrast": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n": iv.n,
+            }
+        )
     return InterventionResult(r, table, std, pd.DataFrame(contrasts))
 
 # %% ../nbs/17c_tables.ipynb #d8f6808a
@@ -161,51 +216,87 @@ def intervention_2x2(dataset, # a `ProceduralDataset` with features
     return intervention_table(audit_records(dataset, splits, seeds, ("recognizer_ba", "gt_history"), store, config, history_fn, progress, workers))
 
 # %% ../nbs/17c_tables.ipynb #a3fdcb1a
-def audit_results_records(result:AuditResult) -> list[dict]:
+def audit_results_records(result: AuditResult) -> list[dict]:
     "Records of the `four_condition` results JSON."
-    recs = result.records[["dataset", "split", "seed", "condition", "metric", "value"]].to_dict("records")
+    recs = result.records[["dataset", "split", "seed", "condition", "metric", "value"]].to_dict(
+        "records"
+    )
     name = result.records["dataset"].iloc[0]
     for g in result.gap.to_dict("records"):
         oracle, non = g["comparison"].split(" - ")
-        recs.append({"dataset": name, "split": "all", "condition": f"{oracle}-{non}", "metric": f"gap_{g['metric']}",
-                     "value": g["gap"], "ci_low": g["ci_low"], "ci_high": g["ci_high"], "n": g["n"]})
-    if result.history_quality is not None: recs += result.history_quality.to_dict("records")
+        recs.append(
+            {
+                "dataset": name,
+                "split": "all",
+                "condition": f"{oracle}-{non}",
+                "metric": f"gap_{g['metric']}",
+                "value": g["gap"],
+                "ci_low": g["ci_low"],
+                "ci_high": g["ci_high"],
+                "n": g["n"],
+            }
+        )
+    if result.history_quality is not None:
+        recs += result.history_quality.to_dict("records")
     return recs
 
 # %% ../nbs/17c_tables.ipynb #07de3429
-def intervention_results_records(result:InterventionResult) -> list[dict]:
+def intervention_results_records(result: InterventionResult) -> list[dict]:
     "Records of the `intervention_2x2` results JSON."
-    recs = result.records[["dataset", "split", "seed", "train_history", "test_history", "metric", "value"]].to_dict("records")
+    recs = result.records[
+        ["dataset", "split", "seed", "train_history", "test_history", "metric", "value"]
+    ].to_dict("records")
     name = result.records["dataset"].iloc[0]
     for c in result.contrast.to_dict("records"):
-        recs.append({"dataset": name, "split": "all", "train_history": c["train_history"], "test_history": "gt-ba",
-                     "metric": f"contrast_{c['metric']}", "value": c["contrast"], "ci_low": c["ci_low"], "ci_high": c["ci_high"], "n": c["n"]})
+        recs.append(
+            {
+                "dataset": name,
+                "split": "all",
+                "train_history": c["train_history"],
+                "test_history": "gt-ba",
+                "metric": f"contrast_{c['metric']}",
+                "value": c["contrast"],
+                "ci_low": c["ci_low"],
+                "ci_high": c["ci_high"],
+                "n": c["n"],
+            }
+        )
     return recs
 
 # %% ../nbs/17c_tables.ipynb #142537f9
-def format_table(table:pd.DataFrame, # from `condition_table`
-                 digits:int=1, # decimals
-                ) -> pd.DataFrame:
+def format_table(
+    table: pd.DataFrame,  # from `condition_table`
+    digits: int = 1,  # decimals
+) -> pd.DataFrame:
     "Table 1 as the paper prints it: 'mean±std' strings."
     out = pd.DataFrame(index=table.index)
     for m, head in zip(METRICS, ("Act.@1", "Act.@5", "Verb@1")):
-        if m in table: out[head] = [f"{a:.{digits}f}±{b:.{digits}f}" if not math.isnan(b) else f"{a:.{digits}f}" for a, b in zip(table[m], table[f"{m}_std"])]
+        if m in table:
+            out[head] = [
+                f"{a:.{digits}f}±{b:.{digits}f}" if not math.isnan(b) else f"{a:.{digits}f}"
+                for a, b in zip(table[m], table[f"{m}_std"])
+            ]
     return out
 
 # %% ../nbs/17c_tables.ipynb #a2a1d268
-def window_results_records(window:pd.DataFrame, # from `window_accuracy_records`
-                           config:AuditConfig=AuditConfig(), # the audit's settings (the recognizer's seed)
-                          ) -> list[dict]:
+def window_results_records(
+    window: pd.DataFrame,  # from `window_accuracy_records`
+    config: AuditConfig = AuditConfig(),  # the audit's settings (the recognizer's seed)
+) -> list[dict]:
     "Table 3's records for the `four_condition` results JSON: condition `window_recognizer`, metric `window_acc`."
-    return [{**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
-            for r in window[["dataset", "split", "metric", "value"]].to_dict("records")]
+    return [
+        {**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
+        for r in window[["dataset", "split", "metric", "value"]].to_dict("records")
+    ]
 
 # %% ../nbs/17c_tables.ipynb #678644c0
-def recovery_table(result:AuditResult, # a four-condition audit (its BFR, BA and GT rows are used when present)
-                   window:pd.DataFrame, # from `window_accuracy_records`
-                  ) -> pd.DataFrame: # one row (the dataset): window_acc, bfr, ba, gt and their stds over splits
+def recovery_table(
+    result: AuditResult,  # a four-condition audit (its BFR, BA and GT rows are used when present)
+    window: pd.DataFrame,  # from `window_accuracy_records`
+) -> pd.DataFrame:  # one row (the dataset): window_acc, bfr, ba, gt and their stds over splits
     "Table 3's row: the recognizer's window accuracy, then Act@1 with BFR, BA and GT histories (mean ± std over splits)."
-    if window.empty: raise DataError("recovery_table: no window-accuracy records")
+    if window.empty:
+        raise DataError("recovery_table: no window-accuracy records")
     row = dict(zip(("window_acc", "window_acc_std"), mean_std(window["value"])))
     for key, name in (("bfr", "recognizer_bfr"), ("ba", "recognizer_ba"), ("gt", "gt_history")):
         label = CONDITIONS[name].label

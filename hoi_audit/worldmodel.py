@@ -18,92 +18,145 @@ __all__ = ['KINDS', 'WorldModel', 'check_rollout', 'PersistenceModel', 'LinearEx
 @runtime_checkable
 class WorldModel(Protocol):
     "A frozen latent forecaster: roll out H future latents from C visible ones and the H future commands."
-    def rollout(self, context:np.ndarray, commands:np.ndarray) -> dict: ...
+
+    def rollout(self, context: np.ndarray, commands: np.ndarray) -> dict: ...
 
 # %% ../nbs/41_worldmodel.ipynb #6290d18c
 def _check_inputs(context, commands) -> tuple[np.ndarray, np.ndarray]:
-    context, commands = np.asarray(context, dtype=np.float32), np.asarray(commands, dtype=np.float32)
-    if context.ndim != 3 or context.shape[1] < 1: raise DataError(f"rollout: context must be (B, C >= 1, D), got {context.shape}")
-    if commands.ndim != 3 or commands.shape[0] != context.shape[0] or commands.shape[2] != COMMAND_DIM or commands.shape[1] < 1:
-        raise DataError(f"rollout: commands must be (B={context.shape[0]}, H >= 1, {COMMAND_DIM}), got {commands.shape}")
+    context, commands = (
+        np.asarray(context, dtype=np.float32),
+        np.asarray(commands, dtype=np.float32),
+    )
+    if context.ndim != 3 or context.shape[1] < 1:
+        raise DataError(f"rollout: context must be (B, C >= 1, D), got {context.shape}")
+    if (
+        commands.ndim != 3
+        or commands.shape[0] != context.shape[0]
+        or commands.shape[2] != COMMAND_DIM
+        or commands.shape[1] < 1
+    ):
+        raise DataError(
+            f"rollout: commands must be (B={context.shape[0]}, H >= 1, {COMMAND_DIM}), got {commands.shape}"
+        )
     return context, commands
 
 # %% ../nbs/41_worldmodel.ipynb #9653c8e9
-def check_rollout(out, # what a model's rollout returned
-                  context, # the (B, C, D) context it was given
-                  commands, # the (B, H, 7) commands it was given
-                  name:str="model", # what to call the model in errors
-                 ) -> dict: # {"latents": (B, H, D) float32, "gate": (B, H) float32}
+def check_rollout(
+    out,  # what a model's rollout returned
+    context,  # the (B, C, D) context it was given
+    commands,  # the (B, H, 7) commands it was given
+    name: str = "model",  # what to call the model in errors
+) -> dict:  # {"latents": (B, H, D) float32, "gate": (B, H) float32}
     "Validate a rollout: shapes, finiteness; a (B, H, 1) gate is squeezed to (B, H)."
     B, H, D = commands.shape[0], commands.shape[1], context.shape[2]
-    if not isinstance(out, dict) or "latents" not in out: raise DataError(f"{name}.rollout must return a dict with 'latents' (and 'gate')")
+    if not isinstance(out, dict) or "latents" not in out:
+        raise DataError(f"{name}.rollout must return a dict with 'latents' (and 'gate')")
     lat = np.asarray(out["latents"], dtype=np.float32)
-    if lat.shape != (B, H, D): raise DataError(f"{name}.rollout: 'latents' must be (B, H, D) = {(B, H, D)}, got {lat.shape}")
+    if lat.shape != (B, H, D):
+        raise DataError(
+            f"{name}.rollout: 'latents' must be (B, H, D) = {(B, H, D)}, got {lat.shape}"
+        )
     gate = np.asarray(out.get("gate", np.zeros((B, H))), dtype=np.float32)
-    if gate.shape == (B, H, 1): gate = gate[..., 0]
-    if gate.shape != (B, H): raise DataError(f"{name}.rollout: 'gate' must be (B, H) or (B, H, 1) = {(B, H)}, got {gate.shape}")
-    if not (np.isfinite(lat).all() and np.isfinite(gate).all()): raise DataError(f"{name}.rollout returned NaN or infinite values")
+    if gate.shape == (B, H, 1):
+        gate = gate[..., 0]
+    if gate.shape != (B, H):
+        raise DataError(
+            f"{name}.rollout: 'gate' must be (B, H) or (B, H, 1) = {(B, H)}, got {gate.shape}"
+        )
+    if not (np.isfinite(lat).all() and np.isfinite(gate).all()):
+        raise DataError(f"{name}.rollout returned NaN or infinite values")
     return {"latents": lat, "gate": gate}
 
 # %% ../nbs/41_worldmodel.ipynb #4bf011eb
 @dataclass(frozen=True)
 class PersistenceModel:
     "Repeat the last visible latent (no gate)."
+
     kind: str = "persistence"
+
     def rollout(self, context, commands) -> dict:
         context, commands = _check_inputs(context, commands)
         B, H = commands.shape[:2]
-        return {"latents": np.repeat(context[:, -1:], H, axis=1), "gate": np.zeros((B, H), np.float32)}
+        return {
+            "latents": np.repeat(context[:, -1:], H, axis=1),
+            "gate": np.zeros((B, H), np.float32),
+        }
 
 # %% ../nbs/41_worldmodel.ipynb #2767826c
 @dataclass(frozen=True)
 class LinearExtrapolationModel:
     "Continue the last visible step: z_{C-1+h} = z_{C-1} + h (z_{C-1} - z_{C-2}); persistence when only one bin is visible."
+
     kind: str = "linear"
+
     def rollout(self, context, commands) -> dict:
         context, commands = _check_inputs(context, commands)
         B, H = commands.shape[:2]
-        step = context[:, -1] - context[:, -2] if context.shape[1] > 1 else np.zeros_like(context[:, -1])
+        step = (
+            context[:, -1] - context[:, -2]
+            if context.shape[1] > 1
+            else np.zeros_like(context[:, -1])
+        )
         h = np.arange(1, H + 1, dtype=np.float32)[None, :, None]
-        return {"latents": context[:, -1:] + h * step[:, None], "gate": np.zeros((B, H), np.float32)}
+        return {
+            "latents": context[:, -1:] + h * step[:, None],
+            "gate": np.zeros((B, H), np.float32),
+        }
 
 # %% ../nbs/41_worldmodel.ipynb #5f6818c6
 KINDS = ("jepa", "residual_mlp", "context_only")  # the learned forecasters
 
 # %% ../nbs/41_worldmodel.ipynb #9e5a0aac
-def _mlp(n_in:int, n_out:int, hidden:int):
+def _mlp(n_in: int, n_out: int, hidden: int):
     import torch.nn as nn
-    return nn.Sequential(nn.Linear(n_in, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, n_out))
+
+    return nn.Sequential(
+        nn.Linear(n_in, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, hidden),
+        nn.GELU(),
+        nn.Linear(hidden, n_out),
+    )
 
 # %% ../nbs/41_worldmodel.ipynb #920fb84a
-def _step_module(kind:str, latent_dim:int, hidden:int):
+def _step_module(kind: str, latent_dim: int, hidden: int):
     import torch, torch.nn as nn
+
     class Step(nn.Module):
         "One autoregressive step in standardized units: (z, dz, u) -> (next z, gate)."
+
         def __init__(self):
             super().__init__()
             self.kind, D = kind, latent_dim
-            if kind == "context_only": self.f = _mlp(2 * D, D, hidden)
-            elif kind == "residual_mlp": self.f = _mlp(2 * D + COMMAND_DIM, D, hidden)
+            if kind == "context_only":
+                self.f = _mlp(2 * D, D, hidden)
+            elif kind == "residual_mlp":
+                self.f = _mlp(2 * D + COMMAND_DIM, D, hidden)
             else:
                 self.drift, self.act = _mlp(2 * D, D, hidden), _mlp(2 * D + COMMAND_DIM, D, hidden)
                 self.gate = nn.Sequential(nn.Linear(2 * D, hidden), nn.GELU(), nn.Linear(hidden, 1))
+
         def forward(self, z, dz, u):
             zc = torch.cat([z, dz], -1)
-            if self.kind == "context_only": return z + self.f(zc), torch.zeros_like(z[..., :1])
-            if self.kind == "residual_mlp": return z + self.f(torch.cat([zc, u], -1)), torch.zeros_like(z[..., :1])
+            if self.kind == "context_only":
+                return z + self.f(zc), torch.zeros_like(z[..., :1])
+            if self.kind == "residual_mlp":
+                return z + self.f(torch.cat([zc, u], -1)), torch.zeros_like(z[..., :1])
             g = torch.sigmoid(self.gate(zc))
             return z + self.drift(zc) + g * self.act(torch.cat([zc, u], -1)), g
+
     return Step()
 
 # %% ../nbs/41_worldmodel.ipynb #4d4f9767
 def _roll(step, z_last, z_prev, commands):
     "Autoregressive rollout in standardized units: (B, D), (B, D), (B, H, 7) -> (B, H, D), (B, H)."
     import torch
+
     zs, gs = [], []
     for h in range(commands.shape[1]):
         z_next, g = step(z_last, z_last - z_prev, commands[:, h])
-        zs.append(z_next); gs.append(g[..., 0])
+        zs.append(z_next)
+        gs.append(g[..., 0])
         z_prev, z_last = z_last, z_next
     return torch.stack(zs, 1), torch.stack(gs, 1)
 
@@ -111,53 +164,76 @@ def _roll(step, z_last, z_prev, commands):
 @dataclass
 class LatentForecaster:
     "A frozen learned forecaster (kind in KINDS) with the WorldModel interface."
-    kind: str # one of KINDS
-    step: object # the torch step module (frozen)
-    latent_mean: np.ndarray # (D,) train_full latent mean
-    latent_scale: np.ndarray # (D,) train_full latent std
-    command_mean: np.ndarray # (7,)
-    command_scale: np.ndarray # (7,)
-    seed: int = 42 # training seed
-    trained_on: str = "" # SHA-256 of the train_full episode ids
-    history: list = field(default_factory=list) # training loss, every 50 steps
-    batch_size: int = 4096 # rollout batch size
+
+    kind: str  # one of KINDS
+    step: object  # the torch step module (frozen)
+    latent_mean: np.ndarray  # (D,) train_full latent mean
+    latent_scale: np.ndarray  # (D,) train_full latent std
+    command_mean: np.ndarray  # (7,)
+    command_scale: np.ndarray  # (7,)
+    seed: int = 42  # training seed
+    trained_on: str = ""  # SHA-256 of the train_full episode ids
+    history: list = field(default_factory=list)  # training loss, every 50 steps
+    batch_size: int = 4096  # rollout batch size
 
     def __post_init__(self):
         self.step.eval()
-        for p in self.step.parameters(): p.requires_grad_(False)
+        for p in self.step.parameters():
+            p.requires_grad_(False)
 
     def rollout(self, context, commands) -> dict:
         import torch
+
         before = torch.get_num_threads()
-        torch.set_num_threads(1)    # small matrices: one thread is fastest and does not fight other processes
-        try: return self._rollout(context, commands)
-        finally: torch.set_num_threads(before)
+        torch.set_num_threads(
+            1
+        )  # small matrices: one thread is fastest and does not fight other processes
+        try:
+            return self._rollout(context, commands)
+        finally:
+            torch.set_num_threads(before)
 
     def _rollout(self, context, commands) -> dict:
         import torch
+
         context, commands = _check_inputs(context, commands)
         if context.shape[2] != len(self.latent_mean):
-            raise DataError(f"rollout: this {self.kind} model was trained on {len(self.latent_mean)}-D latents, got {context.shape[2]}-D")
+            raise DataError(
+                f"rollout: this {self.kind} model was trained on {len(self.latent_mean)}-D latents, got {context.shape[2]}-D"
+            )
         zc = (context - self.latent_mean) / self.latent_scale
         uc = (commands - self.command_mean) / self.command_scale
         out_z, out_g = [], []
         with torch.no_grad():
             for s in range(0, len(zc), self.batch_size):
-                z = torch.from_numpy(np.ascontiguousarray(zc[s:s + self.batch_size]))
+                z = torch.from_numpy(np.ascontiguousarray(zc[s : s + self.batch_size]))
                 prev = z[:, -2] if z.shape[1] > 1 else z[:, -1]
-                lat, gate = _roll(self.step, z[:, -1], prev, torch.from_numpy(np.ascontiguousarray(uc[s:s + self.batch_size])))
-                out_z.append(lat.numpy()); out_g.append(gate.numpy())
+                lat, gate = _roll(
+                    self.step,
+                    z[:, -1],
+                    prev,
+                    torch.from_numpy(np.ascontiguousarray(uc[s : s + self.batch_size])),
+                )
+                out_z.append(lat.numpy())
+                out_g.append(gate.numpy())
         latents = np.concatenate(out_z) * self.latent_scale + self.latent_mean
-        return {"latents": latents.astype(np.float32), "gate": np.concatenate(out_g).astype(np.float32)}
+        return {
+            "latents": latents.astype(np.float32),
+            "gate": np.concatenate(out_g).astype(np.float32),
+        }
 
 # %% ../nbs/41_worldmodel.ipynb #a294e5e7
 def _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon):
     import torch
-    if kind not in KINDS: raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     train = episodes.split_of("train_full")
-    if len(train) == 0: raise DataError("train_forecaster: the episodes have no train_full split")
+    if len(train) == 0:
+        raise DataError("train_forecaster: the episodes have no train_full split")
     K = train.n_bins
-    if not 1 <= rollout_horizon <= K - 2: raise ValueError(f"rollout_horizon must be in [1, {K - 2}], got {rollout_horizon}")
+    if not 1 <= rollout_horizon <= K - 2:
+        raise ValueError(f"rollout_horizon must be in [1, {K - 2}], got {rollout_horizon}")
     seed_everything(seed)
     lm, ls = train.latents.mean((0, 1)), train.latents.std((0, 1)) + 1e-6
     cm, cs = train.commands.mean((0, 1)), train.commands.std((0, 1)) + 1e-6
@@ -172,14 +248,29 @@ def _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
     for i in range(steps):
         idx = torch.randint(0, len(Z), (min(batch_size, len(Z)),), generator=gen)
         z, u = Z[idx], U[idx]
-        one_step, _ = step(z[:, 1:-1], z[:, 1:-1] - z[:, :-2], u[:, 2:])     # predict bins 2..K-1 from the true past
+        one_step, _ = step(
+            z[:, 1:-1], z[:, 1:-1] - z[:, :-2], u[:, 2:]
+        )  # predict bins 2..K-1 from the true past
         loss_tf = (one_step - z[:, 2:]).abs().mean()
         rolled, _ = _roll(step, z[:, C - 1], z[:, C - 2], u[:, C:])
         loss = loss_tf + (rolled - z[:, C:]).abs().mean()
-        opt.zero_grad(); loss.backward(); opt.step(); sched.step()
-        if i % 50 == 0 or i == steps - 1: history.append(loss.item())
-    return LatentForecaster(kind, step, lm.astype(np.float32), ls.astype(np.float32), cm.astype(np.float32), cs.astype(np.float32),
-                            seed=seed, trained_on=sha256_array(np.sort(train.episode_id).astype("U")), history=history)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if i % 50 == 0 or i == steps - 1:
+            history.append(loss.item())
+    return LatentForecaster(
+        kind,
+        step,
+        lm.astype(np.float32),
+        ls.astype(np.float32),
+        cm.astype(np.float32),
+        cs.astype(np.float32),
+        seed=seed,
+        trained_on=sha256_array(np.sort(train.episode_id).astype("U")),
+        history=history,
+    )
 
 # %% ../nbs/41_worldmodel.ipynb #c9f9d5f1
 def train_forecaster(episodes:Episodes, # the episodes; only the train_full split is read
@@ -201,12 +292,18 @@ def train_forecaster(episodes:Episodes, # the episodes; only the train_full spli
     finally: torch.set_num_threads(before)
 
 # %% ../nbs/41_worldmodel.ipynb #9cbb1e6f
-def endpoint_l1(model:WorldModel, # any world model
-                episodes:Episodes, # the episodes to score on (typically heldout)
-                horizon:int=4, # H: bins rolled out
-               ) -> float: # mean over episodes of sum_d |predicted - true| at the final bin
+def endpoint_l1(
+    model: WorldModel,  # any world model
+    episodes: Episodes,  # the episodes to score on (typically heldout)
+    horizon: int = 4,  # H: bins rolled out
+) -> float:  # mean over episodes of sum_d |predicted - true| at the final bin
     "Mean L1 error of the predicted final latent after observing K - horizon bins."
     C = episodes.n_bins - horizon
     context, commands = episodes.latents[:, :C], episodes.commands[:, C:]
-    out = check_rollout(model.rollout(context, commands), context, commands, getattr(model, "kind", type(model).__name__))
+    out = check_rollout(
+        model.rollout(context, commands),
+        context,
+        commands,
+        getattr(model, "kind", type(model).__name__),
+    )
     return float(np.abs(out["latents"][:, -1] - episodes.latents[:, -1]).sum(-1).mean())

@@ -96,3 +96,17 @@ def test_the_dependency_check_sees_late_and_string_imports():
 def test_notebook_numbers_are_unique():
     keys = [stage_key(nb) for nb in LIBRARY]
     assert len(keys) == len(set(keys)), sorted(keys)
+
+def test_the_formatter_keeps_every_docment_on_its_parameters_line():
+    "tools/format_notebooks.py formats a cell only when its AST and its docments are unchanged: a split docment line is refused."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("format_notebooks", REPO / "tools" / "format_notebooks.py")
+    fmt = importlib.util.module_from_spec(spec); spec.loader.exec_module(fmt)
+    before = "def f(a:int, # the count\n      b:str|None=None, # the name\n     ) -> int: # the result\n    return a\n"
+    layout = "def f(\n    a: int,  # the count\n    b: str | None = None,  # the name\n) -> int:  # the result\n    return a\n"
+    moved = "def f(\n    a: int,  # the count\n    b: str\n    | None = None,  # the name\n) -> int:  # the result\n    return a\n"
+    split_return = "def f(a: int, b=None) -> tuple[\n    int\n]:  # the result\n    return a\n"
+    assert fmt.same_meaning(before, layout)
+    assert not fmt.same_meaning(before, moved)                                 # b's docment left b's line
+    assert not fmt.same_meaning(before, before.replace("return a", "return b"))  # another AST
+    assert not fmt.same_meaning("def f(a) -> tuple[int]:  # the result\n    return a\n", split_return)
