@@ -2,7 +2,7 @@
 
 Targets (hoi_audit.calibration.PAPER_TARGETS): Table 3's window-recognition accuracy (Breakfast 44.4, 50 Salads 74.7, GTEA 99.6;
 within 2 points) and Table 1's Breakfast video-only Act@1 (21.7; within 3 points). The procedure is the one documented in
-nbs/12_synthetic.ipynb ("Calibration"): on the calibration split (split 1 of a CALIBRATION_SEED dataset, a seeded subset of its
+nbs/12d_calibration.ipynb ("Calibration"): on the calibration split (split 1 of a CALIBRATION_SEED dataset, a seeded subset of its
 videos), `calibrate_feature_spec` searches `frame_noise` (GTEA: `current_signal`) for the window accuracy, then (Breakfast)
 `next_signal` for the video-only Act@1 with every split-1 train video; both are measured again at the final pair, and a knob
 whose target moved out of tolerance is searched again (at most three rounds).
@@ -254,7 +254,7 @@ def main():
               if "video_only_act1" in r else f" {'':>9} {'':>8} {'':>3}")
         print(f"{r['case']:<17} {r['size']:<5} {r['dim']:>4} {r['current_signal']:>14.4f} {r['frame_noise']:>11.4f} {r['next_signal']:>11.4f} {r['end_fade']:>8.2f} {r['window_target']:>10.1f}"
               f" {r['window_acc']:>9.1f} {'yes' if r['window_within'] else 'NO':>3}{vo}  {r['n_train']}+{r['n_test']}")
-    print("\nFor the notebook (nbs/12_synthetic.ipynb, the calibration table):\n")
+    print("\nFor the notebook (nbs/12d_calibration.ipynb, the calibration table):\n")
     print("| case | size | D | current_signal | frame_noise | next_signal | end_fade | window acc. (target) | video-only Act@1 (target) | videos (train+test) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -4,14 +4,21 @@
 
 # %% ../nbs/91_commands.ipynb #11b38c47
 from __future__ import annotations
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 import pandas as pd
-from .core import HoiAuditError, sha256_json, write_results
+from .core import HoiAuditError, sha256_file, sha256_json, write_results
 from .store import CommandOutput, ResultStore
 from .cli import add_command, parse_list
-from .conditions import CONDITIONS, QUERY_SCHEDULES, TABLE1_CONDITIONS, training_options
+from hoi_audit.conditions import (
+    CONDITIONS,
+    QUERY_SCHEDULES,
+    TABLE1_CONDITIONS,
+    described_conditions,
+    training_options,
+)
 from .engine import _results_config, window_accuracy_records
 from hoi_audit.tables import (
     audit_results_records,
@@ -22,7 +29,7 @@ from hoi_audit.tables import (
     recovery_table,
     window_results_records,
 )
-from .procedural import name_config, read_for_command
+from .procedural import layout_fingerprint, name_config, read_for_command
 from .report import write_report
 from hoi_audit import (
     controls,
@@ -73,15 +80,19 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
         window = window_accuracy_records(dataset, splits, store, config, progress=progress)
         print(recovery_table(result, window).round(1).to_string())
         records += window_results_records(window, config)
-    pins = {"config": sha256_json(config.as_dict())}
-    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=_results_config(config) | name_config(dataset),
-                              pins=pins))
+    # pinned by default: the settings, the data (what the audit read of the folder), and what each condition name meant
+    pins = {"config": sha256_json(config.as_dict()), "data": {dataset.name: layout_fingerprint(dataset.root)}}
+    extra = {"conditions": described_conditions(conditions)}
     if {"recognizer_ba", "gt_history"} <= set(conditions):
         iv = intervention_table(result.all_records)
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
-        paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv), scale=t["scale"],
-                                  config=config.as_dict() | name_config(dataset), pins=pins))
-    paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 JSON too)
+        iv_path = paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv),
+                                            scale=t["scale"], config=config.as_dict() | name_config(dataset), pins=pins))
+        # the 2x2 travels with the audit: referenced by path (relative to the results JSON) and SHA-256, whatever the files are called
+        extra["intervention_ref"] = {"path": os.path.relpath(iv_path, paths.results.parent), "sha256": sha256_file(iv_path)}
+    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=_results_config(config) | name_config(dataset),
+                              pins=pins, extra=extra))
+    paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 through its reference)
     paths.report()
     print(f"wrote {store.root}/")
     return 0

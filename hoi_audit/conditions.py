@@ -27,8 +27,8 @@ from .cli import parse_list
 # %% auto #0
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'HistorySource',
            'register_history_source', 'gt_histories', 'NoisyGT', 'AuditCondition', 'register_condition',
-           'matched_pairs', 'AuditConfig', 'QuerySchedule', 'register_schedule', 'recognizer_fit_unit',
-           'RecognizerHistories', 'history_backend', 'training_options']
+           'matched_pairs', 'described_conditions', 'AuditConfig', 'QuerySchedule', 'register_schedule',
+           'recognizer_fit_unit', 'RecognizerHistories', 'history_backend', 'training_options']
 
 # %% ../nbs/17a_conditions.ipynb #5d8d9214
 @dataclass(frozen=True)
@@ -195,6 +195,22 @@ def matched_pairs(
         if o.history == "gt" and r.history and r.deployable and tuple(o.inputs) == tuple(r.inputs)
     ]
     return sorted(pairs, key=lambda p: p != (ORACLE, NON_ORACLE))
+
+# %% ../nbs/17a_conditions.ipynb #cc312bdd
+def described_conditions(
+    conditions: Sequence[str],  # condition names (CONDITIONS)
+) -> dict:  # name -> label, inputs, history, sources, deployable
+    "What a results JSON records of each condition: its label, inputs, history source, provenance sources and deployability."
+    return {
+        c: {
+            "label": CONDITIONS[c].label,
+            "inputs": list(CONDITIONS[c].inputs),
+            "history": CONDITIONS[c].history,
+            "sources": sorted(CONDITIONS[c].sources()),
+            "deployable": CONDITIONS[c].deployable,
+        }
+        for c in conditions
+    }
 
 # %% ../nbs/17a_conditions.ipynb #4199c01a
 @dataclass(frozen=True)

@@ -515,11 +515,16 @@ def write_results(
     scale: str = "small",  # one of SCALES
     config: dict | None = None,  # every setting the numbers depend on (no paths)
     pins: dict | None = None,  # SHA-256 of the inputs, by name
+    extra: dict | None = None,  # more top-level entries (what a reader needs besides the records, e.g. the conditions' labels)
 ) -> Path:
     "Write the results JSON canonically and atomically, with its `numeric_environment`; the same inputs there give byte-identical files."
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    clash = sorted(set(extra or {}) & {"experiment", "scale", "config", "pins", "records", "environment"})
+    if clash:
+        raise ValueError(f"write_results: extra entries {clash} would replace the payload's own")
     payload = {
+        **(extra or {}),
         "experiment": experiment,
         "scale": scale,
         "config": config or {},

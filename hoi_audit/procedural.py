@@ -28,12 +28,12 @@ from hoi_audit.core import (
 from .store import _SAFE
 
 # %% auto #0
-__all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGTH_TOLERANCE', 'SEGMENT_HEADER', 'SPLIT_HEADER',
-           'REAL_DATASETS', 'SHIPPED_LABELS', 'SHIPPED_LABEL_PINS', 'MSTCN_LABEL_PINS', 'LABELS_ENV', 'CACHE_ENV',
-           'read_mapping', 'background_ids', 'verb_map', 'read_bundle', 'read_splits', 'parse_video_name',
+__all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGTH_TOLERANCE', 'LAYOUT', 'SEGMENT_HEADER',
+           'SPLIT_HEADER', 'REAL_DATASETS', 'SHIPPED_LABELS', 'SHIPPED_LABEL_PINS', 'MSTCN_LABEL_PINS', 'LABELS_ENV',
+           'CACHE_ENV', 'read_mapping', 'background_ids', 'verb_map', 'read_bundle', 'read_splits', 'parse_video_name',
            'read_label_file', 'segments_of', 'Trim', 'open_features', 'time_axis', 'first_nonfinite', 'Video',
-           'ProceduralDataset', 'safe_name', 'read_mstcn', 'read_for_command', 'name_config', 'write_mstcn',
-           'pack_mstcn', 'unpack_labels', 'labels_pins', 'verify_shipped', 'labels_cache_dir',
+           'ProceduralDataset', 'safe_name', 'read_mstcn', 'read_for_command', 'layout_fingerprint', 'name_config',
+           'write_mstcn', 'pack_mstcn', 'unpack_labels', 'labels_pins', 'verify_shipped', 'labels_cache_dir',
            'materialize_real_labels', 'real_labels_root', 'real_labels_dir', 'read_real_labels']
 
 # %% ../nbs/10_procedural.ipynb #ae066048
@@ -690,6 +690,22 @@ def read_for_command(data_dir, # the command's MS-TCN folder
     if dataset.name_note: print(f"hoi-audit: note: {dataset.name_note}", file=sys.stderr)
     dataset.preflight(splits, needs_features=needs_features, check_features=needs_features)
     return dataset
+
+# %% ../nbs/10_procedural.ipynb #5dec43dc
+LAYOUT = ("mapping.txt", "groundTruth", "splits", "features")  # what an MS-TCN folder's readers read
+
+
+def layout_fingerprint(
+    root,  # an MS-TCN folder
+) -> str:  # SHA-256 over its layout's files: sorted relative POSIX path, then the file's own SHA-256
+    "The data pin of an MS-TCN folder: every file of mapping.txt, groundTruth/, splits/ and features/ (nothing else there)."
+    root = Path(root)
+    if not (root / "mapping.txt").is_file():
+        raise DataError(f"{root}: no mapping.txt (not an MS-TCN folder)")
+    files = [root / "mapping.txt"] + sorted(
+        f for part in LAYOUT[1:] if (root / part).is_dir() for f in (root / part).rglob("*") if f.is_file()
+    )
+    return sha256_json([[f.relative_to(root).as_posix(), sha256_file(f)] for f in files])
 
 # %% ../nbs/10_procedural.ipynb #fc82a38d
 def name_config(dataset:ProceduralDataset, # a dataset read by `read_mstcn`

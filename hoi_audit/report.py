@@ -20,6 +20,7 @@ from hoi_audit.core import (
     write_text,
 )
 from .cli import add_command
+from .procedural import layout_fingerprint
 from .conditions import CONDITIONS
 from .tables import METRICS
 from .stats import mean_std, student_t_interval
@@ -1357,13 +1358,16 @@ def write_report(
     out=None,  # the HTML file (default: `report_path(results)`, beside the results)
     data_dir=None,  # the audited data folder, fingerprinted into the report (optional)
 ) -> Path:
-    "Write the audit report atomically; returns its path."
+    "Write the audit report atomically; returns its path. An MS-TCN --data folder is pinned as the audit pins it (`layout_fingerprint`)."
     audit = load_audit(results)
     fingerprint = None
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise DataError(f"{data_dir}: --data must be the audited data folder")
-        fingerprint = sha256_folder(data_dir)
+        ms_tcn = (
+            Path(data_dir) / "mapping.txt"
+        ).is_file()  # the audit's own pin: the same number as its pins.data
+        fingerprint = layout_fingerprint(data_dir) if ms_tcn else sha256_folder(data_dir)
     return write_text(Path(out) if out else report_path(results), report_html(audit, fingerprint))
 
 # %% ../nbs/19_report.ipynb #9ce74c07

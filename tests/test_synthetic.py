@@ -286,18 +286,18 @@ def test_next_action_cue_is_planted_and_can_be_switched_off():
 
 # ---------------------------------------------------------------- calibration
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "nbs" / "12_synthetic.ipynb"
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "nbs").glob("12[a-z]_*.ipynb"))   # features, presets, synthetic, calibration
 
 
 def _notebook_table(heading):
     "The markdown table that follows `heading` in the notebook's prose, as a list of dicts (header -> cell)."
-    for cell in json.loads(NOTEBOOK.read_text())["cells"]:
+    for cell in (c for nb in NOTEBOOKS for c in json.loads(nb.read_text())["cells"]):
         src = "".join(cell["source"])
         if cell["cell_type"] == "markdown" and heading in src:
             lines = list(itertools.takewhile(lambda l: l.startswith("|"), src[src.index(heading):].splitlines()))
             head = [h.strip() for h in lines[0].strip("|").split("|")]
             return [dict(zip(head, (c.strip() for c in l.strip("|").split("|")))) for l in lines[2:]]
-    raise AssertionError(f"no markdown cell with {heading!r} in {NOTEBOOK.name}")
+    raise AssertionError(f"no markdown cell with {heading!r} in {[nb.name for nb in NOTEBOOKS]}")
 
 
 @pytest.mark.parametrize("increasing", [False, True])
