@@ -61,8 +61,9 @@ def test_report_has_every_section_and_the_numbers(audited, capsys):
     recs = pd.DataFrame(payload["records"])
     gap = recs[recs["metric"] == "gap_act1"].iloc[0]
     assert f"ΔPH = {gap['value']:+.1f}" in html and f"[{gap['ci_low']:+.1f}, {gap['ci_high']:+.1f}]" in html
-    from hoi_audit.core import sha256_file, sha256_folder
-    assert sha256_folder(data) in html                                 # the data fingerprint (--data, one dataset)
+    from hoi_audit.core import sha256_file
+    from hoi_audit.procedural import layout_fingerprint
+    assert layout_fingerprint(data) in html    # the data fingerprint: the audit's own pins.data, which --data recomputes
     assert payload["pins"]["config"] in html and sha256_file(results) in html   # the config the audit pinned, the file
     assert f"hoi_audit {hoi_audit.__version__}" in html
     assert "user model" in html and "user_model.py:make_model" in html   # the model audited
