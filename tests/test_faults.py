@@ -853,6 +853,7 @@ def _report(tmp_path, capsys, edit=None, text=None, intervention=None):
     "Write the committed audit (edited by `edit`, or `text` verbatim) to tmp_path, run `hoi-audit report` on it: (exit, stderr, path)."
     path = tmp_path / "audit.json"
     payload = json.loads(json.dumps(AUDIT))
+    payload.pop("intervention_ref", None)   # the 2x2, when a test needs it, is the file beside (`intervention`)
     if edit: edit(payload)
     path.write_text(text if text is not None else json.dumps(payload))
     if intervention is not None: (tmp_path / "audit.intervention_2x2.json").write_text(json.dumps(intervention))
@@ -946,6 +947,16 @@ def test_unknown_metric_is_type_checked_only(tmp_path, capsys):
     n = len(AUDIT["records"])
     rc, err, path = _report(tmp_path, capsys, lambda p: p["records"].append(extra | {"value": "high"}))
     assert rc == 2 and str(path) in err and f"record {n} (metric 'my_plugin_score'): field 'value'" in err
+
+def test_missing_or_changed_referenced_2x2_is_refused(tmp_path, capsys):
+    "the 2x2 the results JSON references (intervention_ref) is missing or changed -> exit 2 naming the file, no report written"
+    ref = lambda p: p.update(intervention_ref={"path": "iv.json", "sha256": "0" * 64})
+    rc, err, path = _report(tmp_path, capsys, ref)
+    assert rc == 2 and str(tmp_path / "iv.json") in err and "no such file" in err, err
+    (tmp_path / "iv.json").write_text(json.dumps(INTERVENTION))
+    rc, err, path = _report(tmp_path, capsys, ref)
+    assert rc == 2 and str(tmp_path / "iv.json") in err and "SHA-256" in err, err
+    assert not path.with_name("audit.report.html").exists()
 
 def test_records_not_a_list_is_refused(tmp_path, capsys):
     "records an object instead of a list -> exit 2 naming the field 'records'"
