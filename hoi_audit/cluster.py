@@ -165,7 +165,7 @@ def use_backend(
 
 # %% ../nbs/04_cluster.ipynb #6649f947
 def current_backend():
-    "The backend `ResultStore.run` hands pending units to: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
+    "The backend a stage hands to `ResultStore.run(backend=)` for its pending units: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
     if _CURRENT:
         return _CURRENT[-1]
     spec = os.environ.get(BACKEND_ENV)
