@@ -107,7 +107,7 @@ def test_site_has_sections_search_contents_and_previous_next(site):
     captions = [html.unescape(c) for c in re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">(.*?)</span>', index)]
     assert captions == SECTIONS, f"sidebar sections {captions}"
     assert (site / "search.html").exists() and (site / "searchindex.js").exists(), "no search"
-    audit = (site / "audit.html").read_text(encoding="utf-8")
+    audit = (site / "tables.html").read_text(encoding="utf-8")
     assert 'class="prev-next-area' in audit or 'class="left-prev"' in audit, "no previous/next links"
     assert "bd-toc" in audit and "#a-complete-example" in audit, "no per-page contents"
 
@@ -124,8 +124,8 @@ def test_link_check_catches_a_broken_anchor(site, tmp_path):
     copy = tmp_path / "site"
     copy.mkdir()
     shutil.copy2(site / "index.html", copy / "index.html")
-    shutil.copy2(site / "audit.html", copy / "audit.html")
-    (copy / "broken.html").write_text('<html><body><a href="audit.html#no-such-anchor">x</a><a href="gone.html">y</a></body></html>')
+    shutil.copy2(site / "tables.html", copy / "tables.html")
+    (copy / "broken.html").write_text('<html><body><a href="tables.html#no-such-anchor">x</a><a href="gone.html">y</a></body></html>')
     r = check_links(copy, files=["broken.html"])
     assert r.returncode != 0 and "no-such-anchor" in r.stdout and "gone.html" in r.stdout, r.stdout[-3000:]
 
