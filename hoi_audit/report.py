@@ -28,7 +28,7 @@ from .stats import mean_std, student_t_interval
 # %% auto #0
 __all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 'DIFFERENCE_PREFIXES', 'FIELD_CHECKS',
            'RECORD_FIELDS', 'MAX_PROBLEMS', 'AUDIT_REQUIRED', 'INTERVENTION_REQUIRED', 'AUDIT_CONFIG',
-           'CONDITION_FIELDS', 'NO_DATASET', 'METRIC_NAMES', 'RECOVERY_NAMES', 'CONTROLS', 'REPORT_SECTIONS',
+           'CONDITION_FIELDS', 'NO_DATASET', 'METRIC_NAMES', 'RECOVERY_NAMES', 'CONTROL_ROWS', 'REPORT_SECTIONS',
            'DATASET_SECTIONS', 'metric_kind', 'field_kind', 'results_problems', 'check_results', 'read_checked',
            'load_intervention', 'recorded_conditions', 'condition_info', 'with_dataset', 'load_audit',
            'table1_intervals', 'recovery_quality', 'verdict_facts', 'verdict_text', 'data_fingerprints', 'pin_rows',
@@ -637,14 +637,14 @@ def _primary_gap(gaps: pd.DataFrame) -> dict | None:
     return act1.iloc[0].to_dict() if len(act1) else None
 
 # %% ../nbs/19_report.ipynb #de0672f4
-CONTROLS = {
+CONTROL_ROWS = {
     "context_only": "Context-only (oracle history and state, no window video): how much of the score needs no video",
     "context_only_recognizer": "Context-only with recognizer context: the deployable counterpart of the context-only row",
     "context_only_elapsed_fraction": "Elapsed fraction (needs the video's length: oracle): what a length leak is worth",
     "recognizer_bfr": "Boundary-free recognizer history: a history that also never reads annotated boundaries",
     "noisy_gt_history": "GT history with 20% edits (oracle-derived): sensitivity to history quality",
     "video_only": "Video only: the floor without any history",
-}  # condition -> what the control shows
+}  # the report's control rows: condition -> what running it shows (the Table 2 controls are `controls.CONTROLS`)
 
 # %% ../nbs/19_report.ipynb #61dc284a
 def _number(v) -> float | None:
@@ -669,8 +669,8 @@ def verdict_facts(
         "dataset": datasets[0],
         "gap": None,
         "intervention_run": intervention is not None and len(intervention) > 0,
-        "controls_run": [c for c in CONTROLS if c in ran],
-        "controls_not_run": [c for c in CONTROLS if c not in ran],
+        "controls_run": [c for c in CONTROL_ROWS if c in ran],
+        "controls_not_run": [c for c in CONTROL_ROWS if c not in ran],
         "context_only": None,
     }
     gap = _primary_gap(records[records["metric"].astype(str).str.startswith("gap_")])
@@ -1018,7 +1018,7 @@ def _summary_table(facts: dict) -> pd.DataFrame:
                 ]
                 if g
                 else "no gap",
-                "controls run": f"{len(f['controls_run'])} of {len(CONTROLS)}",
+                "controls run": f"{len(f['controls_run'])} of {len(CONTROL_ROWS)}",
                 "2x2": "run" if f["intervention_run"] else "not run",
             }
         )
@@ -1230,7 +1230,7 @@ def _controls_section(
         "<ul>"
         + "".join(
             f"<li><b>{'run' if c in conds else 'not run'}</b>: {escape(text)}</li>"
-            for c, text in CONTROLS.items()
+            for c, text in CONTROL_ROWS.items()
         )
         + f"<li><b>{'run' if iv_run else 'not run'}</b>: the 2x2 train-history x test-history intervention</li></ul>"
     )

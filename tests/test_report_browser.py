@@ -94,8 +94,8 @@ def test_the_verdict_is_the_records(page):
         assert f"the interval {'excludes' if excludes else 'includes'} 0" in text and f"n = {int(gap['n'])} splits" in text
         ran = set(r["condition"])
         run, not_run = re.search(r"Controls run: (.*?)\. Not run: (.*?)\. ", text).groups()
-        assert {report.CONDITIONS[c].label for c in report.CONTROLS if c in ran} == set(run.split("; "))
-        assert {report.CONDITIONS[c].label for c in report.CONTROLS if c not in ran} == set(not_run.split("; "))
+        assert {report.CONDITIONS[c].label for c in report.CONTROL_ROWS if c in ran} == set(run.split("; "))
+        assert {report.CONDITIONS[c].label for c in report.CONTROL_ROWS if c not in ran} == set(not_run.split("; "))
 
 def test_integers_print_as_integers(page):
     _, p, _ = page
