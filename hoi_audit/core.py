@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #0d8f1613
 from __future__ import annotations
-import collections.abc, contextlib, fcntl, hashlib, json, math, os, random, sys, tempfile, time, zipfile
+import collections.abc, contextlib, dataclasses, fcntl, hashlib, json, math, os, random, sys, tempfile, time, zipfile
 from pathlib import Path
 from typing import Mapping
 import numpy as np
@@ -554,10 +554,16 @@ _REGISTRIES: list = []   # every Registry made in this process, in order (see `r
 _ABSENT = object()
 
 def _same(a, b) -> bool:
-    "Whether two entries are the same one (identical, or equal where comparing them is meaningful)."
+    """Whether two entries are the same one: identical, equal where comparing them is meaningful, or the same dataclass
+    definition with the same fields (a class defined again, as a notebook re-running its cells or importing the module does)."""
     if a is b: return True
-    try: return bool(a == b)
+    try:
+        if bool(a == b): return True
     except Exception: return False   # arrays and other objects whose == is not a yes or no
+    if not (dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b)) or isinstance(a, type) or isinstance(b, type): return False
+    fa, fb = dataclasses.fields(a), dataclasses.fields(b)
+    return (type(a).__qualname__ == type(b).__qualname__ and [f.name for f in fa] == [f.name for f in fb]
+            and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fa))
 
 class Registry(collections.abc.Mapping):
     "An ordered, read-only name -> entry mapping, extended by `register`; its errors name the registry and the entry."
