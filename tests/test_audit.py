@@ -7,7 +7,7 @@ from hoi_audit.core import HoiAuditError
 from hoi_audit.conditions import AuditConfig, CONDITIONS
 from hoi_audit.tables import four_condition_audit, intervention_2x2
 from hoi_audit.commands import add_subcommands
-from hoi_audit.core import DataError, read_results
+from hoi_audit.core import DataError, read_results, write_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn, write_mstcn
@@ -135,8 +135,8 @@ def test_killed_audit_resumes_and_results_are_byte_identical(tiny, tmp_path, mon
     assert calls == ["gt_history"]
     pd.testing.assert_frame_equal(first.records, again.records)
     recs = tables.audit_results_records(again)
-    a = audit.write_results(tmp_path / "a.json", "four_condition", recs, config=CFG.as_dict())
-    b = audit.write_results(tmp_path / "b.json", "four_condition", tables.audit_results_records(first), config=CFG.as_dict())
+    a = write_results(tmp_path / "a.json", "four_condition", recs, config=CFG.as_dict())
+    b = write_results(tmp_path / "b.json", "four_condition", tables.audit_results_records(first), config=CFG.as_dict())
     assert a.read_bytes() == b.read_bytes()
 
 def test_intervention_uses_fixed_checkpoints(tiny, tmp_path):
@@ -231,7 +231,7 @@ def test_finished_audit_reopens_without_reading_features(tiny, tmp_path, monkeyp
     kw = dict(splits=[1], seeds=(42,), conditions=("video_only", "gt_history"), config=CFG, store=ResultStore(tmp_path / "store"))
     first = four_condition_audit(tiny, **kw)
     def no_pooling(*a, **k): raise AssertionError("pooled window tokens although every unit is done")
-    monkeypatch.setattr(audit, "video_window_tokens", no_pooling)
+    monkeypatch.setattr(engine, "video_window_tokens", no_pooling)
     pd.testing.assert_frame_equal(four_condition_audit(tiny, **kw).all_records, first.all_records)
     # a rewritten feature file changes the video units' identity: they are stale and must pool again
     f = tiny.video(tiny.splits[1]["test"][0]).feature_path

@@ -54,7 +54,7 @@ def test_killed_run_resumes_without_training(tiny, tmp_path, monkeypatch):
     kw = dict(splits=[1, 2], seeds=(42,), store=store, config=CFG)
     first = run_controls(tiny, ["matched", "boundary_independent"], **kw)
     def refuse(*args, **kwargs): raise AssertionError("a finished unit was trained again")
-    monkeypatch.setattr(audit, "architecture", lambda name: refuse)
+    monkeypatch.setattr(engine, "architecture", lambda name: refuse)
     again = run_controls(tiny, ["matched", "boundary_independent"], **kw)
     pd.testing.assert_frame_equal(first.table, again.table)
 
@@ -65,7 +65,7 @@ def test_the_controls_take_the_audits_units_from_a_peer_store(tiny, tmp_path, mo
     kw, root = dict(splits=[1, 2], seeds=(42,), config=CFG), tmp_path / "store"
     first = tables.four_condition_audit(tiny, conditions=["recognizer_ba", "gt_history"], store=ResultStore(root / "four_condition", peers=root), **kw)
     def refuse(*args, **kwargs): raise AssertionError("a unit that a peer store holds was computed again")
-    monkeypatch.setattr(audit, "architecture", lambda name: refuse)
+    monkeypatch.setattr(engine, "architecture", lambda name: refuse)
     monkeypatch.setattr(conditions.RecognizerHistories, "__call__", refuse)
     res = run_controls(tiny, ["matched"], store=ResultStore(root / "controls", peers=root), **kw)
     copied = [m for m in (root / "controls").rglob("manifest.json") if "copied_from" in json.loads(m.read_text())]

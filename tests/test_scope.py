@@ -51,7 +51,7 @@ def epic_transcripts(task):
 
 @pytest.mark.parametrize("name,enumerate_task,planted", [("assembly101", assembly_transcripts, {True: 0.231771, False: 0.302618}),
                                                          ("epic100", epic_transcripts, {True: (1 / 110 + 0.4) / 3, False: 0.2})])
-def test_diagnostic_presets_have_their_documented_exact_bayes_accuracy(preset(name), enumerate_task, planted):
+def test_diagnostic_presets_have_their_documented_exact_bayes_accuracy(name, enumerate_task, planted):
     g = preset(name).grammar
     tasks = [(1 / len(g.tasks), enumerate_task(t)) for t in g.tasks]
     for include_first in (True, False):
