@@ -132,6 +132,12 @@ def _histories(dataset, split, train_q, test_q, name, config, history_fn, store)
             "train_queries": _queries_hash(train_q),
             "test_queries": _queries_hash(test_q),
             "features": _features_fingerprint(dataset, videos),
+            # the oracle histories the quality is measured against, and how the query times were set (fixed times: the
+            # recovered history drops its open run), so a store made under another construction is never read back
+            "oracle_histories": sha256_json(
+                [[list(map(int, h)) for h in q["history"]] for q in (train_q, test_q)]
+            ),
+            "query_times": [train_q.attrs.get("query_times"), test_q.attrs.get("query_times")],
         },
     )
 

@@ -245,7 +245,7 @@ def scheduled_queries(
     every: int = 60,  # frames between queries
     window: int = 32,  # feature frames in the visual window
     gap: int = 0,  # feature frames between the window's end and the query
-    include_ongoing: bool = True,  # the action under way at t enters the history
+    include_ongoing: bool = False,  # the action under way at t enters the history (a diagnostic: `check_causality` refuses it)
     short_window: str = "clip",  # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
     horizons: int = 5,  # multi-horizon targets target_h1..target_hH
 ) -> pd.DataFrame:  # one row per query (columns as `next_action_queries`)
@@ -285,7 +285,11 @@ def scheduled_queries(
                 ]
                 + _horizon_targets(actions[:, 2], i, horizons)
             )
-    return _frame(rows, horizons, dropped, "gt")
+    out = _frame(rows, horizons, dropped, "gt")
+    out.attrs["query_times"] = (
+        "fixed"  # not at boundaries: a recovered history's trailing run is still open at t
+    )
+    return out
 
 # %% ../nbs/13_queries.ipynb #544008f2
 def lta_split(
@@ -349,8 +353,17 @@ CAUSALITY_PROBLEMS = (
     "window_after_target",
     "window_after_query",
     "history_after_query",
+    "history_open_at_query",
     "target_mismatch",
 )
+
+
+def _history_counts(video, history, background, t: int) -> tuple:
+    "Segments of the history's kind (actions; every segment where it holds background) begun before `t` and ended by `t`."
+    seg = np.asarray(video.segments)
+    if not any(int(h) in background for h in history):
+        seg = seg[~np.isin(seg[:, 2], list(background))]
+    return int(np.sum(seg[:, 0] < t)), int(np.sum(seg[:, 1] <= t))
 
 
 def check_causality(
@@ -411,13 +424,21 @@ def check_causality(
                         "target_mismatch",
                         f"label at frame {ts} is not the target {int(row['target'])}",
                     )
-                started = int(np.sum(np.asarray(video.segments)[:, 0] < t))
+                started, ended = _history_counts(video, row["history"], dataset.background, t)
                 if len(row["history"]) > started:
                     add(
                         index,
                         row,
                         "history_after_query",
                         f"{len(row['history'])} history items, only {started} segments began before {t}",
+                    )
+                elif len(row["history"]) > ended:
+                    add(
+                        index,
+                        row,
+                        "history_open_at_query",
+                        f"{len(row['history'])} history items, only {ended} segments ended by {t}: "
+                        "the last is still under way, and its label depends on the annotated boundary",
                     )
     violations = pd.DataFrame(out, columns=["index", "video", "t", "problem", "detail"])
     if raise_on_violation and len(violations):

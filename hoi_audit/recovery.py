@@ -394,6 +394,7 @@ def collapse_window_labels(
     labels: Sequence[int],  # class id per window, in time order
     background: Iterable[int] = (),  # background class ids (dropped after flicker removal)
     min_run: int = 2,  # runs shorter than this many windows are flickers and are removed
+    drop_open: bool = False,  # drop the last run: nothing stable followed it, so it may still be under way
 ) -> tuple:  # the recovered history
     "Window labels -> history: runs, flickers (runs shorter than `min_run`) removed, equal neighbours merged, background dropped."
     if min_run < 1:
@@ -412,6 +413,8 @@ def collapse_window_labels(
             kept[-1][1] += n
         else:
             kept.append([c, n])
+    if drop_open and kept:
+        kept.pop()  # a background run here is dropped anyway: the action before it has ended
     background = set(int(b) for b in background)
     return tuple(c for c, _ in kept if c not in background)
 
@@ -423,9 +426,12 @@ def recover_history_boundary_free(
     window: int = 16,  # frames per window
     stride: int = 8,  # frames between window starts
     min_run: int = 2,  # windows a label must persist to enter the history (1: keep flickers)
+    drop_open: bool | None = None,  # drop the trailing run, still open at t (None: at fixed-time queries, `queries.attrs['query_times']`)
 ) -> pd.Series:  # tuple of recovered class ids per query, aligned to queries.index
     "BFR: label the windows that end by each query's time, remove flickers, collapse repeats, drop background (source 'recognizer')."
     recognizer._check_fitted()
+    if drop_open is None:
+        drop_open = queries.attrs.get("query_times") == "fixed"
     out = {}
     for video_name, rows in queries.groupby("video", sort=False):
         video = dataset.video(video_name)
@@ -439,10 +445,17 @@ def recover_history_boundary_free(
         )
         ends = window_starts(latest, window, stride) + window
         for index, t in rows["t"].items():
-            out[index] = collapse_window_labels(labels[ends <= int(t)], dataset.background, min_run)
+            out[index] = collapse_window_labels(
+                labels[ends <= int(t)], dataset.background, min_run, drop_open
+            )
     result = _aligned(queries, out)
     result.attrs.update(
-        source="recognizer", recovery="boundary_free", window=window, stride=stride, min_run=min_run
+        source="recognizer",
+        recovery="boundary_free",
+        window=window,
+        stride=stride,
+        min_run=min_run,
+        drop_open=drop_open,
     )
     return result
 

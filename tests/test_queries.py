@@ -44,8 +44,12 @@ def test_scheduled_and_lta(toy):
     s = scheduled_queries(toy, ["v"], start=5, every=5, window=2)
     # t=5: next action starting >= 5 is b at 7; t=10: a at 11; t=15: none (dropped)
     assert s["t"].tolist() == [5, 10] and s["target"].tolist() == [2, 1] and s["target_start"].tolist() == [7, 11]
-    assert s["history"].tolist() == [(1,), (1, 2)] and s.attrs["dropped"] == {"no_next_action": 1}
+    # completed actions only: at t=5 the a of 3..7 is under way (in the history only with include_ongoing, which is refused)
+    assert s["history"].tolist() == [(), (1, 2)] and s.attrs["dropped"] == {"no_next_action": 1}
     assert check_causality(s, toy).empty
+    ongoing = scheduled_queries(toy, ["v"], start=5, every=5, window=2, include_ongoing=True)
+    assert ongoing["history"].tolist() == [(1,), (1, 2)]
+    assert check_causality(ongoing, toy)[["index", "problem"]].values.tolist() == [[0, "history_open_at_query"]]
     lta = lta_split(toy, ["v"], observe=(0.3,), predict=(0.2,))
     assert lta[["observed_end", "predict_end"]].values.tolist() == [[6, 10]]
     assert lta_targets(toy, lta.iloc[0]).tolist() == [1, 2, 2, 0]
@@ -87,3 +91,55 @@ def test_real_labels_are_causal(labels_dir):
             expected += sum(lab[i] not in ds.background for i in starts)
         assert len(q) == expected
         assert check_causality(scheduled_queries(ds, videos), ds).empty
+
+
+def _segments(labels):
+    "(label, start, end) runs of a frame-label sequence, computed here independently of hoi_audit.queries."
+    labels = list(labels)
+    starts = [i for i in range(len(labels)) if i == 0 or labels[i] != labels[i - 1]]
+    return [(labels[a], a, b) for a, b in zip(starts, starts[1:] + [len(labels)])]
+
+def _fixed_time_cases(tmp_path_factory, labels_dir):
+    from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+    for preset in ("breakfast", "50salads", "gtea"):
+        for seed in (0, 1):
+            root = tmp_path_factory.mktemp(f"{preset}{seed}") / preset
+            yield read_mstcn(write_synthetic(synthetic_dataset(preset, "tiny", seed=seed), root)), None
+    for name in ("breakfast", "gtea"):
+        ds = read_mstcn(Path(labels_dir) / name)
+        yield ds, ds.splits[1]["test"][:40]
+
+def test_fixed_time_histories_hold_completed_actions_only(tmp_path_factory, labels_dir):
+    "Every preset, generator seed and real label set: the history is the actions ended by t, the target the first to start at or after t;"
+    "the old construction (the action under way in the history) is refused exactly at the queries that fall inside an action."
+    for ds, videos in _fixed_time_cases(tmp_path_factory, labels_dir):
+        bg = set(ds.background)
+        for start, every in ((64, 60), (13, 29)):
+            q = scheduled_queries(ds, videos, start=start, every=every)
+            assert len(q) > 0 and check_causality(q, ds).empty, ds.root
+            inside = 0
+            for row in q.itertuples():
+                segs = [s for s in _segments(ds.video(row.video).labels) if s[0] not in bg]
+                assert row.history == tuple(c for c, _, b in segs if b <= row.t), (ds.root, row.video, row.t)
+                assert row.target == next(c for c, a, _ in segs if a >= row.t)
+                inside += any(a < row.t < b for _, a, b in segs)
+            old = scheduled_queries(ds, videos, start=start, every=every, include_ongoing=True)
+            v = check_causality(old, ds)
+            assert inside > 0 and set(v["problem"]) == {"history_open_at_query"} and v["index"].nunique() == inside, ds.root
+
+def test_the_engine_refuses_the_ongoing_action_as_history(tmp_path):
+    from dataclasses import replace
+    from functools import partial
+    from hoi_audit.conditions import AuditConfig, QuerySchedule, register_schedule, QUERY_SCHEDULES
+    from hoi_audit.engine import split_audit_queries
+    from hoi_audit.synthetic import synthetic_dataset, write_synthetic
+    ds = read_mstcn(write_synthetic(synthetic_dataset("breakfast", "tiny", seed=0), tmp_path / "breakfast"))
+    train, test = split_audit_queries(ds, 1, AuditConfig(schedule="boundary_independent"))
+    assert train.attrs["query_times"] == test.attrs["query_times"] == "fixed"
+    register_schedule(QuerySchedule("ongoing_diagnostic", partial(scheduled_queries, include_ongoing=True),
+                                    (("start", 64), ("every", 60))), replace=True)
+    try:
+        with pytest.raises(DataError, match="(?s)ongoing_diagnostic schedule.*history_open_at_query"):
+            split_audit_queries(ds, 1, AuditConfig(schedule="ongoing_diagnostic"))
+    finally:
+        QUERY_SCHEDULES.unregister("ongoing_diagnostic")

@@ -58,6 +58,26 @@ def test_hand_computed_boundary_free_and_aware(toy):
     mixed = np.array([len(set(toy.video("v").labels[s:s + 16])) > 1 for s in range(0, 153, 8)])
     assert np.array_equal(pred[~mixed], pure[~mixed])
 
+def test_fixed_time_queries_drop_the_open_run_by_hand(toy):
+    "At fixed query times both histories hold completed actions only: the GT one by annotation, BFR by dropping its last run."
+    r = WindowRecognizer().fit(toy, split=1)
+    q = scheduled_queries(toy, ["v"], start=72, every=32, window=16)
+    # t=72 inside b (48..80); t=104 at the second b's start, after SIL; t=136 at c's start; t=168: no next action
+    assert q["t"].tolist() == [72, 104, 136] and q["target"].tolist() == [2, 2, 3]
+    assert q["history"].tolist() == [(1,), (1, 2), (1, 2, 2)] and q.attrs["query_times"] == "fixed"
+    assert scheduled_queries(toy, ["v"], start=72, every=32, window=16, include_ongoing=True)["history"].tolist() == [
+        (1, 2), (1, 2), (1, 2, 2)]
+    # BFR by hand, windows ending by t: t=72 ... a-run, b b (s=48, 56)   -> open run b dropped         -> (a)
+    #   t=104: ... b-run, SIL SIL (s=80, 88) -> the open run is background, the b before it has ended -> (a, b)
+    #   t=136: ... SIL-run, b b b (s=104..120): nothing of c yet, so b may still be under way          -> (a, b)
+    bfr = recover_history_boundary_free(toy, q, r)
+    assert bfr.tolist() == [(1,), (1, 2), (1, 2)] and bfr.attrs["drop_open"] is True
+    assert recover_history_boundary_free(toy, q, r, drop_open=False).tolist() == [(1, 2), (1, 2), (1, 2, 2)]
+    boundary = next_action_queries(toy, ["v"], window=16)
+    assert recover_history_boundary_free(toy, boundary, r).attrs["drop_open"] is False
+    assert collapse_window_labels([1, 1, 2, 2, 0, 0], [0], drop_open=True) == (1, 2)
+    assert collapse_window_labels([1, 1, 2, 2, 0], [0], drop_open=True) == (1,)      # a one-window SIL is a flicker
+
 def test_collapse_rules_by_hand():
     assert collapse_window_labels([1, 1, 2, 1, 1], [0]) == (1,)                 # one-window flicker removed, neighbours merged
     assert collapse_window_labels([1, 1, 2, 2, 1, 1], [0]) == (1, 2, 1)
