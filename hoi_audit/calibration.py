@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
+import pandas as pd
+from .core import DataError, read_results
 from .procedural import read_splits
 from .features import _rng, FeatureSpec
 from .synthetic import synthetic_dataset, SyntheticDataset
 
 # %% auto #0
-__all__ = ['CALIBRATION_SEED', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'CalibrationResult', 'calibrate_knob', 'calibration_split',
-           'real_label_calibration_videos', 'calibrate_feature_spec', 'real_label_feature_spec']
+__all__ = ['CALIBRATION_SEED', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'TARGET_MEASURES', 'AUDIT_TARGETS', 'CalibrationResult',
+           'calibrate_knob', 'calibration_split', 'real_label_calibration_videos', 'calibrate_feature_spec',
+           'real_label_feature_spec', 'AuditTarget', 'full_scale_scoreboard']
 
 # %% ../nbs/12d_calibration.ipynb #ec3c8c02
 CALIBRATION_SEED = 1000  # dataset / feature seed of the calibration split (experiments use 0: the values are not fitted on them)
@@ -254,3 +257,123 @@ def real_label_feature_spec(
     if size not in sizes:
         raise ValueError(f"real-label mode has sizes {sorted(sizes)}, not {size!r}")
     return FeatureSpec(**{**sizes[size], "seed": seed, **overrides})
+
+# %% ../nbs/12d_calibration.ipynb #c0e5f041
+@dataclass(frozen=True)
+class AuditTarget:
+    "A number the full-scale results should show: the paper's value, the tolerance, and where it is measured."
+
+    quantity: str  # a key of `TARGET_MEASURES`
+    dataset: str  # the dataset (or setting) name in the results JSON
+    paper: float  # the paper's value
+    tolerance: float  # |measured - paper| that counts as met
+    source: str  # where the paper reports it
+    calibrated: bool  # a knob is set to meet it (False: a target the presets do not calibrate yet)
+
+# %% ../nbs/12d_calibration.ipynb #a189d531
+def _split_mean(records: pd.DataFrame, **where) -> float:
+    "The mean over splits of the seed-averaged `value` of the records matching `where` (a missing column matches nothing)."
+    keep = pd.Series(True, index=records.index)
+    for k, v in where.items():
+        keep &= records[k].eq(v) if k in records else False
+    if not keep.any():
+        raise DataError(f"no records with {where}")
+    return float(records[keep].groupby("split")["value"].mean().mean())
+
+# %% ../nbs/12d_calibration.ipynb #d088f894
+def _one(records: pd.DataFrame, **where) -> float:
+    "The value of the one record matching `where`."
+    rows = records
+    for k, v in where.items():
+        rows = rows[rows[k].eq(v)] if k in rows else rows.iloc[0:0]
+    if len(rows) != 1:
+        raise DataError(f"{len(rows)} records with {where}, expected one")
+    return float(rows["value"].iloc[0])
+
+# %% ../nbs/12d_calibration.ipynb #d857b987
+TARGET_MEASURES = {  # quantity -> (results file, measure(records, dataset))
+    "window_acc": ("controls", lambda r, d: _split_mean(r, metric="window_acc", dataset=d)),
+    "video_only_act1": ("scope", lambda r, d: _one(r, metric="act1_video", setting=d)),
+    "ba_act1": ("scope", lambda r, d: _one(r, metric="act1_ba", setting=d)),
+    "gap_act1_ba": ("scope", lambda r, d: _one(r, metric="gap_act1_ba", setting=d)),
+    "gt_minus_context_act1": (
+        "four_condition",
+        lambda r, d: (
+            _split_mean(r, metric="act1", dataset=d, condition="gt_history")
+            - _split_mean(r, metric="act1", dataset=d, condition="context_only")
+        ),
+    ),
+    "zero_video_gt": (
+        "analysis",
+        lambda r, d: (
+            _split_mean(r, metric="zero_video", dataset=d, condition="gt_history")
+            - _split_mean(r, metric="full", dataset=d, condition="gt_history")
+        ),
+    ),
+}
+
+# %% ../nbs/12d_calibration.ipynb #318a140c
+AUDIT_TARGETS = (
+    *(
+        AuditTarget(
+            "window_acc", f"{pre}{name}{post}", *PAPER_TARGETS[name, "window_acc"], "Table 3", True
+        )
+        for name in ("breakfast", "50salads", "gtea")
+        for pre, post in (("synthetic_", ""), ("", "_labels"))
+    ),
+    *(
+        AuditTarget(
+            "video_only_act1", d, *PAPER_TARGETS["breakfast", "video_only_act1"], "Table 1", True
+        )
+        for d in ("synthetic_breakfast", "breakfast_labels")
+    ),
+    *(
+        AuditTarget("ba_act1", d, 30.3, 3.0, "Table 1", False)
+        for d in ("synthetic_breakfast", "breakfast_labels")
+    ),
+    *(
+        AuditTarget("gt_minus_context_act1", d, 3.5, 2.0, "Table 1", False)
+        for d in ("synthetic_breakfast", "breakfast_labels")
+    ),
+    AuditTarget("zero_video_gt", "synthetic_breakfast", -24.4, 5.0, "Table 21", False),
+    AuditTarget("video_only_act1", "synthetic_assembly101", 21.3, 3.0, "Table 13", False),
+    AuditTarget("video_only_act1", "synthetic_epic100", 14.4, 3.0, "Table 13", False),
+    AuditTarget("gap_act1_ba", "synthetic_assembly101", 0.4, 2.0, "Table 4", False),
+    AuditTarget("gap_act1_ba", "synthetic_epic100", 0.3, 2.0, "Table 4", False),
+    *(
+        AuditTarget(
+            "gap_act1_ba", d, 4.0, 2.6, "Table 4 (small and positive: the paper's interval)", False
+        )
+        for d in ("synthetic_gtea", "gtea_labels")
+    ),
+)
+
+# %% ../nbs/12d_calibration.ipynb #05892040
+def full_scale_scoreboard(
+    results_dir,  # a folder of results JSON (e.g. results/full)
+    targets: Sequence[AuditTarget] = AUDIT_TARGETS,  # the targets to measure
+) -> pd.DataFrame:  # one row per target: paper, tolerance, measured, off (measured - paper), met
+    "Measure every target from the results JSON of `results_dir`; a file that is missing or lacks the dataset is an error naming it."
+    folder, cache, rows = Path(results_dir), {}, []
+    for t in targets:
+        name, measure = TARGET_MEASURES[t.quantity]
+        path = folder / f"{name}.json"
+        if name not in cache:
+            if not path.exists():
+                raise DataError(
+                    f"{path}: no such results file (target {t.quantity} of {t.dataset})"
+                )
+            cache[name] = read_results(path)["records"]
+        try:
+            value = measure(cache[name], t.dataset)
+        except DataError as e:
+            raise DataError(f"{path}: cannot measure {t.quantity} of {t.dataset}: {e}") from None
+        rows.append(
+            {
+                **vars(t),
+                "measured": round(value, 2),
+                "off": round(value - t.paper, 2),
+                "met": abs(value - t.paper) <= t.tolerance,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -110,3 +110,20 @@ def test_the_formatter_keeps_every_docment_on_its_parameters_line():
     assert not fmt.same_meaning(before, moved)                                 # b's docment left b's line
     assert not fmt.same_meaning(before, before.replace("return a", "return b"))  # another AST
     assert not fmt.same_meaning("def f(a) -> tuple[int]:  # the result\n    return a\n", split_return)
+
+EXPERIMENTS = sorted((REPO / "nbs" / "experiments").glob("[!._]*.ipynb"))
+
+def direct_feature_writers(path: Path) -> list[str]:
+    "Calls of the shared feature writers an experiment should reach through `hoi_audit.datasets` (which fixes the dtype per size)."
+    src = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    return sorted(set(re.findall(r"\b(shared_synthetic|shared_label_features)\s*\(", src)))
+
+@pytest.mark.parametrize("nb", EXPERIMENTS, ids=lambda p: p.name)
+def test_experiments_read_datasets_through_one_place(nb):
+    "One feature dtype per size everywhere: two experiments must not build the same real-label dataset in two dtypes (issue 33)."
+    assert not direct_feature_writers(nb), f"{nb.name} calls {direct_feature_writers(nb)}: use datasets.preset_audit_dataset / label_audit_dataset"
+
+def test_the_feature_writer_check_can_fail(tmp_path):
+    nb = tmp_path / "x.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["root = shared_label_features(src, d, spec)\n"]}]}))
+    assert direct_feature_writers(nb) == ["shared_label_features"]

@@ -1,0 +1,36 @@
+"The committed full-scale results against the paper's numbers that the presets are calibrated to (calibration.AUDIT_TARGETS)."
+import pytest
+from hoi_audit.calibration import AUDIT_TARGETS, full_scale_scoreboard
+from conftest import REPO
+
+FULL = REPO / "results" / "full"
+
+# Calibrated targets the committed full-scale results miss, each with its measured value and why. A miss not listed here fails;
+# a listed one that is met fails too (strict xfail), so the list cannot outlive the regeneration that fixes it (issue 33, item 6).
+KNOWN_MISSES = {
+    ("window_acc", "synthetic_50salads"): "81.3 against 74.7 +/- 2: calibrated to 73.8 on the CALIBRATION_SEED data, the experiments"
+                                          " run on seed 0, whose prototypes separate 50 Salads' 19 classes more easily",
+    ("window_acc", "50salads_labels"): "80.9 against 74.7 +/- 2: the same seed-to-seed spread as the preset's",
+    ("window_acc", "breakfast_labels"): "41.3 against 44.4 +/- 2: calibrated to 45.2 on the calibration videos and seed",
+    ("video_only_act1", "breakfast_labels"): "17.7 against 21.7 +/- 3: calibrated to 21.0 on one split of the calibration seed",
+}
+
+CALIBRATED = [t for t in AUDIT_TARGETS if t.calibrated]
+
+@pytest.fixture(scope="module")
+def board():
+    return full_scale_scoreboard(FULL).set_index(["quantity", "dataset"])
+
+def test_known_misses_are_calibrated_targets():
+    assert set(KNOWN_MISSES) <= {(t.quantity, t.dataset) for t in CALIBRATED}
+
+@pytest.mark.parametrize("target", [
+    pytest.param(t, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[t.quantity, t.dataset]))
+    if (t.quantity, t.dataset) in KNOWN_MISSES else t for t in CALIBRATED], ids=lambda t: f"{t.quantity}-{t.dataset}")
+def test_calibrated_target_met_at_full_scale(board, target):
+    row = board.loc[(target.quantity, target.dataset)]
+    assert row["met"], f"{target.dataset} {target.quantity}: {row['measured']} against {target.paper} +/- {target.tolerance}"
+
+def test_every_target_is_measured(board):
+    "Every target, calibrated or not, is found in the committed results: the scoreboard of the note is complete."
+    assert len(board) == len(AUDIT_TARGETS) and board["measured"].notna().all()
