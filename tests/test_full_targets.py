@@ -8,11 +8,13 @@ FULL = REPO / "results" / "full"
 # Calibrated targets the committed full-scale results miss, each with its measured value and why. A miss not listed here fails;
 # a listed one that is met fails too (strict xfail), so the list cannot outlive the regeneration that fixes it (issue 33, item 6).
 KNOWN_MISSES = {
-    ("window_acc", "synthetic_50salads"): "81.3 against 74.7 +/- 2: calibrated to 73.8 on the CALIBRATION_SEED data, the experiments"
-                                          " run on seed 0, whose prototypes separate 50 Salads' 19 classes more easily",
-    ("window_acc", "50salads_labels"): "80.9 against 74.7 +/- 2: the same seed-to-seed spread as the preset's",
-    ("window_acc", "breakfast_labels"): "41.3 against 44.4 +/- 2: calibrated to 45.2 on the calibration videos and seed",
-    ("video_only_act1", "breakfast_labels"): "17.7 against 21.7 +/- 3: calibrated to 21.0 on one split of the calibration seed",
+    # calibrated on split 1 of the CALIBRATION_SEED data; the window accuracy spreads over splits and generator seeds (50 Salads at
+    # the small size, splits 1/2: seed 0 77.0/82.6, seed 1 79.9/79.2, seed 2 82.4/73.0, seed 3 74.8/77.7, seed 1000 74.3/77.2), so
+    # one split of one seed does not pin the mean the experiments report over every split of seed 0 (issue 33, items 2-3)
+    ("window_acc", "synthetic_50salads"): "81.3 against 74.7 +/- 2 (calibrated to 73.8 on split 1 of the calibration seed)",
+    ("window_acc", "50salads_labels"): "80.9 against 74.7 +/- 2 (calibrated to 75.3 on split 1 of the calibration seed)",
+    ("window_acc", "breakfast_labels"): "41.3 against 44.4 +/- 2 (calibrated to 45.2 on split 1 of the calibration seed)",
+    ("video_only_act1", "breakfast_labels"): "17.7 against 21.7 +/- 3 (calibrated to 21.0 on split 1 of the calibration seed)",
 }
 
 CALIBRATED = [t for t in AUDIT_TARGETS if t.calibrated]
