@@ -28,6 +28,7 @@ class FeatureSpec:
     latent_dim: int = 16 # dimension of the semantic subspace the signal lives in
     current_signal: float = 1.0 # scale of the current action's prototype
     next_signal: float = 0.25 # scale of the next action's cue at the end of a segment (ramps up from 0)
+    anticipation_signal: float = 0.0 # scale of a cue of the next action held at one strength over the whole segment
     end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
@@ -37,7 +38,7 @@ class FeatureSpec:
 
     def __post_init__(self):
         if self.dim < self.latent_dim or self.latent_dim < 1: raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
-        for k in ("current_signal", "next_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
+        for k in ("current_signal", "next_signal", "anticipation_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
         if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
 
@@ -95,6 +96,10 @@ def synthesize_features(
         z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
             c
         ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
+        if (
+            nxt is not None and spec.anticipation_signal > 0
+        ):  # the same at every frame: no query time sees more of it
+            z[s:e] += spec.anticipation_signal * mu[nxt]
         if nxt is not None and spec.next_signal > 0:
             ramp = np.arange(1, e - s + 1) / (e - s)
             z[s:e] += spec.next_signal * ramp[:, None] * mu[nxt]

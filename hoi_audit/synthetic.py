@@ -250,9 +250,18 @@ def _feature_dtype(dtype) -> str:
     return np.dtype(dtype).name
 
 # %% ../nbs/12c_synthetic.ipynb #5d9d1210
+_LATER_KNOBS = {
+    "anticipation_signal": 0.0
+}  # knobs added after datasets were written, and the value that leaves features unchanged
+
+
 def _knobs(spec) -> dict:
-    "A `FeatureSpec`'s knobs, as `generator.json` records them."
-    return {k: getattr(spec, k) for k in spec.__dataclass_fields__}
+    "A `FeatureSpec`'s knobs, as `generator.json` records them (a later knob at its neutral value is left out: older folders keep their names)."
+    return {
+        k: getattr(spec, k)
+        for k in spec.__dataclass_fields__
+        if not (k in _LATER_KNOBS and getattr(spec, k) == _LATER_KNOBS[k])
+    }
 
 # %% ../nbs/12c_synthetic.ipynb #00b21d50
 def _synthetic_config(ds, dtype: str) -> dict:
