@@ -1,8 +1,10 @@
 """What a video channel that carries the next action does to the audit's rows (issue 33, item 2): a map for the joint calibration.
 
-`FeatureSpec.anticipation_signal` plants a cue of the next action at one strength over the whole segment. This script writes the
-Breakfast-like calibration split (split 1 of the CALIBRATION_SEED data, never the experiments' seed-0 data) at one size for each
-value of that knob, the other knobs frozen, and measures on it what the paper's sharpest claims are about:
+`FeatureSpec.anticipation_signal` plants a cue of the next action at one strength over the whole segment; `relation_signal` a
+cue of the step from the latest action to the next, which names the next action only together with the latest. This script
+writes the Breakfast-like calibration split (split 1 of the CALIBRATION_SEED data, never the experiments' seed-0 data) at one size
+for each value of one such knob (--knob), the others frozen or set (--set), and measures on it what the paper's sharpest claims
+are about:
 
 - window-recognition accuracy (Table 3, target 44.4), video-only, boundary-aware recognizer, GT-history and context-only Act@1 at
   boundary queries (Table 1: 21.7, 30.3, 62.3, 58.8: GT - context +3.5);
@@ -11,11 +13,12 @@ value of that knob, the other knobs frozen, and measures on it what the paper's 
 
 One split and one training seed: every number is a point on a map (about 1.5 points noisy at the small size), not a result.
 
-    python bench/explore_video_channel.py --work /tmp/explore                 # small size, values 0 0.25 0.5 1.0
+    python bench/explore_video_channel.py --work /tmp/explore                 # small size, anticipation_signal 0 0.25 0.5 1.0
+    python bench/explore_video_channel.py --work /tmp/explore --knob relation_signal --values 0.5 1 2
     python bench/explore_video_channel.py --work W --values 0.5 --set end_fade=0.6 frame_noise=2.0   # other knobs moved too
     python bench/explore_video_channel.py --work W --size full --values 0 0.5  # the full size (an hour or more an evaluation)
 
-It writes W/<size>_<value>/ (the features, deleted after each evaluation unless --keep) and W/explore_<size>.json (every row),
+It writes W/<size>_<knob>_<value>/ (the features, deleted after each evaluation unless --keep) and W/explore_<size>.json (every row),
 and prints the table. A value already in that JSON is not measured again.
 """
 import argparse, json, shutil, time
@@ -40,13 +43,13 @@ PAPER = {"window_acc": 44.4, "video_only": 21.7, "recognizer_ba": 30.3, "gt_hist
          "gt_minus_context": 3.5, "gt_zero_video": -24.4, "gt_video_share": 57.3, "fixed_video_only": 21.5, "fixed_gt_history": 47.5}
 
 
-def evaluate(size: str, value: float, work: Path, keep: bool, knobs: dict) -> dict:
-    "One knob value (and the other knobs overridden by `knobs`): write the calibration split, measure every row, clean up."
+def evaluate(size: str, knob: str, value: float, work: Path, keep: bool, knobs: dict) -> dict:
+    "One value of `knob` (the other knobs overridden by `knobs`): write the calibration split, measure every row, clean up."
     started = time.time()
-    root = work / "_".join([size, f"{value:g}", *(f"{k}{v:g}" for k, v in sorted(knobs.items()))])
-    ds = read_mstcn(write_synthetic(calibration_split("breakfast", size, anticipation_signal=value, **knobs), root))
+    root = work / "_".join([size, knob, f"{value:g}", *(f"{k}{v:g}" for k, v in sorted(knobs.items()))])
+    ds = read_mstcn(write_synthetic(calibration_split("breakfast", size, **{knob: value}, **knobs), root))
     config = AUDIT[size]
-    row = {"size": size, "knobs": knobs, "anticipation_signal": value,
+    row = {"size": size, "knobs": knobs, "knob": knob, "value": value,
            "window_acc": WindowRecognizer().fit(ds, split=1, seed=42).window_accuracy(ds, ds.splits[1]["test"])}
     at_boundary = ablation_table(train_conditions(ds, 1, BOUNDARY, config, seed=42), BOUNDARY)
     row |= {c: at_boundary.loc["full", c] for c in BOUNDARY}
@@ -64,6 +67,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", type=Path, required=True, help="folder for the features and explore_<size>.json")
     p.add_argument("--size", default="small", choices=sorted(AUDIT))
+    p.add_argument("--knob", default="anticipation_signal", help="the FeatureSpec knob swept (e.g. relation_signal)")
     p.add_argument("--values", type=float, nargs="+", default=[0.0, 0.25, 0.5, 1.0])
     p.add_argument("--keep", action="store_true", help="keep the written features")
     p.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE",
@@ -73,14 +77,14 @@ def main(argv=None):
     out = a.work / f"explore_{a.size}.json"
     rows = json.loads(out.read_text()) if out.exists() else []
     for v in a.values:
-        if any(r["anticipation_signal"] == v and r.get("knobs", {}) == knobs for r in rows): continue
-        rows.append(evaluate(a.size, v, a.work, a.keep, knobs))
-        write_json(out, sorted(rows, key=lambda r: (sorted(r.get("knobs", {}).items()), r["anticipation_signal"])))
-        print(f"anticipation_signal={v:g}: {rows[-1]}", flush=True)
+        if any((r["knob"], r["value"], r["knobs"]) == (a.knob, v, knobs) for r in rows): continue
+        rows.append(evaluate(a.size, a.knob, v, a.work, a.keep, knobs))
+        write_json(out, sorted(rows, key=lambda r: (sorted(r["knobs"].items()), r["knob"], r["value"])))
+        print(f"{a.knob}={v:g}: {rows[-1]}", flush=True)
     table = pd.DataFrame(rows)
-    table["knobs"] = [", ".join(f"{k}={v:g}" for k, v in sorted(r.get("knobs", {}).items())) or "frozen" for r in rows]
-    table = table.sort_values(["knobs", "anticipation_signal"]).set_index(["knobs", "anticipation_signal"])
-    table.loc[("paper", ""), :] = pd.Series(PAPER)
+    table["knobs"] = [", ".join(f"{k}={v:g}" for k, v in sorted(r["knobs"].items())) or "frozen" for r in rows]
+    table = table.sort_values(["knobs", "knob", "value"]).set_index(["knobs", "knob", "value"])
+    table.loc[("paper", "", ""), :] = pd.Series(PAPER)
     pd.set_option("display.width", 250)
     print(table[list(PAPER)].round(1).to_string())
     print(f"wrote {out}")

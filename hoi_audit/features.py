@@ -29,6 +29,7 @@ class FeatureSpec:
     current_signal: float = 1.0 # scale of the current action's prototype
     next_signal: float = 0.25 # scale of the next action's cue at the end of a segment (ramps up from 0)
     anticipation_signal: float = 0.0 # scale of a cue of the next action held at one strength over the whole segment
+    relation_signal: float = 0.0 # scale of a whole-segment cue of the step from the latest action to the next (useless alone)
     end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
@@ -38,13 +39,17 @@ class FeatureSpec:
 
     def __post_init__(self):
         if self.dim < self.latent_dim or self.latent_dim < 1: raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
-        for k in ("current_signal", "next_signal", "anticipation_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
+        for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
         if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
 
     def prototypes(self, n_classes:int) -> np.ndarray:
         "Class prototypes in the latent space (n_classes x latent_dim)."
         return _rng(self.seed, "prototypes", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
+
+    def relations(self, n_classes:int) -> np.ndarray:
+        "Prototypes of the steps (next - latest) mod n_classes in the latent space (n_classes x latent_dim), apart from the classes'."
+        return _rng(self.seed, "relations", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
 
     def embedding(self) -> np.ndarray:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
@@ -91,11 +96,23 @@ def synthesize_features(
         next_action[i] = upcoming
         if segs[i, 2] not in background:
             upcoming = segs[i, 2]
+    latest, last = (
+        [None] * len(segs),
+        None,
+    )  # the latest non-background action begun by each segment (the history's last)
+    for i, (_, _, c) in enumerate(segs):
+        last = c if c not in background else last
+        latest[i] = last
+    rel = spec.relations(n_classes) if spec.relation_signal > 0 else None
     z = np.zeros((labels.size, spec.latent_dim))
-    for (s, e, c), nxt in zip(segs, next_action):
+    for (s, e, c), nxt, prev in zip(segs, next_action, latest):
         z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
             c
         ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
+        if (
+            nxt is not None and prev is not None and rel is not None
+        ):  # names the next action only to who knows the latest
+            z[s:e] += spec.relation_signal * rel[(int(nxt) - int(prev)) % n_classes]
         if (
             nxt is not None and spec.anticipation_signal > 0
         ):  # the same at every frame: no query time sees more of it

@@ -250,9 +250,8 @@ def _feature_dtype(dtype) -> str:
     return np.dtype(dtype).name
 
 # %% ../nbs/12c_synthetic.ipynb #5d9d1210
-_LATER_KNOBS = {
-    "anticipation_signal": 0.0
-}  # knobs added after datasets were written, and the value that leaves features unchanged
+# knobs added after datasets were written, and the value that leaves features unchanged
+_LATER_KNOBS = {"anticipation_signal": 0.0, "relation_signal": 0.0}
 
 
 def _knobs(spec) -> dict:
