@@ -12,7 +12,7 @@ from .core import DataError
 from .procedural import segments_of
 
 # %% auto #0
-__all__ = ['FeatureSpec', 'synthesize_features']
+__all__ = ['FeatureSpec', 'successor_ranks', 'synthesize_features']
 
 # %% ../nbs/12a_features.ipynb #2119553a
 def _rng(seed: int, *parts) -> np.random.Generator:
@@ -30,6 +30,7 @@ class FeatureSpec:
     next_signal: float = 0.25 # scale of the next action's cue at the end of a segment (ramps up from 0)
     anticipation_signal: float = 0.0 # scale of a cue of the next action held at one strength over the whole segment
     relation_signal: float = 0.0 # scale of a whole-segment cue of the step from the latest action to the next (useless alone)
+    rank_signal: float = 0.0 # scale of a whole-segment cue of the next action's rank among the latest action's successors
     end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
@@ -39,7 +40,7 @@ class FeatureSpec:
 
     def __post_init__(self):
         if self.dim < self.latent_dim or self.latent_dim < 1: raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
-        for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
+        for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "rank_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
         if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
 
@@ -50,6 +51,10 @@ class FeatureSpec:
     def relations(self, n_classes:int) -> np.ndarray:
         "Prototypes of the steps (next - latest) mod n_classes in the latent space (n_classes x latent_dim), apart from the classes'."
         return _rng(self.seed, "relations", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
+
+    def ranks(self, n_classes:int) -> np.ndarray:
+        "Prototypes of the successor ranks 0 .. n_classes - 1 in the latent space (n_classes x latent_dim)."
+        return _rng(self.seed, "ranks", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
 
     def embedding(self) -> np.ndarray:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
@@ -68,6 +73,20 @@ def _fade(n: int, end_fade: float) -> np.ndarray:
         w[n - k :] = np.arange(k - 1, -1, -1) / k
     return w
 
+# %% ../nbs/12a_features.ipynb #7532c61d
+def successor_ranks(
+    transitions: Iterable,  # (latest class id, next class id, weight) triples; repeated pairs add up
+) -> dict:  # (latest, next) -> rank of next among latest's successors (0: the heaviest)
+    "Rank every successor of every action by its summed weight, heaviest first (ties: the smaller class id first)."
+    weight = {}
+    for a, b, w in transitions:
+        weight[int(a), int(b)] = weight.get((int(a), int(b)), 0.0) + float(w)
+    out = {}
+    for a in sorted({a for a, _ in weight}):
+        order = sorted((b for x, b in weight if x == a), key=lambda b: (-weight[a, b], b))
+        out |= {(a, b): r for r, b in enumerate(order)}
+    return out
+
 # %% ../nbs/12a_features.ipynb #4e640891
 def synthesize_features(
     labels: np.ndarray,  # class id per frame (T,)
@@ -78,6 +97,7 @@ def synthesize_features(
     camera=None,  # camera id (None: no camera offset)
     video_seed: str = "",  # the video's own seed name (its noise)
     dtype="float32",  # float32, or float16 to halve the disk
+    ranks: dict | None = None,  # `successor_ranks` of the grammar (needed when spec.rank_signal > 0)
 ) -> np.ndarray:  # D x T, like the public I3D files
     "Features of one video: prototypes of the current action, a ramped cue of the next one, noise and offsets."
     labels = np.asarray(labels, dtype=np.int64)
@@ -104,14 +124,19 @@ def synthesize_features(
         last = c if c not in background else last
         latest[i] = last
     rel = spec.relations(n_classes) if spec.relation_signal > 0 else None
+    if spec.rank_signal > 0 and ranks is None:
+        raise DataError(f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)")
+    rank_protos = spec.ranks(n_classes) if spec.rank_signal > 0 else None
     z = np.zeros((labels.size, spec.latent_dim))
     for (s, e, c), nxt, prev in zip(segs, next_action, latest):
         z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
             c
         ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
-        if (
-            nxt is not None and prev is not None and rel is not None
-        ):  # names the next action only to who knows the latest
+        if nxt is not None and prev is not None and rank_protos is not None:  # names the next only with the latest
+            if (int(prev), int(nxt)) not in ranks:
+                raise DataError(f"video {video_seed!r}: the step {prev} -> {nxt} is not in the successor ranks")
+            z[s:e] += spec.rank_signal * rank_protos[ranks[int(prev), int(nxt)]]
+        if nxt is not None and prev is not None and rel is not None:  # names the next action only to who knows the latest
             z[s:e] += spec.relation_signal * rel[(int(nxt) - int(prev)) % n_classes]
         if (
             nxt is not None and spec.anticipation_signal > 0

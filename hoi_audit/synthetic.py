@@ -21,7 +21,7 @@ from hoi_audit.core import (
 )
 from .procedural import read_label_file, read_mapping
 from .grammar import Grammar, bayes_table, expected_queries
-from .features import _rng, FeatureSpec, synthesize_features
+from .features import _rng, FeatureSpec, successor_ranks, synthesize_features
 from .presets import SIZES, Preset, preset
 
 # %% auto #0
@@ -37,6 +37,17 @@ class VideoSpec:
     participant: str
     camera: str
     session: str # videos of one session (participant, task, repetition) share transcript and durations
+
+# %% ../nbs/12c_synthetic.ipynb #4ea935fd
+def _grammar_ranks(grammar: Grammar) -> dict:
+    "`successor_ranks` of a grammar's action-to-action transitions, weighted by the transcripts' probabilities (kept on the grammar)."
+    if "_ranks" not in grammar.__dict__:
+        cid = grammar.class_id
+        steps = (
+            (cid[a], cid[b], p) for _, tr, p in grammar.distribution() for a, b in zip(tr, tr[1:])
+        )
+        object.__setattr__(grammar, "_ranks", successor_ranks(steps))
+    return grammar.__dict__["_ranks"]
 
 # %% ../nbs/12c_synthetic.ipynb #16a45588
 @dataclass(frozen=True)
@@ -142,6 +153,7 @@ class SyntheticDataset:
             camera=v.camera,
             video_seed=f"{self.name}/{v.name}",
             dtype=dtype,
+            ranks=_grammar_ranks(self.grammar) if self.feature_spec.rank_signal > 0 else None,
         )
 
 # %% ../nbs/12c_synthetic.ipynb #0b9c32a6
@@ -251,7 +263,7 @@ def _feature_dtype(dtype) -> str:
 
 # %% ../nbs/12c_synthetic.ipynb #5d9d1210
 # knobs added after datasets were written, and the value that leaves features unchanged
-_LATER_KNOBS = {"anticipation_signal": 0.0, "relation_signal": 0.0}
+_LATER_KNOBS = {"anticipation_signal": 0.0, "relation_signal": 0.0, "rank_signal": 0.0}
 
 
 def _knobs(spec) -> dict:
