@@ -114,7 +114,10 @@ def test_planted_gap_is_recovered(tmp_path):
                  AuditCondition("history_planted", "planted recognizer history only", ("history",), "planted_merge6"))
         cfg = AuditConfig(train=TrainConfig(d_model=32, n_heads=2, n_layers=1, batch_size=64, lr=2e-3, epochs=40, patience=6))
         res = four_condition_audit(ds, seeds=(42,), conditions=conds, config=cfg, store=ResultStore(tmp_path / "s"))
-    finally: HISTORY_SOURCES.unregister("planted_merge6")
+    finally:   # leave the registries as they were: a later test in this worker reads every registered condition
+        for name in ("history_gt", "history_planted"):
+            if name in CONDITIONS: CONDITIONS.unregister(name)
+        HISTORY_SOURCES.unregister("planted_merge6")
     gap = res.gap.query("metric == 'act1'").iloc[0]
     assert gap["comparison"] == "history_gt - history_planted"
     assert gap["ci_low"] <= exact <= gap["ci_high"], (exact, gap.to_dict())
