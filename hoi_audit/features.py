@@ -116,13 +116,11 @@ def synthesize_features(
         next_action[i] = upcoming
         if segs[i, 2] not in background:
             upcoming = segs[i, 2]
-    latest, last = (
-        [None] * len(segs),
-        None,
-    )  # the latest non-background action begun by each segment (the history's last)
-    for i, (_, _, c) in enumerate(segs):
-        last = c if c not in background else last
-        latest[i] = last
+    # the latest non-background action begun by each segment (a history's last item there)
+    latest, last = [], None
+    for _, _, c in segs:
+        last = last if c in background else c
+        latest.append(last)
     rel = spec.relations(n_classes) if spec.relation_signal > 0 else None
     if spec.rank_signal > 0 and ranks is None:
         raise DataError(f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)")

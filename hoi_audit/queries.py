@@ -286,9 +286,8 @@ def scheduled_queries(
                 + _horizon_targets(actions[:, 2], i, horizons)
             )
     out = _frame(rows, horizons, dropped, "gt")
-    out.attrs["query_times"] = (
-        "fixed"  # not at boundaries: a recovered history's trailing run is still open at t
-    )
+    # not at boundaries: a recovered history's trailing run is still open at t
+    out.attrs["query_times"] = "fixed"
     return out
 
 # %% ../nbs/13_queries.ipynb #544008f2
