@@ -5,12 +5,16 @@
 # %% ../nbs/12e_datasets.ipynb #0fd86f0f
 from __future__ import annotations
 import os, shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+import pandas as pd
 import numpy as np
 from .core import DataError
 
 # %% auto #0
-__all__ = ['video_subset', 'preset_audit_dataset', 'label_audit_dataset']
+__all__ = ['GENERATOR_SEEDS', 'video_subset', 'seeded_name', 'preset_audit_dataset', 'label_audit_dataset', 'SeededDatasets',
+           'over_generator_seeds']
 
 # %% ../nbs/12e_datasets.ipynb #5369216f
 def video_subset(
@@ -58,23 +62,41 @@ def video_subset(
         os.replace(partial, root)
     return read_mstcn(root, name=name or dataset.name, background=sorted(dataset.background))
 
+# %% ../nbs/12e_datasets.ipynb #gs0c001
+GENERATOR_SEEDS = {
+    "tiny": (0, 1),
+    "small": (0, 1),
+    "full": (0, 1, 2),
+}  # the generator seeds the experiments draw at each size
+
+
+def seeded_name(
+    name: str,  # the dataset's name at generator seed 0, e.g. "synthetic_breakfast"
+    seed: int,  # the generator seed
+) -> str:  # `name` for seed 0, `name_g<seed>` otherwise
+    "A generated dataset's name at a generator seed: distinct per seed, so no two draws share result-store units."
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"a generator seed is a non-negative integer, got {seed!r}")
+    return name if seed == 0 else f"{name}_g{int(seed)}"
+
 # %% ../nbs/12e_datasets.ipynb #99a6940e
 def preset_audit_dataset(
     name: str,  # a preset of `presets.PRESETS`, e.g. "breakfast"
     size: str,  # its size: "tiny", "small" or "full" (float16 features at full)
     data_dir,  # the shared data folder (`ExperimentPaths.data`)
     every: int = 1,  # keep every `every`-th video (`video_subset`)
-) -> object:  # a `ProceduralDataset` named `synthetic_<name>`
-    "The synthetic preset `name` at `size` (seed 0), written once below `data_dir` and read by every experiment that asks for it."
+    seed: int = 0,  # the generator seed (`GENERATOR_SEEDS`): every video, duration and feature is drawn from it
+) -> object:  # a `ProceduralDataset` named `synthetic_<name>` (`synthetic_<name>_g<seed>` for seed > 0)
+    "The synthetic preset `name` at `size` drawn with generator seed `seed`, written once below `data_dir` and read by every experiment that asks for it."
     from hoi_audit.procedural import read_mstcn
     from hoi_audit.synthetic import shared_synthetic, synthetic_dataset
 
     root = shared_synthetic(
-        synthetic_dataset(name, size, seed=0),
+        synthetic_dataset(name, size, seed=seed),
         data_dir,
         dtype="float16" if size == "full" else "float32",
     )
-    ds = read_mstcn(root, name=f"synthetic_{name}")
+    ds = read_mstcn(root, name=seeded_name(f"synthetic_{name}", seed))
     return (
         ds if every == 1 else video_subset(ds, every, Path(data_dir) / f"{root.name}_every{every}")
     )
@@ -86,8 +108,9 @@ def label_audit_dataset(
     data_dir,  # the shared data folder (`ExperimentPaths.data`)
     every: int = 1,  # keep every `every`-th video, sorted by name
     labels_dir=None,  # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
-) -> object:  # a `ProceduralDataset` named `<name>_labels`
-    "Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated synthetic features of `size`, written once below `data_dir`."
+    seed: int = 0,  # the features' generator seed (the labels are the real ones at every seed)
+) -> object:  # a `ProceduralDataset` named `<name>_labels` (`<name>_labels_g<seed>` for seed > 0)
+    "Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated synthetic features of `size` drawn with generator seed `seed`, written once below `data_dir`."
     from hoi_audit.procedural import read_mstcn, real_labels_root
     from hoi_audit.synthetic import shared_label_features
     from hoi_audit.calibration import real_label_feature_spec
@@ -97,8 +120,67 @@ def label_audit_dataset(
     root = shared_label_features(
         src,
         data_dir,
-        real_label_feature_spec(name, size),
+        real_label_feature_spec(name, size, seed=seed),
         videos=names,
         dtype="float16" if size == "full" else "float32",
     )
-    return read_mstcn(root, name=f"{name}_labels")
+    return read_mstcn(root, name=seeded_name(f"{name}_labels", seed))
+
+# %% ../nbs/12e_datasets.ipynb #gs0c003
+@dataclass(frozen=True)
+class SeededDatasets:
+    "One dataset drawn at several generator seeds (the audit's outer factor): `name` names every record, `by_seed` holds the draws."
+
+    name: str  # the family's name in the records (the seed-0 draw's name)
+    by_seed: Mapping  # generator seed -> `ProceduralDataset`
+
+    def __post_init__(self):
+        if not self.by_seed:
+            raise DataError(f"{self.name}: no generator seeds")
+        bad = [s for s in self.by_seed if not isinstance(s, (int, np.integer)) or s < 0]
+        if bad:
+            raise DataError(f"{self.name}: generator seeds are non-negative integers, got {bad}")
+        names = [ds.name for ds in self.by_seed.values()]
+        if len(set(names)) != len(names):
+            raise DataError(
+                f"{self.name}: two draws share a dataset name {names}: their store units would collide"
+            )
+
+    @classmethod
+    def draw(
+        cls,
+        make: Callable,  # `preset_audit_dataset` or `label_audit_dataset` (anything taking `seed=` and naming with `seeded_name`)
+        seeds,  # the generator seeds, e.g. `GENERATOR_SEEDS[size]`
+        *args,
+        **kw,  # `make`'s other arguments
+    ) -> SeededDatasets:
+        "`make(*args, seed=s, **kw)` for every seed, named by the family."
+        by_seed = {int(s): make(*args, seed=int(s), **kw) for s in seeds}
+        first = min(by_seed)
+        name = by_seed[first].name
+        suffix = seeded_name("", first)
+        return cls(name[: len(name) - len(suffix)] if suffix else name, by_seed)
+
+    @property
+    def seeds(self) -> tuple:
+        return tuple(sorted(self.by_seed))
+
+# %% ../nbs/12e_datasets.ipynb #gs0c005
+def over_generator_seeds(
+    fn: Callable,  # a record function of one dataset, e.g. `engine.audit_records`; its first argument is the dataset
+    data,  # a `ProceduralDataset`, or `SeededDatasets`
+    *args,
+    **kw,  # `fn`'s other arguments
+) -> pd.DataFrame:  # fn's records; for `SeededDatasets` every draw's, named by the family, with a `generator_seed` column after `dataset`
+    "A per-dataset record function run on every generator seed of `data` (or on the one dataset it is), the draws' records stacked."
+    if not isinstance(data, SeededDatasets):
+        return fn(data, *args, **kw)
+    parts = []
+    for seed in data.seeds:
+        r = fn(data.by_seed[seed], *args, **kw).copy()
+        if "dataset" not in r.columns:
+            raise DataError(f"{getattr(fn, '__name__', fn)}: its records have no dataset column")
+        r["dataset"] = data.name
+        r.insert(r.columns.get_loc("dataset") + 1, "generator_seed", int(seed))
+        parts.append(r)
+    return pd.concat(parts, ignore_index=True)

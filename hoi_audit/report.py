@@ -538,13 +538,27 @@ def load_audit(
         "intervention_sha256": iv["sha256"],
     }
 
+# %% ../nbs/19_report.ipynb #gs2c001
+def _units(records: pd.DataFrame) -> list:
+    "The columns naming a paired unit in these (score) records: `split`, with `generator_seed` before it where they carry one."
+    return [c for c in ("generator_seed", "split") if c in records and records[c].notna().any()]
+
+
+def _n_units(n: int | None, generator_seeds: int | None) -> str:
+    "'n = 4 splits', or 'n = 8 units (2 generator seeds x 4 splits)' where the units run over generator seeds."
+    if n is None:
+        return "n not recorded"
+    if not generator_seeds or generator_seeds < 2:
+        return f"n = {n} split{'s' * (n != 1)}"
+    return f"n = {n} units ({generator_seeds} generator seeds x {n // generator_seeds} splits)"
+
 # %% ../nbs/19_report.ipynb #1450f3d8
 def table1_intervals(
     records: pd.DataFrame,  # the audit's records (dataset, condition, split, seed, metric, value)
     confidence: float = 0.95,  # the intervals' level
     conditions: dict | None = None,  # `condition_info` (labels); None: the package's registry
 ) -> pd.DataFrame:  # dataset, condition, label, metric, mean, std, ci_low, ci_high, n_splits
-    "Table 1 with intervals, per dataset, condition and metric: the seed-averaged score per split, its mean, std and t interval."
+    "Table 1 with intervals, per dataset, condition and metric: the seed-averaged score per unit (split, or generator seed x split), its mean, std and t interval."
     info = conditions or condition_info(
         records["condition"].dropna().unique() if "condition" in records else []
     )
@@ -555,7 +569,7 @@ def table1_intervals(
     ]  # not a gap's a-b
     rows = []
     for (ds, cond, metric), g in r.groupby(["dataset", "condition", "metric"], sort=False):
-        per_split = g.groupby("split")["value"].mean()
+        per_split = g.groupby(_units(g))["value"].mean()  # splits, or generator seeds x splits
         iv = student_t_interval(per_split, confidence)
         rows.append(
             {
@@ -568,6 +582,9 @@ def table1_intervals(
                 "ci_low": iv.low,
                 "ci_high": iv.high,
                 "n_splits": iv.n,
+                "n_generator_seeds": (
+                    int(g["generator_seed"].nunique()) if "generator_seed" in _units(g) else None
+                ),
             }
         )
     return pd.DataFrame(
@@ -582,6 +599,7 @@ def table1_intervals(
             "ci_low",
             "ci_high",
             "n_splits",
+            "n_generator_seeds",
         ],
     )
 
@@ -620,7 +638,7 @@ def recovery_quality(
         q = q[q["part"] == part]
     if not len(q):
         return None
-    per_split = q.groupby(["metric", "split"])["value"].mean()
+    per_split = q.groupby(["metric", *_units(q)])["value"].mean()
     return {m: float(per_split[m].mean()) for m in per_split.index.unique("metric")} | {
         "n_splits": int(per_split.index.get_level_values("split").nunique())
     }
@@ -706,6 +724,11 @@ def verdict_facts(
         "ci_low": low,
         "ci_high": high,
         "n": int(gap["n"]) if _number(gap.get("n")) is not None else None,
+        "n_generator_seeds": (
+            int(gap["n_generator_seeds"])
+            if _number(gap.get("n_generator_seeds")) is not None
+            else None
+        ),
         "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
         "oracle_score": _number(scores.get(oracle)),
         "non_oracle_score": _number(scores.get(non_oracle)),
@@ -773,7 +796,7 @@ def verdict_text(
         if g["oracle_score"] is not None and g["non_oracle_score"] is not None
         else ""
     )
-    n = f"n = {g['n']} split{'s' * (g['n'] != 1)}" if g["n"] is not None else "n not recorded"
+    n = _n_units(g["n"], g.get("n_generator_seeds"))
     if g["excludes_zero"] is None:
         gap = (
             f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
@@ -1095,6 +1118,11 @@ def _audited_section(
     "What was audited on one dataset: its splits and seeds, its data fingerprint, and each condition it ran."
     splits = sorted({s for s in records["split"] if s != "all"}, key=str)
     seeds = sorted({int(s) for s in records["seed"].dropna()}) if "seed" in records else []
+    drawn = (
+        sorted({int(s) for s in records["generator_seed"].dropna()})
+        if "generator_seed" in records
+        else []
+    )
     fp, how = fingerprint
     names = [c for c in _audited_conditions(records)]
     rows = pd.DataFrame(
@@ -1114,7 +1142,13 @@ def _audited_section(
         ]
     )
     return (
-        f"<p>Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds)) or 'not recorded'}. Data "
+        f"<p>Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds)) or 'not recorded'}"
+        + (
+            f"; generator seeds {', '.join(map(str, drawn))} (each a draw of the data)"
+            if drawn
+            else ""
+        )
+        + ". Data "
         f"fingerprint: "
         + (f"<code>{escape(fp)}</code> ({escape(how)})" if fp else f"<em>{escape(how)}</em>")
         + ".</p>"
@@ -1140,9 +1174,15 @@ def _table1_section(
             for a, lo, hi in zip(wide[("mean", m)], wide[("ci_low", m)], wide[("ci_high", m)])
         ]
     n = int(table["n_splits"].max()) if len(table) else 0
+    drawn = (
+        table["n_generator_seeds"].dropna()
+        if "n_generator_seeds" in table
+        else pd.Series([], dtype=float)
+    )
+    drawn = int(drawn.max()) if len(drawn) else None
     return (
-        f"<p>Mean over splits of the seed-averaged score, with its 95% Student-t interval on n_splits - 1 degrees of "
-        f"freedom ({n} split{'s' * (n != 1)}).</p>" + _html_table(shown)
+        f"<p>Mean over units (splits, or generator seeds x splits) of the seed-averaged score, with its 95% Student-t "
+        f"interval on n - 1 degrees of freedom ({_n_units(n, drawn)}).</p>" + _html_table(shown)
     )
 
 # %% ../nbs/19_report.ipynb #a49fedb4
@@ -1156,7 +1196,7 @@ def _gap_section(
         columns={"condition": "oracle - non-oracle", "value": "gap"}
     )
     return (
-        "<p>Differences of matched conditions (same inputs, history provenance differs), paired by split, with their "
+        "<p>Differences of matched conditions (same inputs, history provenance differs), paired by unit (split, or generator seed x split), with their "
         "95% Student-t interval. The gap is <em>estimator-relative</em>: it belongs to this recognizer, this model and "
         "this budget.</p>" + _html_table(g, 2)
     )
@@ -1171,7 +1211,7 @@ def _intervention_section(
         return f"<p>Not run for this dataset (2x2: {escape(source)}).</p>"
     cells = iv[(iv["metric"] == "act1") & iv["split"].map(lambda s: s != "all")]
     cells = (
-        cells.groupby(["train_history", "test_history", "split"])["value"]
+        cells.groupby(["train_history", "test_history", *_units(cells)])["value"]
         .mean()
         .groupby(["train_history", "test_history"])
         .mean()

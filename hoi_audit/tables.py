@@ -21,27 +21,37 @@ from hoi_audit.conditions import (
     matched_pairs,
     RecognizerHistories,
 )
+from .datasets import over_generator_seeds
 from .engine import audit_records, history_quality
 
 # %% auto #0
-__all__ = ['METRICS', 'TRAIN_LABEL', 'TEST_LABEL', 'condition_table', 'matched_gap', 'AuditResult', 'gap_rows',
-           'four_condition_audit', 'InterventionResult', 'intervention_table', 'intervention_2x2',
+__all__ = ['METRICS', 'UNITS', 'TRAIN_LABEL', 'TEST_LABEL', 'unit_columns', 'condition_table', 'matched_gap', 'AuditResult',
+           'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table', 'intervention_2x2',
            'audit_results_records', 'intervention_results_records', 'format_table', 'window_results_records',
            'recovery_table']
 
 # %% ../nbs/17c_tables.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
+UNITS = (
+    "generator_seed",
+    "split",
+)  # a paired unit: a split of one generated draw (records without generator seeds: a split)
+
+
+def unit_columns(records: pd.DataFrame) -> list:
+    "The columns that name a paired unit in `records`: `split`, and `generator_seed` before it where the records have one."
+    return [c for c in UNITS if c in records.columns]
 
 
 def _per_split(records: pd.DataFrame, metric: str = "act1") -> pd.DataFrame:
-    "split x condition, seeds averaged."
+    "unit (generator seed x split, or split) x condition, training seeds averaged."
     r = records[records["metric"] == metric]
-    return r.groupby(["split", "condition"])["value"].mean().unstack("condition")
+    return r.groupby([*unit_columns(r), "condition"])["value"].mean().unstack("condition")
 
 # %% ../nbs/17c_tables.ipynb #e7fa8208
 def condition_table(records:pd.DataFrame, # matched records (condition, split, seed, metric, value)
                    ) -> pd.DataFrame: # one row per condition (Table 1's label): mean and std over splits of each metric
-    "Table 1: mean ± std over splits (seeds averaged within a split) per condition and metric."
+    "Table 1: mean ± std over units (splits, or generator seeds x splits; training seeds averaged within a unit) per condition and metric."
     rows = []
     present = [c for c in CONDITIONS if c in set(records["condition"])]
     for name in present:
@@ -53,7 +63,9 @@ def condition_table(records:pd.DataFrame, # matched records (condition, split, s
             row |= {metric: m, f"{metric}_std": s}
         rows.append({"label": c.label, "condition": name, "deployable": c.deployable, **row,
                      "n_splits": int(records.loc[records["condition"] == name, "split"].nunique()),
-                     "n_seeds": int(records.loc[records["condition"] == name, "seed"].nunique())})
+                     "n_seeds": int(records.loc[records["condition"] == name, "seed"].nunique()),
+                     **({"n_generator_seeds": int(records.loc[records["condition"] == name, "generator_seed"].nunique())}
+                        if "generator_seed" in records.columns else {})})
     return pd.DataFrame(rows).set_index("label")
 
 # %% ../nbs/17c_tables.ipynb #6eda57b5
@@ -64,7 +76,7 @@ def matched_gap(
     metric: str = "act1",  # the metric
     confidence: float = 0.95,  # the interval's level
 ) -> dict:  # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
-    "The gap oracle - non_oracle, paired by split (seeds averaged), with its Student-t interval on n_splits - 1 df."
+    "The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds averaged), with its Student-t interval on n_units - 1 df."
     per = _per_split(records, metric)
     for c in (oracle, non_oracle):
         if c not in per:
@@ -82,6 +94,11 @@ def matched_gap(
         "ci_low": iv.low,
         "ci_high": iv.high,
         "n": iv.n,
+        **(
+            {"n_generator_seeds": int(records["generator_seed"].nunique())}
+            if "generator_seed" in records.columns
+            else {}
+        ),
     }
 
 # %% ../nbs/17c_tables.ipynb #476bacd0
@@ -116,7 +133,7 @@ def gap_rows(records: pd.DataFrame) -> pd.DataFrame:
 
 # %% ../nbs/17c_tables.ipynb #503ae298
 def four_condition_audit(
-    dataset,  # a `ProceduralDataset` with features
+    dataset,  # a `ProceduralDataset` with features, or `datasets.SeededDatasets` (units: generator seeds x splits)
     splits: Sequence[int] | None = None,  # splits (None: all)
     seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
     conditions: Sequence = TABLE1_CONDITIONS,  # rows (names or AuditCondition objects)
@@ -129,11 +146,22 @@ def four_condition_audit(
     "Table 1 (mean ± std over splits), the matched gaps (Table 2's first row first) and the recovered histories' quality."
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
-    everything = audit_records(
-        dataset, splits, seeds, conditions, store, config, history_fn, progress, workers
+    everything = over_generator_seeds(
+        audit_records,
+        dataset,
+        splits,
+        seeds,
+        conditions,
+        store,
+        config,
+        history_fn,
+        progress,
+        workers,
     )
     matched = _matched(everything)
-    quality = history_quality(dataset, splits, conditions, store, config, history_fn)
+    quality = over_generator_seeds(
+        history_quality, dataset, splits, conditions, store, config, history_fn
+    )
     return AuditResult(matched, condition_table(matched), gap_rows(matched), everything, quality)
 
 # %% ../nbs/17c_tables.ipynb #47f82b7c
@@ -164,8 +192,9 @@ def intervention_table(
         raise DataError("intervention_table: no cross-tested recognizer_ba / gt_history records")
     r.insert(list(r.columns).index("condition"), "train_history", r["condition"].map(train_kind))
     r = r.drop(columns="condition").reset_index(drop=True)
+    units = unit_columns(r)
     per = (
-        r[r["metric"] == metric].groupby(["split", "train_history", "test_history"])["value"].mean()
+        r[r["metric"] == metric].groupby([*units, "train_history", "test_history"])["value"].mean()
     )
     table = pd.DataFrame(
         index=[TRAIN_LABEL[k] for k in ("ba", "gt")],
@@ -175,7 +204,7 @@ def intervention_table(
     std = table.copy()
     contrasts = []
     cells = {
-        key: group.droplevel([1, 2])
+        key: group.droplevel(["train_history", "test_history"])
         for key, group in per.groupby(level=["train_history", "test_history"])
     }
     for (tr, te), vals in cells.items():
@@ -202,7 +231,7 @@ def intervention_table(
     return InterventionResult(r, table, std, pd.DataFrame(contrasts))
 
 # %% ../nbs/17c_tables.ipynb #d8f6808a
-def intervention_2x2(dataset, # a `ProceduralDataset` with features
+def intervention_2x2(dataset, # a `ProceduralDataset` with features, or `datasets.SeededDatasets`
                      splits:Sequence[int]|None=None, # splits (None: all)
                      seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
                      store:ResultStore|None=None, # result store (shared with `four_condition_audit`: no unit is trained twice)
@@ -213,12 +242,13 @@ def intervention_2x2(dataset, # a `ProceduralDataset` with features
                     ) -> InterventionResult:
     "Train with recognizer (BA) or GT history x test with recognizer or GT history; one fixed checkpoint per regime."
     if not {"ba", "gt"} <= set(config.cross_test): raise ValueError("intervention_2x2 needs config.cross_test to hold 'ba' and 'gt'")
-    return intervention_table(audit_records(dataset, splits, seeds, ("recognizer_ba", "gt_history"), store, config, history_fn, progress, workers))
+    return intervention_table(over_generator_seeds(audit_records, dataset, splits, seeds, ("recognizer_ba", "gt_history"), store, config, history_fn, progress, workers))
 
 # %% ../nbs/17c_tables.ipynb #a3fdcb1a
 def audit_results_records(result: AuditResult) -> list[dict]:
     "Records of the `four_condition` results JSON."
-    recs = result.records[["dataset", "split", "seed", "condition", "metric", "value"]].to_dict(
+    units = unit_columns(result.records)
+    recs = result.records[["dataset", *units, "seed", "condition", "metric", "value"]].to_dict(
         "records"
     )
     name = result.records["dataset"].iloc[0]
@@ -234,6 +264,11 @@ def audit_results_records(result: AuditResult) -> list[dict]:
                 "ci_low": g["ci_low"],
                 "ci_high": g["ci_high"],
                 "n": g["n"],
+                **(
+                    {"n_generator_seeds": g["n_generator_seeds"]}
+                    if "generator_seed" in units
+                    else {}
+                ),
             }
         )
     if result.history_quality is not None:
@@ -243,8 +278,9 @@ def audit_results_records(result: AuditResult) -> list[dict]:
 # %% ../nbs/17c_tables.ipynb #07de3429
 def intervention_results_records(result: InterventionResult) -> list[dict]:
     "Records of the `intervention_2x2` results JSON."
+    units = unit_columns(result.records)
     recs = result.records[
-        ["dataset", "split", "seed", "train_history", "test_history", "metric", "value"]
+        ["dataset", *units, "seed", "train_history", "test_history", "metric", "value"]
     ].to_dict("records")
     name = result.records["dataset"].iloc[0]
     for c in result.contrast.to_dict("records"):
@@ -286,7 +322,7 @@ def window_results_records(
     "Table 3's records for the `four_condition` results JSON: condition `window_recognizer`, metric `window_acc`."
     return [
         {**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
-        for r in window[["dataset", "split", "metric", "value"]].to_dict("records")
+        for r in window[["dataset", *unit_columns(window), "metric", "value"]].to_dict("records")
     ]
 
 # %% ../nbs/17c_tables.ipynb #678644c0
