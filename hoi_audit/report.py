@@ -23,7 +23,7 @@ from .cli import add_command
 from .procedural import layout_fingerprint
 from .conditions import CONDITIONS
 from .tables import METRICS
-from .stats import mean_std, student_t_interval
+from .stats import mean_std, nested_t_interval, student_t_interval
 
 # %% auto #0
 __all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 'DIFFERENCE_PREFIXES', 'FIELD_CHECKS',
@@ -96,6 +96,13 @@ METRIC_KINDS = {
     "mrr": "fraction",
     "win_rate": "fraction",
     "mean_rank": "rank",
+    # generator_seeds: how often nominal 95% intervals cover the across-draw mean gap, and the gap's spread (Act@1 points)
+    "coverage_one_draw": "fraction",
+    "coverage_two_draws": "fraction",
+    "coverage_two_draws_pooled": "fraction",
+    "gap_sd_between_draws": "nonnegative",
+    "gap_sd_within_draws": "nonnegative",
+    "gap_sd_draw_means_from_splits": "nonnegative",
     # epic_anticipation (its decode audit's counts are the families below)
     "top1_accuracy": "fraction",
     "top5_accuracy": "fraction",
@@ -195,6 +202,7 @@ RECORD_FIELDS = {
     **dict.fromkeys(("value", "beta", "observed", "noise_rate", "bin_mean"), "number"),
     **dict.fromkeys(("n", "horizon", "history_length"), "count"),
     "seed": "integer",
+    "generator_seed": "count",  # the draw of a generated dataset (`datasets.SeededDatasets`)
     "split": "split",
     "std": "nonnegative",
     "deployable": "flag",
@@ -544,13 +552,14 @@ def _units(records: pd.DataFrame) -> list:
     return [c for c in ("generator_seed", "split") if c in records and records[c].notna().any()]
 
 
-def _n_units(n: int | None, generator_seeds: int | None) -> str:
-    "'n = 4 splits', or 'n = 8 units (2 generator seeds x 4 splits)' where the units run over generator seeds."
+def _n_units(n: int | None, generator_seeds: int | None, splits: int | None = None) -> str:
+    "'n = 4 splits', or 'n = 3 generator seeds (each draw's 4 splits averaged)' where the interval runs over the draws."
     if n is None:
         return "n not recorded"
     if not generator_seeds or generator_seeds < 2:
         return f"n = {n} split{'s' * (n != 1)}"
-    return f"n = {n} units ({generator_seeds} generator seeds x {n // generator_seeds} splits)"
+    each = f"{splits} splits" if splits else "splits"
+    return f"n = {n} generator seeds (each draw's {each} averaged)"
 
 # %% ../nbs/19_report.ipynb #1450f3d8
 def table1_intervals(
@@ -569,8 +578,15 @@ def table1_intervals(
     ]  # not a gap's a-b
     rows = []
     for (ds, cond, metric), g in r.groupby(["dataset", "condition", "metric"], sort=False):
-        per_split = g.groupby(_units(g))["value"].mean()  # splits, or generator seeds x splits
-        iv = student_t_interval(per_split, confidence)
+        units = _units(g)
+        per_split = g.groupby(units)["value"].mean()  # splits, or generator seeds x splits
+        iv = (
+            nested_t_interval(
+                per_split, "generator_seed", confidence
+            )  # the draws are the independent units
+            if "generator_seed" in units
+            else student_t_interval(per_split, confidence)
+        )
         rows.append(
             {
                 "dataset": ds,
@@ -581,9 +597,9 @@ def table1_intervals(
                 "std": mean_std(per_split)[1],
                 "ci_low": iv.low,
                 "ci_high": iv.high,
-                "n_splits": iv.n,
+                "n_splits": int(g["split"].nunique()),
                 "n_generator_seeds": (
-                    int(g["generator_seed"].nunique()) if "generator_seed" in _units(g) else None
+                    int(g["generator_seed"].nunique()) if "generator_seed" in units else None
                 ),
             }
         )
@@ -729,6 +745,7 @@ def verdict_facts(
             if _number(gap.get("n_generator_seeds")) is not None
             else None
         ),
+        "n_units": int(gap["n_units"]) if _number(gap.get("n_units")) is not None else None,
         "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
         "oracle_score": _number(scores.get(oracle)),
         "non_oracle_score": _number(scores.get(non_oracle)),
@@ -796,7 +813,12 @@ def verdict_text(
         if g["oracle_score"] is not None and g["non_oracle_score"] is not None
         else ""
     )
-    n = _n_units(g["n"], g.get("n_generator_seeds"))
+    splits = (
+        g["n_units"] // g["n_generator_seeds"]
+        if g.get("n_units") and g.get("n_generator_seeds")
+        else None
+    )
+    n = _n_units(g["n"], g.get("n_generator_seeds"), splits)
     if g["excludes_zero"] is None:
         gap = (
             f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
@@ -1181,8 +1203,9 @@ def _table1_section(
     )
     drawn = int(drawn.max()) if len(drawn) else None
     return (
-        f"<p>Mean over units (splits, or generator seeds x splits) of the seed-averaged score, with its 95% Student-t "
-        f"interval on n - 1 degrees of freedom ({_n_units(n, drawn)}).</p>" + _html_table(shown)
+        f"<p>Mean over splits (and generator seeds, where the data were drawn more than once) of the seed-averaged score, "
+        f"with its 95% Student-t interval on n - 1 degrees of freedom, the draws being the independent units where there "
+        f"are several ({_n_units(drawn or n, drawn, n)}).</p>" + _html_table(shown)
     )
 
 # %% ../nbs/19_report.ipynb #a49fedb4

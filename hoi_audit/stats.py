@@ -5,7 +5,7 @@
 # %% ../nbs/03_stats.ipynb #c1334c46
 from __future__ import annotations
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
@@ -14,10 +14,10 @@ from .core import DataError
 
 # %% auto #0
 __all__ = ['PROBE_METRICS', 'format_interval', 'Interval', 'interval_table', 'mean_std', 'student_t_interval',
-           'student_t_from_summary', 'paired_differences', 'paired_gap', 'gap_table', 'batched', 'weighted_mean',
-           'bootstrap_interval', 'paired_bootstrap_delta', 'cluster_bootstrap', 'auroc', 'average_precision',
-           'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece', 'probe_metrics', 'probe_metric_intervals',
-           'topk_accuracy', 'mean_topk_recall', 'topk']
+           'nested_t_interval', 'student_t_from_summary', 'paired_differences', 'paired_gap', 'gap_table', 'batched',
+           'weighted_mean', 'bootstrap_interval', 'paired_bootstrap_delta', 'cluster_bootstrap', 'auroc',
+           'average_precision', 'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece', 'probe_metrics',
+           'probe_metric_intervals', 'topk_accuracy', 'mean_topk_recall', 'topk']
 
 # %% ../nbs/03_stats.ipynb #b1f00588
 def format_interval(
@@ -170,6 +170,29 @@ def student_t_interval(
     mean, std = mean_std(x)
     p = float(_sps.ttest_1samp(x, 0.0).pvalue) if len(x) > 1 and std > 0 else math.nan
     return _t_interval(mean, std, len(x), confidence, "student-t", p)
+
+# %% ../nbs/03_stats.ipynb #gs4c001
+def nested_t_interval(
+    values: pd.Series,  # per-unit values with a MultiIndex holding `level` (e.g. gaps by generator seed x split)
+    level: str = "generator_seed",  # the index level whose members are independent draws
+    confidence: float = 0.95,  # the confidence level
+) -> Interval:  # the mean of the draws' means, its t interval on n_draws - 1 df (n = draws); one draw: over its units
+    "Student-t interval of the mean of a balanced two-level sample: the draws' means are the independent units."
+    if not isinstance(values, pd.Series) or level not in (values.index.names or []):
+        raise DataError(f"nested_t_interval: values need an index level {level!r} (the draws)")
+    s = _as_series(values, "values")
+    sizes = s.groupby(level=level).size()
+    if sizes.nunique() != 1:
+        raise DataError(
+            f"nested_t_interval: unbalanced draws (units per {level}: {sizes.to_dict()}); audit every draw on the same splits"
+        )
+    if len(sizes) == 1:
+        return replace(
+            student_t_interval(s, confidence),
+            note=f"one {level}: the interval is over its units and does not hold the draws' variance",
+        )
+    iv = student_t_interval(s.groupby(level=level).mean(), confidence)
+    return replace(iv, method=f"nested student-t (means of each {level})")
 
 # %% ../nbs/03_stats.ipynb #c8b88574
 def student_t_from_summary(

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError
 from .store import ResultStore
-from .stats import mean_std, paired_gap
+from .stats import Interval, mean_std, nested_t_interval, paired_differences, paired_gap
 from hoi_audit.conditions import (
     CONDITIONS,
     NON_ORACLE,
@@ -25,10 +25,10 @@ from .datasets import over_generator_seeds
 from .engine import audit_records, history_quality
 
 # %% auto #0
-__all__ = ['METRICS', 'UNITS', 'TRAIN_LABEL', 'TEST_LABEL', 'unit_columns', 'condition_table', 'matched_gap', 'AuditResult',
-           'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table', 'intervention_2x2',
-           'audit_results_records', 'intervention_results_records', 'format_table', 'window_results_records',
-           'recovery_table']
+__all__ = ['METRICS', 'UNITS', 'TRAIN_LABEL', 'TEST_LABEL', 'unit_columns', 'unit_gap', 'condition_table', 'matched_gap',
+           'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
+           'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
+           'window_results_records', 'recovery_table']
 
 # %% ../nbs/17c_tables.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
@@ -41,6 +41,19 @@ UNITS = (
 def unit_columns(records: pd.DataFrame) -> list:
     "The columns that name a paired unit in `records`: `split`, and `generator_seed` before it where the records have one."
     return [c for c in UNITS if c in records.columns]
+
+
+def unit_gap(
+    oracle: pd.Series,  # per-unit scores of the oracle side (indexed by `unit_columns`)
+    non_oracle: pd.Series,  # the same units' scores of the non-oracle side
+    confidence: float = 0.95,  # the interval's level
+) -> Interval:  # n: the splits, or the generator seeds (draws) where the units are nested in them
+    "oracle - non_oracle paired by unit; units nested in generator seeds: the draws are the independent units (`stats.nested_t_interval`)."
+    if "generator_seed" in (oracle.index.names or []):
+        return nested_t_interval(
+            paired_differences(oracle, non_oracle), "generator_seed", confidence
+        )
+    return paired_gap(oracle, non_oracle, confidence)
 
 
 def _per_split(records: pd.DataFrame, metric: str = "act1") -> pd.DataFrame:
@@ -76,12 +89,12 @@ def matched_gap(
     metric: str = "act1",  # the metric
     confidence: float = 0.95,  # the interval's level
 ) -> dict:  # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
-    "The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds averaged), with its Student-t interval on n_units - 1 df."
+    "The gap oracle - non_oracle, paired by split (training seeds averaged), with its Student-t interval on n_splits - 1 df; over generator seeds, on n_draws - 1 df (`unit_gap`)."
     per = _per_split(records, metric)
     for c in (oracle, non_oracle):
         if c not in per:
             raise DataError(f"matched_gap: no {metric} records of condition {c!r}")
-    iv = paired_gap(per[oracle], per[non_oracle], confidence)
+    iv = unit_gap(per[oracle], per[non_oracle], confidence)
     (m0, s0), (m1, s1) = mean_std(per[non_oracle]), mean_std(per[oracle])
     return {
         "comparison": f"{oracle} - {non_oracle}",
@@ -95,7 +108,7 @@ def matched_gap(
         "ci_high": iv.high,
         "n": iv.n,
         **(
-            {"n_generator_seeds": int(records["generator_seed"].nunique())}
+            {"n_generator_seeds": int(records["generator_seed"].nunique()), "n_units": len(per)}
             if "generator_seed" in records.columns
             else {}
         ),
@@ -215,7 +228,7 @@ def intervention_table(
         if (tr, "gt") not in cells or (tr, "ba") not in cells:
             continue
         gt_cell, rec_cell = cells[(tr, "gt")], cells[(tr, "ba")]
-        iv = paired_gap(gt_cell, rec_cell, confidence)
+        iv = unit_gap(gt_cell, rec_cell, confidence)
         contrasts.append(
             {
                 "train_history": tr,
@@ -265,7 +278,7 @@ def audit_results_records(result: AuditResult) -> list[dict]:
                 "ci_high": g["ci_high"],
                 "n": g["n"],
                 **(
-                    {"n_generator_seeds": g["n_generator_seeds"]}
+                    {"n_generator_seeds": g["n_generator_seeds"], "n_units": g["n_units"]}
                     if "generator_seed" in units
                     else {}
                 ),

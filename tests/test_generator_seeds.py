@@ -1,0 +1,97 @@
+"""The committed generator-seed study (nbs/experiments/generator_seeds.ipynb): every interval recomputed from the records with
+scipy, and the coverage check the package holds itself to: the nominal 95% intervals it reports over generator seeds x splits
+cover the across-draw mean gap for at least 90% of the pairs of draws it could have drawn."""
+import itertools
+import numpy as np
+import pytest
+from scipy import stats
+from hoi_audit.core import read_results
+from conftest import REPO
+
+COVERAGE = 0.90   # the least share of intervals that cover the across-draw mean gap
+FILES = [p for p in (REPO / "results" / "generator_seeds.json", REPO / "results" / "full" / "generator_seeds.json") if p.exists()]
+
+
+def t_interval(d) -> tuple:
+    "The reference: the Student-t interval of the mean of d on len(d) - 1 df."
+    d = np.asarray(d, dtype=float)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return d.mean() - half, d.mean() + half
+
+
+@pytest.fixture(scope="module", params=FILES, ids=lambda p: p.parent.name)
+def study(request):
+    r = read_results(request.param)
+    recs = r["records"]
+    act1 = recs[(recs["metric"] == "act1") & (recs["split"] != "all")]
+    units = act1.pivot_table(index=["generator_seed", "split"], columns="condition", values="value")
+    gaps = (units["gt_history"] - units["recognizer_ba"]).rename("gap")
+    return r, recs, gaps
+
+
+def rows(recs, interval):
+    return recs[(recs["metric"] == "gap_act1") & (recs["interval"] == interval)]
+
+
+def test_the_study_is_committed_at_the_small_scale():
+    assert REPO / "results" / "generator_seeds.json" in FILES
+
+
+def test_every_draw_is_audited_on_every_split(study):
+    r, _, gaps = study
+    per_draw = gaps.groupby(level="generator_seed").size()
+    assert len(per_draw) == r["config"]["n_draws"] >= 10 and per_draw.nunique() == 1 and per_draw.iloc[0] >= 2
+
+
+def test_one_draw_intervals_equal_the_reference(study):
+    "What an audit of one draw reports: the interval over its splits (recorded with whether it covers; not held to 90%)."
+    _, recs, gaps = study
+    across = gaps.mean()
+    drawn = rows(recs, "one draw").set_index(rows(recs, "one draw")["generator_seed"].astype(int))
+    covered = []
+    for g, d in gaps.groupby(level="generator_seed"):
+        lo, hi = t_interval(d)
+        row = drawn.loc[int(g)]
+        np.testing.assert_allclose([row["value"], row["ci_low"], row["ci_high"]], [d.mean(), lo, hi], rtol=0, atol=1e-9)
+        covered.append(lo <= across <= hi)
+        assert bool(row["covers"]) == covered[-1]
+    assert recs[recs["metric"] == "coverage_one_draw"]["value"].item() == pytest.approx(np.mean(covered), abs=1e-12)
+
+
+@pytest.mark.parametrize("interval", ["two draws", "two draws, pooled"])
+def test_two_draw_intervals_equal_the_reference(study, interval):
+    "The package's interval (the two draws' mean gaps, 1 df) and the pooled one (every unit independent, 2 n_splits - 1 df)."
+    _, recs, gaps = study
+    across = gaps.mean()
+    pairs = rows(recs, interval).set_index("draws")
+    seeds = sorted(gaps.index.unique("generator_seed"))
+    assert len(pairs) == len(seeds) * (len(seeds) - 1) // 2
+    covered = []
+    for a, b in itertools.combinations(seeds, 2):
+        d = gaps[gaps.index.get_level_values("generator_seed").isin([a, b])]
+        units = d.groupby(level="generator_seed").mean() if interval == "two draws" else d
+        lo, hi = t_interval(units)
+        row = pairs.loc[f"{a},{b}"]
+        np.testing.assert_allclose([row["value"], row["ci_low"], row["ci_high"], row["n"]], [d.mean(), lo, hi, len(units)],
+                                   rtol=0, atol=1e-9)
+        covered.append(lo <= across <= hi)
+        assert bool(row["covers"]) == covered[-1]
+    metric = "coverage_two_draws" + ("_pooled" if "pooled" in interval else "")
+    assert recs[recs["metric"] == metric]["value"].item() == pytest.approx(np.mean(covered), abs=1e-12)
+
+
+def test_the_reported_intervals_cover_the_across_draw_mean(study):
+    "The coverage check: >= 90% of the intervals the package reports at the small scale's two generator seeds cover the mean."
+    _, recs, gaps = study
+    share = rows(recs, "two draws")["covers"].astype(bool).mean()
+    assert share >= COVERAGE, f"two-draw intervals cover the across-draw mean {gaps.mean():.2f} for {share:.0%} of pairs"
+
+
+def test_the_spread_is_what_the_records_say(study):
+    _, recs, gaps = study
+    value = lambda m: recs[recs["metric"] == m]["value"].item()
+    means = gaps.groupby(level="generator_seed").mean()
+    within = np.sqrt(gaps.groupby(level="generator_seed").var(ddof=1).mean())
+    across = recs[recs["statistic"] == "across_draw_mean"]["value"].item()
+    np.testing.assert_allclose([across, value("gap_sd_between_draws"), value("gap_sd_within_draws")],
+                               [gaps.mean(), means.std(ddof=1), within], rtol=0, atol=1e-9)
