@@ -23,7 +23,7 @@ from .cli import add_command
 from .procedural import layout_fingerprint
 from .conditions import CONDITIONS
 from .tables import METRICS
-from .stats import mean_std, nested_t_interval, student_t_interval
+from .stats import mean_std, student_t_interval
 
 # %% auto #0
 __all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 'DIFFERENCE_PREFIXES', 'FIELD_CHECKS',
@@ -99,7 +99,7 @@ METRIC_KINDS = {
     # generator_seeds: how often nominal 95% intervals cover the across-draw mean gap, and the gap's spread (Act@1 points)
     "coverage_one_draw": "fraction",
     "coverage_two_draws": "fraction",
-    "coverage_two_draws_pooled": "fraction",
+    "coverage_two_draws_over_draws": "fraction",
     "gap_sd_between_draws": "nonnegative",
     "gap_sd_within_draws": "nonnegative",
     "gap_sd_draw_means_from_splits": "nonnegative",
@@ -552,14 +552,13 @@ def _units(records: pd.DataFrame) -> list:
     return [c for c in ("generator_seed", "split") if c in records and records[c].notna().any()]
 
 
-def _n_units(n: int | None, generator_seeds: int | None, splits: int | None = None) -> str:
-    "'n = 4 splits', or 'n = 3 generator seeds (each draw's 4 splits averaged)' where the interval runs over the draws."
+def _n_units(n: int | None, generator_seeds: int | None) -> str:
+    "'n = 4 splits', or 'n = 8 units (2 generator seeds x 4 splits)' where the units run over generator seeds."
     if n is None:
         return "n not recorded"
     if not generator_seeds or generator_seeds < 2:
         return f"n = {n} split{'s' * (n != 1)}"
-    each = f"{splits} splits" if splits else "splits"
-    return f"n = {n} generator seeds (each draw's {each} averaged)"
+    return f"n = {n} units ({generator_seeds} generator seeds x {n // generator_seeds} splits)"
 
 # %% ../nbs/19_report.ipynb #1450f3d8
 def table1_intervals(
@@ -580,13 +579,7 @@ def table1_intervals(
     for (ds, cond, metric), g in r.groupby(["dataset", "condition", "metric"], sort=False):
         units = _units(g)
         per_split = g.groupby(units)["value"].mean()  # splits, or generator seeds x splits
-        iv = (
-            nested_t_interval(
-                per_split, "generator_seed", confidence
-            )  # the draws are the independent units
-            if "generator_seed" in units
-            else student_t_interval(per_split, confidence)
-        )
+        iv = student_t_interval(per_split, confidence)
         rows.append(
             {
                 "dataset": ds,
@@ -597,6 +590,7 @@ def table1_intervals(
                 "std": mean_std(per_split)[1],
                 "ci_low": iv.low,
                 "ci_high": iv.high,
+                "n": iv.n,  # the units: splits, or generator seeds x splits
                 "n_splits": int(g["split"].nunique()),
                 "n_generator_seeds": (
                     int(g["generator_seed"].nunique()) if "generator_seed" in units else None
@@ -614,6 +608,7 @@ def table1_intervals(
             "std",
             "ci_low",
             "ci_high",
+            "n",
             "n_splits",
             "n_generator_seeds",
         ],
@@ -745,7 +740,6 @@ def verdict_facts(
             if _number(gap.get("n_generator_seeds")) is not None
             else None
         ),
-        "n_units": int(gap["n_units"]) if _number(gap.get("n_units")) is not None else None,
         "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
         "oracle_score": _number(scores.get(oracle)),
         "non_oracle_score": _number(scores.get(non_oracle)),
@@ -813,12 +807,7 @@ def verdict_text(
         if g["oracle_score"] is not None and g["non_oracle_score"] is not None
         else ""
     )
-    splits = (
-        g["n_units"] // g["n_generator_seeds"]
-        if g.get("n_units") and g.get("n_generator_seeds")
-        else None
-    )
-    n = _n_units(g["n"], g.get("n_generator_seeds"), splits)
+    n = _n_units(g["n"], g.get("n_generator_seeds"))
     if g["excludes_zero"] is None:
         gap = (
             f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
@@ -1195,7 +1184,7 @@ def _table1_section(
             f"{a:.1f} [{lo:.1f}, {hi:.1f}]" if not math.isnan(lo) else f"{a:.1f}"
             for a, lo, hi in zip(wide[("mean", m)], wide[("ci_low", m)], wide[("ci_high", m)])
         ]
-    n = int(table["n_splits"].max()) if len(table) else 0
+    n = int(table["n"].max()) if len(table) else 0
     drawn = (
         table["n_generator_seeds"].dropna()
         if "n_generator_seeds" in table
@@ -1203,9 +1192,9 @@ def _table1_section(
     )
     drawn = int(drawn.max()) if len(drawn) else None
     return (
-        f"<p>Mean over splits (and generator seeds, where the data were drawn more than once) of the seed-averaged score, "
-        f"with its 95% Student-t interval on n - 1 degrees of freedom, the draws being the independent units where there "
-        f"are several ({_n_units(drawn or n, drawn, n)}).</p>" + _html_table(shown)
+        f"<p>Mean over units (splits, or generator seeds x splits where the data were drawn more than once) of the "
+        f"seed-averaged score, with its 95% Student-t interval on n - 1 degrees of freedom ({_n_units(n, drawn)}).</p>"
+        + _html_table(shown)
     )
 
 # %% ../nbs/19_report.ipynb #a49fedb4

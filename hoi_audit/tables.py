@@ -47,13 +47,17 @@ def unit_gap(
     oracle: pd.Series,  # per-unit scores of the oracle side (indexed by `unit_columns`)
     non_oracle: pd.Series,  # the same units' scores of the non-oracle side
     confidence: float = 0.95,  # the interval's level
-) -> Interval:  # n: the splits, or the generator seeds (draws) where the units are nested in them
-    "oracle - non_oracle paired by unit; units nested in generator seeds: the draws are the independent units (`stats.nested_t_interval`)."
-    if "generator_seed" in (oracle.index.names or []):
-        return nested_t_interval(
-            paired_differences(oracle, non_oracle), "generator_seed", confidence
-        )
-    return paired_gap(oracle, non_oracle, confidence)
+) -> tuple:  # (the interval over units, n = units; the interval over draws, n = draws, or None without 2+ draws)
+    "oracle - non_oracle paired by unit (generator seed x split): its t interval over the units, and over the draws' means (`stats.nested_t_interval`)."
+    iv = paired_gap(oracle, non_oracle, confidence)
+    drawn = "generator_seed" in (oracle.index.names or []) and (
+        oracle.index.get_level_values("generator_seed").nunique() > 1
+    )
+    if not drawn:
+        return iv, None
+    return iv, nested_t_interval(
+        paired_differences(oracle, non_oracle), "generator_seed", confidence
+    )
 
 
 def _per_split(records: pd.DataFrame, metric: str = "act1") -> pd.DataFrame:
@@ -89,12 +93,12 @@ def matched_gap(
     metric: str = "act1",  # the metric
     confidence: float = 0.95,  # the interval's level
 ) -> dict:  # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
-    "The gap oracle - non_oracle, paired by split (training seeds averaged), with its Student-t interval on n_splits - 1 df; over generator seeds, on n_draws - 1 df (`unit_gap`)."
+    "The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds averaged), with its Student-t interval on n_units - 1 df; with 2+ draws also the interval over the draws' means (`ci_low_draws`, `ci_high_draws`)."
     per = _per_split(records, metric)
     for c in (oracle, non_oracle):
         if c not in per:
             raise DataError(f"matched_gap: no {metric} records of condition {c!r}")
-    iv = unit_gap(per[oracle], per[non_oracle], confidence)
+    iv, over_draws = unit_gap(per[oracle], per[non_oracle], confidence)
     (m0, s0), (m1, s1) = mean_std(per[non_oracle]), mean_std(per[oracle])
     return {
         "comparison": f"{oracle} - {non_oracle}",
@@ -108,8 +112,13 @@ def matched_gap(
         "ci_high": iv.high,
         "n": iv.n,
         **(
-            {"n_generator_seeds": int(records["generator_seed"].nunique()), "n_units": len(per)}
+            {"n_generator_seeds": int(records["generator_seed"].nunique())}
             if "generator_seed" in records.columns
+            else {}
+        ),
+        **(
+            {"ci_low_draws": over_draws.low, "ci_high_draws": over_draws.high}
+            if over_draws is not None
             else {}
         ),
     }
@@ -228,7 +237,7 @@ def intervention_table(
         if (tr, "gt") not in cells or (tr, "ba") not in cells:
             continue
         gt_cell, rec_cell = cells[(tr, "gt")], cells[(tr, "ba")]
-        iv = unit_gap(gt_cell, rec_cell, confidence)
+        iv, _ = unit_gap(gt_cell, rec_cell, confidence)
         contrasts.append(
             {
                 "train_history": tr,
@@ -278,7 +287,14 @@ def audit_results_records(result: AuditResult) -> list[dict]:
                 "ci_high": g["ci_high"],
                 "n": g["n"],
                 **(
-                    {"n_generator_seeds": g["n_generator_seeds"], "n_units": g["n_units"]}
+                    {
+                        "n_generator_seeds": g["n_generator_seeds"],
+                        **{
+                            k: g[k]
+                            for k in ("ci_low_draws", "ci_high_draws")
+                            if k in g and pd.notna(g[k])
+                        },
+                    }
                     if "generator_seed" in units
                     else {}
                 ),
