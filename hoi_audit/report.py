@@ -100,9 +100,9 @@ METRIC_KINDS = {
     "coverage_one_draw": "fraction",
     "coverage_two_draws": "fraction",
     "coverage_two_draws_over_draws": "fraction",
-    "gap_sd_between_draws": "nonnegative",
-    "gap_sd_within_draws": "nonnegative",
-    "gap_sd_draw_means_from_splits": "nonnegative",
+    "between_draw_sd": "nonnegative",
+    "within_draw_sd": "nonnegative",
+    "draw_mean_sd_from_splits": "nonnegative",
     # epic_anticipation (its decode audit's counts are the families below)
     "top1_accuracy": "fraction",
     "top5_accuracy": "fraction",
@@ -740,6 +740,11 @@ def verdict_facts(
             if _number(gap.get("n_generator_seeds")) is not None
             else None
         ),
+        "over_draws": (
+            (_number(gap.get("ci_low_draws")), _number(gap.get("ci_high_draws")))
+            if _number(gap.get("ci_low_draws")) is not None
+            else None
+        ),  # the interval over the draws' means (`tables.matched_gap`), where there are 2+ draws
         "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
         "oracle_score": _number(scores.get(oracle)),
         "non_oracle_score": _number(scores.get(non_oracle)),
@@ -817,6 +822,12 @@ def verdict_text(
             f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t interval "
             f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
             f"{'excludes' if g['excludes_zero'] else 'includes'} 0."
+        )
+    if g.get("over_draws"):
+        gap += (
+            f" Over the {g['n_generator_seeds']} draws' means (valid however much the draws differ, "
+            f"{g['n_generator_seeds'] - 1} degree{'s' * (g['n_generator_seeds'] != 2)} of freedom): "
+            f"[{g['over_draws'][0]:+.1f}, {g['over_draws'][1]:+.1f}]."
         )
     out = [head, gap + " " + _claim(g)]
     if f["context_only"]:

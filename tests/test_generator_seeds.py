@@ -94,5 +94,5 @@ def test_the_spread_is_what_the_records_say(study):
     means = gaps.groupby(level="generator_seed").mean()
     within = np.sqrt(gaps.groupby(level="generator_seed").var(ddof=1).mean())
     across = recs[recs["statistic"] == "across_draw_mean"]["value"].item()
-    np.testing.assert_allclose([across, value("gap_sd_between_draws"), value("gap_sd_within_draws")],
+    np.testing.assert_allclose([across, value("between_draw_sd"), value("within_draw_sd")],
                                [gaps.mean(), means.std(ddof=1), within], rtol=0, atol=1e-9)

@@ -89,9 +89,13 @@ def test_the_verdict_is_the_records(page):
         expected = [f"{gap['value']:+.1f}", f"{act1('gt_history'):.1f}", f"{act1('recognizer_ba'):.1f}",
                     f"{gap['ci_low']:+.1f}", f"{gap['ci_high']:+.1f}", f"{act1('context_only'):.1f}",
                     f"{test('history_edit_rate'):.3f}", f"{test('history_item_acc'):.3f}"]
+        drawn = "n_generator_seeds" in gap and gap["n_generator_seeds"] == gap["n_generator_seeds"] and gap["n_generator_seeds"] > 1
+        if drawn: expected += [f"{gap['ci_low_draws']:+.1f}", f"{gap['ci_high_draws']:+.1f}"]   # the interval over the draws' means
         assert sorted(re.findall(r"[-+]?\d+\.\d+", text)) == sorted(expected), ds
         excludes = gap["ci_low"] > 0 or gap["ci_high"] < 0
-        assert f"the interval {'excludes' if excludes else 'includes'} 0" in text and f"n = {int(gap['n'])} splits" in text
+        k = int(gap["n_generator_seeds"]) if drawn else None
+        n = f"n = {int(gap['n'])} units ({k} generator seeds x {int(gap['n']) // k} splits)" if drawn else f"n = {int(gap['n'])} splits"
+        assert f"the interval {'excludes' if excludes else 'includes'} 0" in text and n in text
         ran = set(r["condition"])
         run, not_run = re.search(r"Controls run: (.*?)\. Not run: (.*?)\. ", text).groups()
         assert {report.CONDITIONS[c].label for c in report.CONTROL_ROWS if c in ran} == set(run.split("; "))
