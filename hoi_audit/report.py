@@ -23,7 +23,7 @@ from .cli import add_command
 from .procedural import layout_fingerprint
 from .conditions import CONDITIONS
 from .tables import METRICS
-from .stats import mean_std, student_t_interval
+from .stats import LEAD_WITH_DRAWS, audit_interval, mean_std, student_t_interval
 
 # %% auto #0
 __all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 'DIFFERENCE_PREFIXES', 'FIELD_CHECKS',
@@ -100,6 +100,8 @@ METRIC_KINDS = {
     "coverage_one_draw": "fraction",
     "coverage_two_draws": "fraction",
     "coverage_two_draws_over_draws": "fraction",
+    "coverage_three_draws": "fraction",
+    "coverage_three_draws_over_units": "fraction",
     "between_draw_sd": "nonnegative",
     "within_draw_sd": "nonnegative",
     "draw_mean_sd_from_splits": "nonnegative",
@@ -553,11 +555,13 @@ def _units(records: pd.DataFrame) -> list:
 
 
 def _n_units(n: int | None, generator_seeds: int | None) -> str:
-    "'n = 4 splits', or 'n = 8 units (2 generator seeds x 4 splits)' where the units run over generator seeds."
+    "'n = 4 splits', 'n = 8 units (2 generator seeds x 4 splits)', or from `LEAD_WITH_DRAWS` draws on 'n = 3 generator seeds (...)'."
     if n is None:
         return "n not recorded"
     if not generator_seeds or generator_seeds < 2:
         return f"n = {n} split{'s' * (n != 1)}"
+    if generator_seeds >= LEAD_WITH_DRAWS:
+        return f"n = {n} generator seeds (a unit is a draw's mean over its splits)"
     return f"n = {n} units ({generator_seeds} generator seeds x {n // generator_seeds} splits)"
 
 # %% ../nbs/19_report.ipynb #1450f3d8
@@ -579,7 +583,9 @@ def table1_intervals(
     for (ds, cond, metric), g in r.groupby(["dataset", "condition", "metric"], sort=False):
         units = _units(g)
         per_split = g.groupby(units)["value"].mean()  # splits, or generator seeds x splits
-        iv = student_t_interval(per_split, confidence)
+        iv = audit_interval(
+            per_split, "generator_seed", confidence
+        )  # from LEAD_WITH_DRAWS draws on: over the draws' means
         rows.append(
             {
                 "dataset": ds,
@@ -590,7 +596,7 @@ def table1_intervals(
                 "std": mean_std(per_split)[1],
                 "ci_low": iv.low,
                 "ci_high": iv.high,
-                "n": iv.n,  # the units: splits, or generator seeds x splits
+                "n": iv.n,  # the units: splits, generator seeds x splits, or (3+ draws) generator seeds
                 "n_splits": int(g["split"].nunique()),
                 "n_generator_seeds": (
                     int(g["generator_seed"].nunique()) if "generator_seed" in units else None
@@ -823,7 +829,9 @@ def verdict_text(
             f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
             f"{'excludes' if g['excludes_zero'] else 'includes'} 0."
         )
-    if g.get("over_draws"):
+    if (
+        g.get("over_draws") and g["n_generator_seeds"] < LEAD_WITH_DRAWS
+    ):  # from 3 draws on it is the interval above
         gap += (
             f" Over the {g['n_generator_seeds']} draws' means (valid however much the draws differ, "
             f"{g['n_generator_seeds'] - 1} degree{'s' * (g['n_generator_seeds'] != 2)} of freedom): "

@@ -13,10 +13,10 @@ from scipy import stats as _sps
 from .core import DataError
 
 # %% auto #0
-__all__ = ['PROBE_METRICS', 'format_interval', 'Interval', 'interval_table', 'mean_std', 'student_t_interval',
-           'nested_t_interval', 'student_t_from_summary', 'paired_differences', 'paired_gap', 'gap_table', 'batched',
-           'weighted_mean', 'bootstrap_interval', 'paired_bootstrap_delta', 'cluster_bootstrap', 'auroc',
-           'average_precision', 'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece', 'probe_metrics',
+__all__ = ['LEAD_WITH_DRAWS', 'PROBE_METRICS', 'format_interval', 'Interval', 'interval_table', 'mean_std', 'student_t_interval',
+           'nested_t_interval', 'audit_interval', 'student_t_from_summary', 'paired_differences', 'paired_gap',
+           'gap_table', 'batched', 'weighted_mean', 'bootstrap_interval', 'paired_bootstrap_delta', 'cluster_bootstrap',
+           'auroc', 'average_precision', 'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece', 'probe_metrics',
            'probe_metric_intervals', 'topk_accuracy', 'mean_topk_recall', 'topk']
 
 # %% ../nbs/03_stats.ipynb #b1f00588
@@ -193,6 +193,26 @@ def nested_t_interval(
         )
     iv = student_t_interval(s.groupby(level=level).mean(), confidence)
     return replace(iv, method=f"nested student-t (means of each {level})")
+
+# %% ../nbs/03_stats.ipynb #gs4c003
+LEAD_WITH_DRAWS = (
+    3  # from this many generator seeds on, the reported interval runs over the draws' means
+)
+
+
+def audit_interval(
+    values: pd.Series,  # per-unit values; a MultiIndex level `level` names the draw where there are draws
+    level: str = "generator_seed",  # the index level of the draws
+    confidence: float = 0.95,  # the confidence level
+) -> Interval:  # over the draws' means (n = draws) from `LEAD_WITH_DRAWS` draws on, else over the units (n = units)
+    "The interval an audit reports: `nested_t_interval` from `LEAD_WITH_DRAWS` draws on, else the Student-t interval over every unit."
+    s = _as_series(values, "values")
+    draws = s.index.get_level_values(level).nunique() if level in (s.index.names or []) else 1
+    return (
+        nested_t_interval(values, level, confidence)
+        if draws >= LEAD_WITH_DRAWS
+        else student_t_interval(s, confidence)
+    )
 
 # %% ../nbs/03_stats.ipynb #c8b88574
 def student_t_from_summary(

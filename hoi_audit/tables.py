@@ -11,7 +11,14 @@ from typing import Callable, Sequence
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError
 from .store import ResultStore
-from .stats import Interval, mean_std, nested_t_interval, paired_differences, paired_gap
+from hoi_audit.stats import (
+    LEAD_WITH_DRAWS,
+    Interval,
+    mean_std,
+    nested_t_interval,
+    paired_differences,
+    paired_gap,
+)
 from hoi_audit.conditions import (
     CONDITIONS,
     NON_ORACLE,
@@ -47,17 +54,20 @@ def unit_gap(
     oracle: pd.Series,  # per-unit scores of the oracle side (indexed by `unit_columns`)
     non_oracle: pd.Series,  # the same units' scores of the non-oracle side
     confidence: float = 0.95,  # the interval's level
-) -> tuple:  # (the interval over units, n = units; the interval over draws, n = draws, or None without 2+ draws)
-    "oracle - non_oracle paired by unit (generator seed x split): its t interval over the units, and over the draws' means (`stats.nested_t_interval`)."
+) -> tuple:  # (the reported interval; the interval over the draws' means, n = draws, or None without 2+ draws)
+    "oracle - non_oracle paired by unit (generator seed x split): the interval an audit reports (`stats.audit_interval`: over the units, over the draws' means from `LEAD_WITH_DRAWS` draws on) and the one over the draws' means."
     iv = paired_gap(oracle, non_oracle, confidence)
-    drawn = "generator_seed" in (oracle.index.names or []) and (
-        oracle.index.get_level_values("generator_seed").nunique() > 1
+    draws = (
+        oracle.index.get_level_values("generator_seed").nunique()
+        if "generator_seed" in (oracle.index.names or [])
+        else 1
     )
-    if not drawn:
+    if draws < 2:
         return iv, None
-    return iv, nested_t_interval(
+    over_draws = nested_t_interval(
         paired_differences(oracle, non_oracle), "generator_seed", confidence
     )
+    return (over_draws if draws >= LEAD_WITH_DRAWS else iv), over_draws
 
 
 def _per_split(records: pd.DataFrame, metric: str = "act1") -> pd.DataFrame:
@@ -93,7 +103,7 @@ def matched_gap(
     metric: str = "act1",  # the metric
     confidence: float = 0.95,  # the interval's level
 ) -> dict:  # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
-    "The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds averaged), with its Student-t interval on n_units - 1 df; with 2+ draws also the interval over the draws' means (`ci_low_draws`, `ci_high_draws`)."
+    "The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds averaged), with its Student-t interval (`unit_gap`: over the units, n - 1 df; from `LEAD_WITH_DRAWS` draws on over the draws' means, n = draws); with 2+ draws also the interval over the draws' means (`ci_low_draws`, `ci_high_draws`)."
     per = _per_split(records, metric)
     for c in (oracle, non_oracle):
         if c not in per:
