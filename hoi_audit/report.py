@@ -1210,10 +1210,14 @@ def _table1_section(
         else pd.Series([], dtype=float)
     )
     drawn = int(drawn.max()) if len(drawn) else None
+    over = (
+        f"over the {drawn} draws' means, {drawn - 1} degrees of freedom: a unit is a draw's mean over its splits"
+        if drawn and drawn >= LEAD_WITH_DRAWS
+        else f"on n - 1 degrees of freedom, {_n_units(n, drawn)}"
+    )
     return (
         f"<p>Mean over units (splits, or generator seeds x splits where the data were drawn more than once) of the "
-        f"seed-averaged score, with its 95% Student-t interval on n - 1 degrees of freedom ({_n_units(n, drawn)}).</p>"
-        + _html_table(shown)
+        f"seed-averaged score, with its 95% Student-t interval {over}.</p>" + _html_table(shown)
     )
 
 # %% ../nbs/19_report.ipynb #a49fedb4
