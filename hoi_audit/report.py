@@ -837,6 +837,15 @@ def verdict_text(
             f"{g['n_generator_seeds'] - 1} degree{'s' * (g['n_generator_seeds'] != 2)} of freedom): "
             f"[{g['over_draws'][0]:+.1f}, {g['over_draws'][1]:+.1f}]."
         )
+        if (
+            g["excludes_zero"] is not None
+            and (g["over_draws"][0] > 0 or g["over_draws"][1] < 0) != g["excludes_zero"]
+        ):
+            gap += (
+                f" That interval {'excludes' if not g['excludes_zero'] else 'includes'} 0 where the one over units does not: "
+                "the two disagree, and a third draw (from which the interval over the draws' means is the one reported) "
+                "would settle it."
+            )
     out = [head, gap + " " + _claim(g)]
     if f["context_only"]:
         out[-1] += (
