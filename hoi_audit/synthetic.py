@@ -19,13 +19,13 @@ from hoi_audit.core import (
     sha256_file,
     sha256_json,
 )
-from .procedural import read_label_file, read_mapping
+from .procedural import read_label_file, read_mapping, segments_of
 from .grammar import Grammar, bayes_table, expected_queries
 from .features import _rng, FeatureSpec, successor_ranks, synthesize_features
 from .presets import SIZES, Preset, preset
 
 # %% auto #0
-__all__ = ['VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'write_synthetic', 'participant_camera',
+__all__ = ['VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'write_synthetic', 'participant_camera', 'label_successor_ranks',
            'synthesize_features_for_labels', 'shared_synthetic', 'shared_label_features']
 
 # %% ../nbs/12c_synthetic.ipynb #6d9ba296
@@ -347,9 +347,30 @@ def participant_camera(video: str) -> tuple:
             return m.group("participant"), m.group("camera")
     return None, None
 
+# %% ../nbs/12c_synthetic.ipynb #rk02ex
+def label_successor_ranks(
+    labels_root,  # a real MS-TCN label folder (groundTruth/, mapping.txt)
+    background: Sequence = ("SIL", "background", "action_start", "action_end"),  # names never an action of a step
+) -> dict:  # (latest class id, next class id) -> rank among the latest's successors (0: the commonest)
+    "The successor ranks of a label folder: every step between consecutive non-background actions of every groundTruth file, counted."
+    src = Path(labels_root)
+    classes = read_mapping(src / "mapping.txt")
+    cid = {c: i for i, c in enumerate(classes)}
+    bg = {cid[b] for b in background if b in cid}
+    files = sorted((src / "groundTruth").glob("*.txt"))
+    if not files:
+        raise DataError(f"{src / 'groundTruth'}: no label files")
+    steps = []
+    for gt in files:
+        acts = [int(c) for _, _, c in segments_of(read_label_file(gt, cid)) if int(c) not in bg]
+        steps += [(a, b, 1.0) for a, b in zip(acts, acts[1:])]
+    return successor_ranks(steps)
+
 # %% ../nbs/12c_synthetic.ipynb #2442f5c2
-def _label_config(src: Path, spec: FeatureSpec, dtype: str, videos: Sequence | None) -> tuple:
-    "Real-label mode's videos, and what its files depend on (its `generator.json`): the label folder, the videos, dtype and knobs."
+def _label_config(
+    src: Path, spec: FeatureSpec, dtype: str, videos: Sequence | None, ranks: dict | None = None
+) -> tuple:
+    "Real-label mode's videos and what its files depend on (`generator.json`): label folder, videos, dtype, knobs, successor ranks."
     names = (
         sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))
         if videos is None
@@ -357,12 +378,17 @@ def _label_config(src: Path, spec: FeatureSpec, dtype: str, videos: Sequence | N
     )
     if not names:
         raise DataError(f"{src / 'groundTruth'}: no label files")
-    return names, {
+    config = {
         "labels": str(src.resolve()),
         "videos": sha256_json(names),
         "dtype": _feature_dtype(dtype),
         "features": _knobs(spec),
     }
+    if (
+        ranks is not None
+    ):  # a rank cue's features depend on every file's steps (absent without one: older folders keep their names)
+        config["successor_ranks"] = sha256_json(sorted([a, b, r] for (a, b), r in ranks.items()))
+    return names, config
 
 # %% ../nbs/12c_synthetic.ipynb #79fbe76c
 def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, mapping.txt, splits/
@@ -378,7 +404,8 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
     src, root, spec = Path(labels_root), Path(out_root), spec or FeatureSpec()
     classes = read_mapping(src / "mapping.txt")
     cid = {c: i for i, c in enumerate(classes)}
-    names, config = _label_config(src, spec, dtype, videos)
+    ranks = label_successor_ranks(src, background) if spec.rank_signal > 0 else None
+    names, config = _label_config(src, spec, dtype, videos, ranks)
     _claim_folder(root, config, overwrite)
     write_text(root / "mapping.txt", (src / "mapping.txt").read_text())
     chosen = set(names)
@@ -396,11 +423,13 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
         if not feat.exists():
             participant, camera = participant_camera(name)
             write_npy(feat, synthesize_features(labels, spec, len(classes), bg, participant, camera,
-                                                video_seed=f"labels/{name}", dtype=dtype))
+                                                video_seed=f"labels/{name}", dtype=dtype, ranks=ranks))
         target = root / "groundTruth" / f"{name}.txt"
         if link: target.unlink(missing_ok=True); target.symlink_to(gt.resolve())
         else: write_text(target, gt.read_text())
-    write_json(root / "truth.json", {**config, "grammar": None, "bayes": None, "background": [classes[b] for b in bg], "label_sha256": pins})
+    steps = {} if ranks is None else {"successor_ranks": [[classes[a], classes[b], r] for (a, b), r in sorted(ranks.items())]}
+    write_json(root / "truth.json", {**config, "grammar": None, "bayes": None, "background": [classes[b] for b in bg],
+                                     "label_sha256": pins, **steps})
     return root
 
 # %% ../nbs/12c_synthetic.ipynb #50aa4b99
@@ -423,7 +452,8 @@ def shared_label_features(
 ) -> Path:  # the written folder, `<label folder>_labels_<config hash>` below data_dir
     "`synthesize_features_for_labels` (labels linked) into the folder of `data_dir` that this exact configuration names."
     src = Path(labels_root)
-    _, config = _label_config(src, spec, dtype, videos)
+    ranks = label_successor_ranks(src) if spec.rank_signal > 0 else None
+    _, config = _label_config(src, spec, dtype, videos, ranks)
     return synthesize_features_for_labels(
         src,
         Path(data_dir) / f"{src.name}_labels_{sha256_json(config)[:12]}",
