@@ -5,7 +5,7 @@
 # %% ../nbs/21_analysis.ipynb #893ea318
 from __future__ import annotations
 import copy, math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 import numpy as np
 import pandas as pd
@@ -17,8 +17,8 @@ from .conditions import CONDITIONS, HISTORY_SOURCES, AuditConfig, RecognizerHist
 from .engine import split_audit_queries
 
 # %% auto #0
-__all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'TrainedConditions', 'train_conditions', 'frequency_terciles',
-           'transition_probabilities', 'error_analysis', 'stream_attribution', 'ablation_table']
+__all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'RAW_ABLATIONS', 'TrainedConditions', 'train_conditions',
+           'frequency_terciles', 'transition_probabilities', 'error_analysis', 'stream_attribution', 'ablation_table']
 
 # %% ../nbs/21_analysis.ipynb #8f67e1d8
 @dataclass
@@ -153,6 +153,17 @@ ABLATIONS = {
 }  # ablation -> the stream it blanks
 
 
+RAW_ABLATIONS = {
+    "zero_video_raw": "video",
+    "zero_state_raw": "state",
+}  # ablation -> the stream set to literal zeros before the model's reduction and standardisation
+
+
+def _blank_raw(blocks: Sequence, stream: str) -> list:
+    "The blocks with one stream's features at literal zeros, as a paper zeroes I3D features: off their mean where they have one."
+    return [replace(b, data=np.zeros_like(b.data)) if b.name == stream else b for b in blocks]
+
+
 def _blank(inputs: dict, stream: str) -> dict:
     "The stream at its training mean (standardised inputs are 0 there) or, for the history, all padding (an empty history)."
     return {k: torch.zeros_like(v) if k == stream else v for k, v in inputs.items()}
@@ -210,7 +221,7 @@ def ablation_table(
     trained: TrainedConditions,  # from `train_conditions`
     conditions: Sequence[str] = ("gt_history", "recognizer_ba"),  # the models compared (columns)
 ) -> pd.DataFrame:  # Table 21: rows full / zero_* (Act@1) and grad_x_input_* (mean share %), one column per condition
-    "Table 21: Act@1 of each trained model with one stream blanked, and the mean grad x input share of each stream."
+    "Table 21: Act@1 of each model with one stream blanked (at its training mean; `_raw`: literal zeros), and each stream's mean grad x input share."
     y = trained.test_q["target"].to_numpy()
     table = {}
     for c in conditions:
@@ -223,6 +234,10 @@ def ablation_table(
                     col[name] = 100 * float(
                         (model.model(**_blank(inputs, stream)).argmax(1).numpy() == y).mean()
                     )
+            for name, stream in RAW_ABLATIONS.items():
+                if stream in inputs:
+                    raw = model.torch_inputs(_blank_raw(trained.test_blocks[c], stream))
+                    col[name] = 100 * float((model.model(**raw).argmax(1).numpy() == y).mean())
         shares = stream_attribution(model, trained.test_blocks[c])["share"].mean()
         col |= {f"grad_x_input_{k}": float(v) for k, v in shares.items()}
         table[c] = col

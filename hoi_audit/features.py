@@ -32,6 +32,7 @@ class FeatureSpec:
     relation_signal: float = 0.0 # scale of a whole-segment cue of the step from the latest action to the next (useless alone)
     rank_signal: float = 0.0 # scale of a whole-segment cue of the next action's rank among the latest action's successors
     end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
+    feature_mean: float = 0.0 # scale of a fixed non-negative offset of every dimension, like the positive mean of post-ReLU I3D features
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
     participant_shift: float = 0.5 # per-participant offset (per latent dimension)
@@ -40,7 +41,7 @@ class FeatureSpec:
 
     def __post_init__(self):
         if self.dim < self.latent_dim or self.latent_dim < 1: raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
-        for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "rank_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift"):
+        for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "rank_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift", "feature_mean"):
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
         if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
 
@@ -60,6 +61,10 @@ class FeatureSpec:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
         q, _ = np.linalg.qr(_rng(self.seed, "embedding", self.latent_dim, self.dim).standard_normal((self.dim, self.latent_dim)))
         return q.T
+
+    def mean_offset(self) -> np.ndarray:
+        "The offset every frame carries (dim,): `feature_mean` times a fixed half-normal draw per dimension (mean 0.8 at scale 1)."
+        return self.feature_mean * np.abs(_rng(self.seed, "feature mean", self.dim).standard_normal(self.dim))
 
     def offset(self, kind:str, name) -> np.ndarray:
         "The latent offset of a participant or camera (unit scale)."
@@ -150,4 +155,6 @@ def synthesize_features(
     x = rng.standard_normal((spec.dim, labels.size), dtype=np.float32)
     x *= np.float32(spec.frame_noise)
     x += (spec.embedding().T @ z.T).astype(np.float32)
+    if spec.feature_mean > 0:  # drawn apart from the video's noise: the other knobs' features are unchanged
+        x += spec.mean_offset().astype(np.float32)[:, None]
     return x.astype(dtype, copy=False)

@@ -75,6 +75,8 @@ METRIC_KINDS = {
     "zero_video": "percent",
     "zero_history": "percent",
     "zero_state": "percent",
+    "zero_video_raw": "percent",
+    "zero_state_raw": "percent",
     "grad_x_input_video": "percent",
     "grad_x_input_history": "percent",
     "grad_x_input_state": "percent",

@@ -263,7 +263,12 @@ def _feature_dtype(dtype) -> str:
 
 # %% ../nbs/12c_synthetic.ipynb #5d9d1210
 # knobs added after datasets were written, and the value that leaves features unchanged
-_LATER_KNOBS = {"anticipation_signal": 0.0, "relation_signal": 0.0, "rank_signal": 0.0}
+_LATER_KNOBS = {
+    "anticipation_signal": 0.0,
+    "relation_signal": 0.0,
+    "rank_signal": 0.0,
+    "feature_mean": 0.0,
+}
 
 
 def _knobs(spec) -> dict:
