@@ -38,12 +38,14 @@ from dataclasses import replace
 from pathlib import Path
 import numpy as np
 import pandas as pd
+import torch
 from hoi_audit.core import write_json
 from hoi_audit.procedural import read_mstcn, real_labels_root
 from hoi_audit.recovery import WindowRecognizer
 from hoi_audit.conditions import AuditConfig
 from hoi_audit.models import TrainConfig
 from hoi_audit.analysis import train_conditions, ablation_table
+from hoi_audit.features import FeatureSpec
 from hoi_audit.synthetic import write_synthetic, synthesize_features_for_labels
 from hoi_audit.calibration import CALIBRATION_SEED, calibration_split, real_label_calibration_videos, real_label_feature_spec
 
@@ -68,8 +70,23 @@ def calibration_data(size: str, knobs: dict, root: Path, labels: str | None = No
     return read_mstcn(synthesize_features_for_labels(src, root, spec, videos=videos, dtype=dtype, link=True), name=f"{labels}_labels")
 
 
+def raw_zero_cost(trained, feature_mean: float, condition: str = "gt_history") -> float:
+    """What literal zeros of the video cost `condition`'s model had the features carried `FeatureSpec.feature_mean` more (Act@1 change).
+
+    No retraining: the model centres its video inputs on their training mean, so for features x + o (o = `mean_offset`) a literal
+    zero reaches it exactly as -o does for x. The offset is the calibration seed's (`FeatureSpec(seed=CALIBRATION_SEED)`)."""
+    model, y = trained.models[condition], trained.test_q["target"].to_numpy()
+    blocks = trained.test_blocks[condition]
+    video = next(b for b in blocks if b.name == "video")
+    o = FeatureSpec(dim=video.data.shape[-1], latent_dim=1, seed=CALIBRATION_SEED, feature_mean=feature_mean).mean_offset()
+    shifted = [replace(b, data=np.broadcast_to(-o, b.data.shape).astype(b.data.dtype)) if b.name == "video" else b for b in blocks]
+    with torch.no_grad():
+        acc = lambda bl: 100 * float((model.model(**model.torch_inputs(bl)).argmax(1).numpy() == y).mean())
+        return round(acc(shifted) - acc(blocks), 2)
+
+
 def evaluate(size: str, knob: str, value: float, work: Path, keep: bool, knobs: dict, labels: str | None = None,
-             labels_dir=None) -> dict:
+             labels_dir=None, raw_means=()) -> dict:
     "One value of `knob` (the other knobs overridden by `knobs`): write the calibration split, measure every row, clean up."
     started = time.time()
     root = work / "_".join([*([labels] if labels else []), size, knob, f"{value:g}", *(f"{k}{v:g}" for k, v in sorted(knobs.items()))])
@@ -77,11 +94,15 @@ def evaluate(size: str, knob: str, value: float, work: Path, keep: bool, knobs: 
     config = AUDIT[size]
     row = {"size": size, **({"labels": labels} if labels else {}), "knobs": knobs, "knob": knob, "value": value,
            "window_acc": WindowRecognizer().fit(ds, split=1, seed=42).window_accuracy(ds, ds.splits[1]["test"])}
-    at_boundary = ablation_table(train_conditions(ds, 1, BOUNDARY, config, seed=42), BOUNDARY)
+    trained = train_conditions(ds, 1, BOUNDARY, config, seed=42)
+    at_boundary = ablation_table(trained, BOUNDARY)
     row |= {c: at_boundary.loc["full", c] for c in BOUNDARY}
     row |= {"gt_minus_context": row["gt_history"] - row["context_only"],
             "gt_zero_video": at_boundary.loc["zero_video", "gt_history"] - row["gt_history"],
+            "gt_zero_video_raw": at_boundary.loc["zero_video_raw", "gt_history"] - row["gt_history"],
             "gt_video_share": at_boundary.loc["grad_x_input_video", "gt_history"]}
+    if raw_means:
+        row["gt_zero_video_raw_by_mean"] = {f"{m:g}": raw_zero_cost(trained, m) for m in raw_means}
     fixed = ablation_table(train_conditions(ds, 1, FIXED, replace(config, schedule="boundary_independent"), seed=42), FIXED)
     row |= {f"fixed_{c}": fixed.loc["full", c] for c in FIXED}
     row["seconds"] = round(time.time() - started)
@@ -89,26 +110,35 @@ def evaluate(size: str, knob: str, value: float, work: Path, keep: bool, knobs: 
     return {k: (round(float(v), 2) if isinstance(v, float) else v) for k, v in row.items()}
 
 
+def frozen_frame_noise(size: str, labels: str | None) -> float:
+    "The frozen frame noise of the calibration data of a mode and size (the spread of a feature dimension outside the signal's)."
+    if labels:
+        return real_label_feature_spec(labels, size).frame_noise
+    return calibration_split("breakfast", size, n_train=1, n_test=1).feature_spec.frame_noise
+
+
 def draw(work: Path, figure: Path):
-    "Every map point of W/explore_*.json against the paper's targets (target +/- tolerance as a box), in three panels."
+    "Every map point of W/explore_*.json against the paper's targets (target +/- tolerance as a band), in four panels."
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from hoi_audit.core import save_figure
-    rows = pd.DataFrame([r | {"mode": "real labels" if r.get("labels") else "preset", "source": f.name}
+    rows = pd.DataFrame([r | {"mode": ("real labels" if r.get("labels") else "preset") + (", full size" if r["size"] == "full" else "")}
                          for f in sorted(work.glob("explore_*.json")) for r in json.loads(f.read_text())])
     cues = {k: c for k, c in zip(("anticipation_signal", "relation_signal", "rank_signal"), ("#e67e22", "#8e44ad", "#16a085"))}
+    markers = {"preset": "o", "real labels": "^", "preset, full size": "s", "real labels, full size": "D"}
     cue = np.where(rows["value"] > 0, rows["knob"], "none")
     x = rows["gt_minus_context"]
     fit = np.polyfit(x, rows["gt_zero_video"], 1)
     panels = [("video_only", "video only Act@1 (boundary queries)", (21.7, 3.0)),
-              ("gt_zero_video", "zeroing the video in the GT model (Act@1 change)", (-24.4, 5.0)),
+              ("gt_zero_video", "zeroing the video at its training mean: GT model's Act@1 change", (-24.4, 5.0)),
               ("fixed_video_only", "video only Act@1 (fixed-time queries)", (21.5, 3.0))]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 6.2))
+    fig, axes = plt.subplots(2, 2, figsize=(15, 12))
+    axes = axes.ravel()
     for ax, (col, label, (paper, tol)) in zip(axes, panels):
         ax.add_patch(plt.Rectangle((3.5 - 2.0, paper - tol), 4.0, 2 * tol, color="#c0392b", alpha=0.15, lw=0))
         ax.scatter([3.5], [paper], marker="*", s=220, color="#c0392b", zorder=4, label="paper (target +/- tolerance)")
-        for mode, marker in (("preset", "o"), ("real labels", "^")):
+        for mode, marker in markers.items():
             for c in ("none", *cues):
                 for moved in (False, True):   # hollow: other knobs moved from their frozen values (--set)
                     keep = (rows["mode"] == mode) & (cue == c) & (rows["knobs"].map(bool) == moved)
@@ -125,12 +155,33 @@ def draw(work: Path, figure: Path):
         ax.set_xlabel("GT history - context only (Act@1, boundary queries)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
+    # literal zeros: the cost against the mean the features carry, in spreads of a feature dimension (frame noise)
+    ax = axes[3]
+    ax.axhspan(-24.4 - 5.0, -24.4 + 5.0, color="#c0392b", alpha=0.15, lw=0)
+    ax.axhline(-24.4, color="#c0392b", lw=1.5, label="paper's zero video (target +/- tolerance)")
+    ax.axvspan(0.7, 1.3, color="#7f8c8d", alpha=0.15, lw=0, label="non-negative features: mean about 0.7 to 1.3 spreads")
+    raw = rows[rows.get("gt_zero_video_raw_by_mean", pd.Series(index=rows.index, dtype=object)).notna()] \
+        if "gt_zero_video_raw_by_mean" in rows else rows.iloc[0:0]
+    for _, r in raw.iterrows():
+        spread = r["knobs"].get("frame_noise") or frozen_frame_noise(r["size"], r.get("labels") if isinstance(r.get("labels"), str) else None)
+        by_mean = sorted((float(m), v) for m, v in r["gt_zero_video_raw_by_mean"].items())
+        means, costs = [0.0] + [m for m, _ in by_mean], [r["gt_zero_video_raw"]] + [v for _, v in by_mean]
+        c = cues.get(r["knob"], "#7f8c8d") if r["value"] > 0 else "#7f8c8d"
+        bold = not r["knobs"] and r["value"] == 0
+        ax.plot(np.sqrt(2 / np.pi) * np.array(means) / spread, costs, marker=markers[r["mode"]], color=c, ms=5 if bold else 3,
+                lw=2 if bold else 0.6, alpha=1 if bold else 0.5, label=f"{r['mode']}, no cue, frozen knobs" if bold else None)
+    ax.set_xscale("symlog", linthresh=0.5)
+    ax.set_xlabel("the features' mean per dimension, in spreads of a dimension (sqrt(2/pi) x feature_mean / frame_noise)")
+    ax.set_ylabel("literal zeros of the video: GT model's Act@1 change")
+    ax.set_title("every map point, thin; the features carry a mean only in this panel", fontsize=9)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.grid(alpha=0.3)
     handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=5, frameon=False)
-    fig.suptitle(f"What a planted video cue does to the paper's sharpest targets: {len(rows)} calibration-split points "
-                 f"(one split, one training seed each); zeroing the video costs {-fit[0]:.2f} points per point of GT over context-only, "
-                 f"the paper {24.4 / 3.5:.1f}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=4, frameon=False)
+    fig.suptitle(f"What a planted video channel does to the paper's sharpest targets: {len(rows)} calibration-split points (one split, one "
+                 f"training seed each).\nAt its training mean, zeroing the video costs {-fit[0]:.2f} points per point of GT over context-only "
+                 f"(the paper {24.4 / 3.5:.1f}); literal zeros cost what the features' mean sets", fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     save_figure(figure, fig)
     print(f"wrote {figure} ({len(rows)} points; zero-video slope {fit[0]:.2f})")
 
@@ -146,6 +197,8 @@ def main(argv=None):
                    help="other FeatureSpec knobs to override (e.g. end_fade=0.6 frame_noise=2.0)")
     p.add_argument("--labels", default=None, help="real-label mode on this label set (e.g. breakfast) instead of the preset")
     p.add_argument("--labels-dir", type=Path, default=None, help="a folder of MS-TCN label folders (default: the shipped labels)")
+    p.add_argument("--raw-means", type=float, nargs="*", default=[],
+                   help="also measure literal zeros of the video as if the features carried this feature_mean more (no retraining)")
     p.add_argument("--figure", type=Path, default=None, help="draw every row of W/explore_*.json into this PNG")
     a = p.parse_args(argv)
     if a.values is None: a.values = [] if a.figure else [0.0, 0.25, 0.5, 1.0]
@@ -156,7 +209,7 @@ def main(argv=None):
     for v in a.values:
         if any((r["knob"], r["value"], r["knobs"]) == (a.knob, v, knobs) for r in rows): continue
         measured += 1
-        rows.append(evaluate(a.size, a.knob, v, a.work, a.keep, knobs, a.labels, a.labels_dir))
+        rows.append(evaluate(a.size, a.knob, v, a.work, a.keep, knobs, a.labels, a.labels_dir, a.raw_means))
         write_json(out, sorted(rows, key=lambda r: (sorted(r["knobs"].items()), r["knob"], r["value"])))
         print(f"{a.knob}={v:g}: {rows[-1]}", flush=True)
     if a.figure:

@@ -1,0 +1,21 @@
+#!/bin/sh
+# The video-channel map of 12d_calibration (issue 33 item 2): every point of bench/video_channel/explore_*.json at the small size,
+# about 30 s a point on 2 cores (a point already in the JSON is not measured again), then the figure. Run from the repository root:
+#   sh bench/video_channel/run_map.sh [WORK]        (default WORK: bench/video_channel)
+set -e
+W=${1:-bench/video_channel}
+E="python bench/explore_video_channel.py --work $W --raw-means 1 2 4 8 16"
+# the Breakfast-like preset's calibration split
+$E --knob anticipation_signal --values 0.25 0.5 1.0
+$E --knob rank_signal --values 0 0.5 1 2
+$E --knob relation_signal --values 0.5 1 2
+$E --knob anticipation_signal --values 0 0.5 --set end_fade=0.7 frame_noise=1.8
+$E --knob rank_signal --values 1 --set end_fade=0.6 frame_noise=2.0
+$E --knob rank_signal --values 1 --set end_fade=0.7 frame_noise=1.6
+# real-label mode: Breakfast's real annotations
+$E --labels breakfast --knob rank_signal --values 0 1 2 4 8
+$E --labels breakfast --knob anticipation_signal --values 0.25 0.5
+$E --labels breakfast --knob rank_signal --values 0 1 --set end_fade=0.5
+$E --labels breakfast --knob rank_signal --values 0 1 --set end_fade=0.7 frame_noise=3.0
+$E --labels breakfast --knob rank_signal --values 0 --set end_fade=0.3
+python bench/explore_video_channel.py --work $W --figure figures/video_channel_map.png
