@@ -2,6 +2,7 @@
 # The video-channel map of 12d_calibration (issue 33 item 2): every point of bench/video_channel/explore_*.json at the small size,
 # about 30 s a point on 2 cores (a point already in the JSON is not measured again), then the figure. Run from the repository root:
 #   sh bench/video_channel/run_map.sh [WORK]        (default WORK: bench/video_channel)
+#   FULL=1 sh bench/video_channel/run_map.sh        (also the full-size points: 8 to 16 min each, ~14 GB written and removed)
 set -e
 W=${1:-bench/video_channel}
 E="python bench/explore_video_channel.py --work $W --raw-means 1 2 4 8 16"
@@ -18,4 +19,9 @@ $E --labels breakfast --knob anticipation_signal --values 0.25 0.5
 $E --labels breakfast --knob rank_signal --values 0 1 --set end_fade=0.5
 $E --labels breakfast --knob rank_signal --values 0 1 --set end_fade=0.7 frame_noise=3.0
 $E --labels breakfast --knob rank_signal --values 0 --set end_fade=0.3
+if [ "${FULL:-0}" = 1 ]; then
+  F="python bench/explore_video_channel.py --work $W --size full --raw-means 0.5 1 2 4 8 16"
+  $F --knob rank_signal --values 0 0.35 1
+  $F --labels breakfast --knob rank_signal --values 0 1
+fi
 python bench/explore_video_channel.py --work $W --figure figures/video_channel_map.png
