@@ -16,7 +16,7 @@ One split and one training seed: every number is a point on a map (about 1.5 poi
     python bench/explore_video_channel.py --work /tmp/explore                 # small size, anticipation_signal 0 0.25 0.5 1.0
     python bench/explore_video_channel.py --work /tmp/explore --knob relation_signal --values 0.5 1 2
     python bench/explore_video_channel.py --work W --values 0.5 --set end_fade=0.6 frame_noise=2.0   # other knobs moved too
-    python bench/explore_video_channel.py --work W --size full --values 0 0.5  # the full size (an hour or more an evaluation)
+    python bench/explore_video_channel.py --work W --size full --values 0 0.5  # the full size (8 to 16 min an evaluation on 2 cores, ~14 GB written and removed)
     python bench/explore_video_channel.py --work W --labels breakfast --knob rank_signal --values 0 1 2   # real-label mode
 
 `--labels NAME` measures real-label mode instead: the real annotations of NAME (the shipped copy, or --labels-dir) on its
