@@ -347,8 +347,8 @@ AUDIT_TARGETS = (
         5.0,
         "Table 21",
         False,
-        "at its training mean, zeroing the video costs the GT model what the video adds over the history (slope -0.97"
-        " over 32 map points, both modes and sizes; the paper 7.0); literal zeros (zero_video_raw) of features with a"
+        "at its training mean, zeroing the video costs the GT model what the video adds over the history (slope -0.96"
+        " over 33 map points, both modes and sizes; the paper 7.0); literal zeros (zero_video_raw) of features with a"
         " mean (FeatureSpec.feature_mean) reach -24.4 at the full size at 1.5 spreads with a rank cue (real labels), 3 to 6 without: 12d_calibration,"
         " figures/video_channel_map.png",
     ),

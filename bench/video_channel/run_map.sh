@@ -22,6 +22,6 @@ $E --labels breakfast --knob rank_signal --values 0 --set end_fade=0.3
 if [ "${FULL:-0}" = 1 ]; then
   F="python bench/explore_video_channel.py --work $W --size full --raw-means 0.5 1 2 4 8 16"
   $F --knob rank_signal --values 0 0.35 1
-  $F --labels breakfast --knob rank_signal --values 0 0.5 1   # the 0.5 point was measured with --raw-means 0.5 1 1.5 2 3 4
+  $F --labels breakfast --knob rank_signal --values 0 0.5 0.65 1   # 0.5 and 0.65 were measured with --raw-means 0.5 1 1.5 2 3 4 and 0.5 1 2 3 4 5
 fi
 python bench/explore_video_channel.py --work $W --figure figures/video_channel_map.png
