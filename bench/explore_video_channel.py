@@ -18,6 +18,7 @@ One split and one training seed: every number is a point on a map (about 1.5 poi
     python bench/explore_video_channel.py --work W --values 0.5 --set end_fade=0.6 frame_noise=2.0   # other knobs moved too
     python bench/explore_video_channel.py --work W --size full --values 0 0.5  # the full size (8 to 16 min an evaluation on 2 cores, ~14 GB written and removed)
     python bench/explore_video_channel.py --work W --labels breakfast --knob rank_signal --values 0 1 2   # real-label mode
+    python bench/explore_video_channel.py --work W --labels breakfast --size full --knob rank_signal --values 0.5 --split 2   # another real split
 
 `--labels NAME` measures real-label mode instead: the real annotations of NAME (the shipped copy, or --labels-dir) on its
 calibration videos (`real_label_calibration_videos`: at the small size 128 train and 43 test videos of split 1, as the
@@ -59,12 +60,14 @@ PAPER = {"window_acc": 44.4, "video_only": 21.7, "recognizer_ba": 30.3, "gt_hist
          "gt_minus_context": 3.5, "gt_zero_video": -24.4, "gt_video_share": 57.3, "fixed_video_only": 21.5, "fixed_gt_history": 47.5}
 
 
-def calibration_data(size: str, knobs: dict, root: Path, labels: str | None = None, labels_dir=None):
-    "The Breakfast-like calibration split with `knobs`, or (`labels`) real-label mode's calibration videos of that label set, read back."
+def calibration_data(size: str, knobs: dict, root: Path, labels: str | None = None, labels_dir=None, split: int = 1):
+    """The Breakfast-like calibration split with `knobs`, or (`labels`) real-label mode's calibration videos of that label set (of its
+    real split `split`), read back."""
     if labels is None:
+        if split != 1: raise ValueError(f"--split {split}: the preset's calibration data is one split (split 1); --split needs --labels")
         return read_mstcn(write_synthetic(calibration_split("breakfast", size, **knobs), root))
     src = real_labels_root(labels, labels_dir)
-    videos = real_label_calibration_videos(src, *LABEL_SUBSET[size])
+    videos = real_label_calibration_videos(src, *LABEL_SUBSET[size], split=split)
     spec = real_label_feature_spec(labels, size, seed=CALIBRATION_SEED, **knobs)
     dtype = "float16" if size == "full" else "float32"
     return read_mstcn(synthesize_features_for_labels(src, root, spec, videos=videos, dtype=dtype, link=True), name=f"{labels}_labels")
@@ -86,15 +89,17 @@ def raw_zero_cost(trained, feature_mean: float, condition: str = "gt_history") -
 
 
 def evaluate(size: str, knob: str, value: float, work: Path, keep: bool, knobs: dict, labels: str | None = None,
-             labels_dir=None, raw_means=()) -> dict:
+             labels_dir=None, raw_means=(), split: int = 1) -> dict:
     "One value of `knob` (the other knobs overridden by `knobs`): write the calibration split, measure every row, clean up."
     started = time.time()
-    root = work / "_".join([*([labels] if labels else []), size, knob, f"{value:g}", *(f"{k}{v:g}" for k, v in sorted(knobs.items()))])
-    ds = calibration_data(size, {knob: value, **knobs}, root, labels, labels_dir)
+    root = work / "_".join([*([labels] if labels else []), size, knob, f"{value:g}", *(f"{k}{v:g}" for k, v in sorted(knobs.items())),
+                            *([f"split{split}"] if split != 1 else [])])
+    ds = calibration_data(size, {knob: value, **knobs}, root, labels, labels_dir, split)
     config = AUDIT[size]
-    row = {"size": size, **({"labels": labels} if labels else {}), "knobs": knobs, "knob": knob, "value": value,
-           "window_acc": WindowRecognizer().fit(ds, split=1, seed=42).window_accuracy(ds, ds.splits[1]["test"])}
-    trained = train_conditions(ds, 1, BOUNDARY, config, seed=42)
+    row = {"size": size, **({"labels": labels} if labels else {}), **({"split": split} if split != 1 else {}), "knobs": knobs,
+           "knob": knob, "value": value,
+           "window_acc": WindowRecognizer().fit(ds, split=split, seed=42).window_accuracy(ds, ds.splits[split]["test"])}
+    trained = train_conditions(ds, split, BOUNDARY, config, seed=42)
     at_boundary = ablation_table(trained, BOUNDARY)
     row |= {c: at_boundary.loc["full", c] for c in BOUNDARY}
     row |= {"gt_minus_context": row["gt_history"] - row["context_only"],
@@ -103,7 +108,7 @@ def evaluate(size: str, knob: str, value: float, work: Path, keep: bool, knobs: 
             "gt_video_share": at_boundary.loc["grad_x_input_video", "gt_history"]}
     if raw_means:
         row["gt_zero_video_raw_by_mean"] = {f"{m:g}": raw_zero_cost(trained, m) for m in raw_means}
-    fixed = ablation_table(train_conditions(ds, 1, FIXED, replace(config, schedule="boundary_independent"), seed=42), FIXED)
+    fixed = ablation_table(train_conditions(ds, split, FIXED, replace(config, schedule="boundary_independent"), seed=42), FIXED)
     row |= {f"fixed_{c}": fixed.loc["full", c] for c in FIXED}
     row["seconds"] = round(time.time() - started)
     if not keep: shutil.rmtree(root)
@@ -124,7 +129,8 @@ def draw(work: Path, figure: Path):
     import matplotlib.pyplot as plt
     from hoi_audit.core import save_figure
     rows = pd.DataFrame([r | {"mode": ("real labels" if r.get("labels") else "preset") + (", full size" if r["size"] == "full" else "")}
-                         for f in sorted(work.glob("explore_*.json")) for r in json.loads(f.read_text())])
+                         for f in sorted(work.glob("explore_*.json")) for r in json.loads(f.read_text())
+                         if r.get("split", 1) == 1])   # the map is the calibration split's; other real splits check it (--split)
     cues = {k: c for k, c in zip(("anticipation_signal", "relation_signal", "rank_signal"), ("#e67e22", "#8e44ad", "#16a085"))}
     markers = {"preset": "o", "real labels": "^", "preset, full size": "s", "real labels, full size": "D"}
     cue = np.where(rows["value"] > 0, rows["knob"], "none")
@@ -199,6 +205,8 @@ def main(argv=None):
     p.add_argument("--labels-dir", type=Path, default=None, help="a folder of MS-TCN label folders (default: the shipped labels)")
     p.add_argument("--raw-means", type=float, nargs="*", default=[],
                    help="also measure literal zeros of the video as if the features carried this feature_mean more (no retraining)")
+    p.add_argument("--split", type=int, default=1,
+                   help="real-label mode: evaluate on this real split (1: the calibration split; 2.. to see how far split 1 speaks for the rest)")
     p.add_argument("--figure", type=Path, default=None, help="draw every row of W/explore_*.json into this PNG")
     a = p.parse_args(argv)
     if a.values is None: a.values = [] if a.figure else [0.0, 0.25, 0.5, 1.0]
@@ -207,10 +215,10 @@ def main(argv=None):
     rows = json.loads(out.read_text()) if out.exists() else []
     measured = 0
     for v in a.values:
-        if any((r["knob"], r["value"], r["knobs"]) == (a.knob, v, knobs) for r in rows): continue
+        if any((r["knob"], r["value"], r["knobs"], r.get("split", 1)) == (a.knob, v, knobs, a.split) for r in rows): continue
         measured += 1
-        rows.append(evaluate(a.size, a.knob, v, a.work, a.keep, knobs, a.labels, a.labels_dir, a.raw_means))
-        write_json(out, sorted(rows, key=lambda r: (sorted(r["knobs"].items()), r["knob"], r["value"])))
+        rows.append(evaluate(a.size, a.knob, v, a.work, a.keep, knobs, a.labels, a.labels_dir, a.raw_means, a.split))
+        write_json(out, sorted(rows, key=lambda r: (sorted(r["knobs"].items()), r["knob"], r["value"], r.get("split", 1))))
         print(f"{a.knob}={v:g}: {rows[-1]}", flush=True)
     if a.figure:
         draw(a.work, a.figure)
