@@ -19,6 +19,7 @@ One split and one training seed: every number is a point on a map (about 1.5 poi
     python bench/explore_video_channel.py --work W --size full --values 0 0.5  # the full size (8 to 16 min an evaluation on 2 cores, ~14 GB written and removed)
     python bench/explore_video_channel.py --work W --labels breakfast --knob rank_signal --values 0 1 2   # real-label mode
     python bench/explore_video_channel.py --work W --labels breakfast --size full --knob rank_signal --values 0.5 --split 2   # another real split
+    python bench/explore_video_channel.py --work W --labels breakfast --size full --values --by-split 4   # every split of each point, and their mean
 
 `--labels NAME` measures real-label mode instead: the real annotations of NAME (the shipped copy, or --labels-dir) on its
 calibration videos (`real_label_calibration_videos`: at the small size 128 train and 43 test videos of split 1, as the
@@ -192,6 +193,28 @@ def draw(work: Path, figure: Path):
     print(f"wrote {figure} ({len(rows)} points; zero-video slope {fit[0]:.2f})")
 
 
+SPLIT_COLUMNS = ("window_acc", "video_only", "recognizer_ba", "gt_minus_context", "gt_zero_video", "literal_zero", "fixed_video_only")
+
+
+def by_split(rows: list, feature_mean: float) -> pd.DataFrame:
+    """The points measured on more than one real split (--split), a row per split and their mean: how far split 1 speaks for the
+    splits the experiments average over. `literal_zero` is the literal-zero cost at `feature_mean` (a --raw-means value)."""
+    key = lambda r: (r.get("labels", ""), r["size"], r["knob"], r["value"], tuple(sorted(r["knobs"].items())))
+    groups = {}
+    for r in rows: groups.setdefault(key(r), []).append(r)
+    out = []
+    for k, group in sorted(groups.items()):
+        if len(group) < 2: continue
+        for r in sorted(group, key=lambda r: r.get("split", 1)):
+            lit = r.get("gt_zero_video_raw_by_mean", {}).get(f"{feature_mean:g}", np.nan)
+            out.append({"point": f"{k[0]} {k[1]}, {k[2]} {k[3]:g}" + "".join(f", {a}={b:g}" for a, b in k[4]),
+                        "split": str(r.get("split", 1)), **{c: r[c] for c in SPLIT_COLUMNS if c != "literal_zero"}, "literal_zero": lit})
+        mean = pd.DataFrame(out[-len(group):])[list(SPLIT_COLUMNS)].mean()
+        out.append({"point": out[-1]["point"], "split": f"mean of {len(group)}", **mean.to_dict()})
+    table = pd.DataFrame(out)
+    return table.set_index(["point", "split"])[list(SPLIT_COLUMNS)].round(1) if len(table) else table
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", type=Path, required=True, help="folder for the features and explore_<size>.json")
@@ -208,6 +231,8 @@ def main(argv=None):
     p.add_argument("--split", type=int, default=1,
                    help="real-label mode: evaluate on this real split (1: the calibration split; 2.. to see how far split 1 speaks for the rest)")
     p.add_argument("--figure", type=Path, default=None, help="draw every row of W/explore_*.json into this PNG")
+    p.add_argument("--by-split", type=float, default=None, metavar="FEATURE_MEAN",
+                   help="also print the points measured on several splits, per split and their mean, literal zeros at this feature_mean")
     a = p.parse_args(argv)
     if a.values is None: a.values = [] if a.figure else [0.0, 0.25, 0.5, 1.0]
     knobs = {k: float(v) for k, v in (x.split("=", 1) for x in a.set)}
@@ -229,6 +254,8 @@ def main(argv=None):
     table.loc[("paper", "", ""), :] = pd.Series(PAPER)
     pd.set_option("display.width", 250)
     print(table[list(PAPER)].round(1).to_string())
+    if a.by_split is not None:
+        print(by_split(rows, a.by_split).to_string())
     if measured: print(f"wrote {out}")
 
 

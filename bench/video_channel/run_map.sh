@@ -23,5 +23,11 @@ if [ "${FULL:-0}" = 1 ]; then
   F="python bench/explore_video_channel.py --work $W --size full --raw-means 0.5 1 2 4 8 16"
   $F --knob rank_signal --values 0 0.35 1
   $F --labels breakfast --knob rank_signal --values 0 0.5 0.65 1   # 0.5 and 0.65 were measured with --raw-means 0.5 1 1.5 2 3 4 and 0.5 1 2 3 4 5
+  $F --labels breakfast --knob rank_signal --values 0.35 --raw-means 2 4 6 8
+  for s in 2 3 4; do   # split 1 against the other three real splits (the experiments average over all four)
+    $F --labels breakfast --knob rank_signal --values 0 0.5 --split $s --raw-means 2 4
+    $F --labels breakfast --knob rank_signal --values 0.35 --split $s --raw-means 2 4 6 8
+  done
+  python bench/explore_video_channel.py --work $W --labels breakfast --size full --values --by-split 4
 fi
 python bench/explore_video_channel.py --work $W --figure figures/video_channel_map.png
