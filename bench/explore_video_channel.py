@@ -209,7 +209,7 @@ def by_split(rows: list, feature_mean: float) -> pd.DataFrame:
             lit = r.get("gt_zero_video_raw_by_mean", {}).get(f"{feature_mean:g}", np.nan)
             out.append({"point": f"{k[0]} {k[1]}, {k[2]} {k[3]:g}" + "".join(f", {a}={b:g}" for a, b in k[4]),
                         "split": str(r.get("split", 1)), **{c: r[c] for c in SPLIT_COLUMNS if c != "literal_zero"}, "literal_zero": lit})
-        mean = pd.DataFrame(out[-len(group):])[list(SPLIT_COLUMNS)].mean()
+        mean = pd.DataFrame(out[-len(group):])[list(SPLIT_COLUMNS)].mean(skipna=False)   # a split without the value: no mean
         out.append({"point": out[-1]["point"], "split": f"mean of {len(group)}", **mean.to_dict()})
     table = pd.DataFrame(out)
     return table.set_index(["point", "split"])[list(SPLIT_COLUMNS)].round(1) if len(table) else table
