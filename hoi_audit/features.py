@@ -33,6 +33,7 @@ class FeatureSpec:
     rank_signal: float = 0.0 # scale of a whole-segment cue of the next action's rank among the latest action's successors
     end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
     feature_mean: float = 0.0 # scale of a fixed non-negative offset of every dimension, like the positive mean of post-ReLU I3D features
+    confusion: float = 0.0 # probability that an action segment shows its most similar action instead of its own (segment-level recognition errors)
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
     participant_shift: float = 0.5 # per-participant offset (per latent dimension)
@@ -44,6 +45,7 @@ class FeatureSpec:
         for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "rank_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift", "feature_mean"):
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
         if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
+        if not 0 <= self.confusion <= 1: raise ValueError(f"FeatureSpec.confusion must be in [0, 1], got {self.confusion}")
 
     def prototypes(self, n_classes:int) -> np.ndarray:
         "Class prototypes in the latent space (n_classes x latent_dim)."
@@ -56,6 +58,13 @@ class FeatureSpec:
     def ranks(self, n_classes:int) -> np.ndarray:
         "Prototypes of the successor ranks 0 .. n_classes - 1 in the latent space (n_classes x latent_dim)."
         return _rng(self.seed, "ranks", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
+
+    def confusable(self, n_classes:int, background:Iterable=()) -> dict:
+        "Each action's most similar other action (nearest prototype; background classes are neither): what a confused segment shows."
+        mu, bg = self.prototypes(n_classes), set(int(b) for b in background)
+        acts = [c for c in range(n_classes) if c not in bg]
+        return {a: min((b for b in acts if b != a), key=lambda b: (float(((mu[a] - mu[b]) ** 2).sum()), b))
+                for a in acts if len(acts) > 1}
 
     def embedding(self) -> np.ndarray:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
@@ -130,10 +139,15 @@ def synthesize_features(
     if spec.rank_signal > 0 and ranks is None:
         raise DataError(f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)")
     rank_protos = spec.ranks(n_classes) if spec.rank_signal > 0 else None
+    shown = segs[:, 2].copy()  # the action each segment shows: its own, or (confusion) its most similar one
+    if spec.confusion > 0:  # drawn apart from the video's noise: the segments not confused are unchanged
+        partner = spec.confusable(n_classes, background)
+        confused = _rng(spec.seed, "confusion", video_seed).random(len(segs)) < spec.confusion
+        shown = np.array([partner[c] if hit and c in partner else c for c, hit in zip(shown, confused)])
     z = np.zeros((labels.size, spec.latent_dim))
-    for (s, e, c), nxt, prev in zip(segs, next_action, latest):
+    for (s, e, c), nxt, prev, show in zip(segs, next_action, latest, shown):
         z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
-            c
+            show
         ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
         if nxt is not None and prev is not None and rank_protos is not None:  # names the next only with the latest
             if (int(prev), int(nxt)) not in ranks:

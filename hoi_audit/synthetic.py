@@ -268,6 +268,7 @@ _LATER_KNOBS = {
     "relation_signal": 0.0,
     "rank_signal": 0.0,
     "feature_mean": 0.0,
+    "confusion": 0.0,
 }
 
 
