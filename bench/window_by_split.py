@@ -11,6 +11,7 @@ not the split, sets most of the difficulty (the prototypes' draw), so a knob is 
     python bench/window_by_split.py --work W --case 50salads --values 1.4 --seeds 0 1 2     # the experiments' seeds: reproduces results/full
     python bench/window_by_split.py --work W --case 50salads --search 74.7 --bracket 1.5 1.7   # search frame_noise on the mean over CALIBRATION_SEEDS
     python bench/window_by_split.py --work W --case 50salads_labels --search 74.7 --bracket 1.8 2.2   # real-label mode
+    python bench/window_by_split.py --work W --figure figures/window_by_seed.png   # every measured row, a line per seed
     python bench/window_by_split.py --work W --case breakfast_labels --values 2.1 --seeds 1001 1002 --set rank_signal=0.35 feature_mean=6
 
 It writes W/features/ (each dataset deleted after its measurement), W/store/ (likewise) and W/window_by_split.json (every measured
@@ -61,10 +62,43 @@ def measure(case: str, size: str, knob: str, value: float, seed: int, work: Path
     return row
 
 
+def draw(rows: list, figure: Path):
+    "Split-mean window accuracy against the knob, a line per generator seed (the calibration seeds' mean bold), per case."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from hoi_audit.core import save_figure
+    df = pd.DataFrame(rows)
+    cases = sorted(df["case"].unique())
+    fig, axes = plt.subplots(1, len(cases), figsize=(6 * len(cases), 4.5), squeeze=False)
+    for ax, case in zip(axes[0], cases):
+        d = df[df["case"] == case]
+        target, tol = PAPER_TARGETS[case.replace("_labels", ""), "window_acc"]
+        ax.axhspan(target - tol, target + tol, color="#f5c242", alpha=0.35, lw=0, label=f"paper {target} +/- {tol}")
+        for seed, g in d.groupby("seed"):
+            g = g.sort_values("value")
+            cal = seed in CALIBRATION_SEEDS
+            ax.plot(g["value"], g["mean"], "o-" if cal else "s--", ms=4, lw=1, color="#3b6ea8" if cal else "#c0392b",
+                    alpha=0.8, label=f"seed {seed}" + (" (calibration)" if cal else " (an experiment's draw)"))
+        cal = d[d["seed"].isin(CALIBRATION_SEEDS)].groupby("value")["mean"].agg(["mean", "count"])
+        cal = cal[cal["count"] == len(CALIBRATION_SEEDS)]
+        if len(cal):
+            ax.plot(cal.index, cal["mean"], "k*-", ms=12, lw=2.5, label=f"mean of the {len(CALIBRATION_SEEDS)} calibration seeds")
+        ax.set_title(f"{case}, {d['size'].iloc[0]}: split-mean window accuracy per draw", fontsize=9)
+        ax.set_xlabel(d["knob"].iloc[0])
+        ax.set_ylabel("window accuracy (%), mean over splits")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("The generator seed (the draw of the class prototypes) moves the window accuracy more than the knob does", fontsize=10)
+    fig.tight_layout()
+    save_figure(figure, fig)
+    print(f"wrote {figure}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", type=Path, required=True)
-    p.add_argument("--case", required=True, help="a preset (50salads, breakfast, gtea) or real-label mode (50salads_labels, ...)")
+    p.add_argument("--case", default=None, help="a preset (50salads, breakfast, gtea) or real-label mode (50salads_labels, ...)")
     p.add_argument("--size", default="full")
     p.add_argument("--knob", default="frame_noise")
     p.add_argument("--values", type=float, nargs="*", default=[])
@@ -73,11 +107,16 @@ def main(argv=None):
     p.add_argument("--search", type=float, default=None, metavar="TARGET", help="search the knob so that the split mean hits TARGET")
     p.add_argument("--bracket", type=float, nargs=2, default=None, help="the search's starting bracket (default: the frozen value x [1, 1.3])")
     p.add_argument("--max-evals", type=int, default=5)
+    p.add_argument("--figure", type=Path, default=None, help="draw every row of W/window_by_split.json into this PNG")
     p.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE", help="other knobs moved from their frozen values")
     a = p.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
     out = a.work / "window_by_split.json"
     rows = json.loads(out.read_text()) if out.exists() else []
+    if a.figure:
+        return draw(rows, a.figure)
+    if a.case is None:
+        p.error("--case is required (unless --figure)")
     knobs = {k: float(v) for k, v in (x.split("=", 1) for x in a.set)}
     run = lambda v: sum(measure(a.case, a.size, a.knob, v, s, a.work, rows, out, knobs)["mean"] for s in a.seeds) / len(a.seeds)
     for v in a.values: run(v)

@@ -34,6 +34,7 @@ class FeatureSpec:
     end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
     feature_mean: float = 0.0 # scale of a fixed non-negative offset of every dimension, like the positive mean of post-ReLU I3D features
     confusion: float = 0.0 # probability that an action segment shows its most similar action instead of its own (segment-level recognition errors)
+    equal_norms: bool = False # every prototype (classes, steps, ranks) at norm sqrt(latent_dim): the draw sets their directions only
     segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
     frame_noise: float = 2.3 # per-frame, per-dimension noise
     participant_shift: float = 0.5 # per-participant offset (per latent dimension)
@@ -46,18 +47,25 @@ class FeatureSpec:
             if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
         if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
         if not 0 <= self.confusion <= 1: raise ValueError(f"FeatureSpec.confusion must be in [0, 1], got {self.confusion}")
+        if self.equal_norms not in (0, 1): raise ValueError(f"FeatureSpec.equal_norms must be True or False, got {self.equal_norms!r}")
+        object.__setattr__(self, "equal_norms", bool(self.equal_norms))  # 1 / 1.0 (a command line's value) is True: one config, one hash
+
+    def _draw(self, kind:str, n:int) -> np.ndarray:
+        "n standard normal prototypes of `kind` in the latent space; with `equal_norms`, each scaled to norm sqrt(latent_dim)."
+        p = _rng(self.seed, kind, n, self.latent_dim).standard_normal((n, self.latent_dim))
+        return p * (np.sqrt(self.latent_dim) / np.linalg.norm(p, axis=1, keepdims=True)) if self.equal_norms else p
 
     def prototypes(self, n_classes:int) -> np.ndarray:
         "Class prototypes in the latent space (n_classes x latent_dim)."
-        return _rng(self.seed, "prototypes", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
+        return self._draw("prototypes", n_classes)
 
     def relations(self, n_classes:int) -> np.ndarray:
         "Prototypes of the steps (next - latest) mod n_classes in the latent space (n_classes x latent_dim), apart from the classes'."
-        return _rng(self.seed, "relations", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
+        return self._draw("relations", n_classes)
 
     def ranks(self, n_classes:int) -> np.ndarray:
         "Prototypes of the successor ranks 0 .. n_classes - 1 in the latent space (n_classes x latent_dim)."
-        return _rng(self.seed, "ranks", n_classes, self.latent_dim).standard_normal((n_classes, self.latent_dim))
+        return self._draw("ranks", n_classes)
 
     def confusable(self, n_classes:int, background:Iterable=()) -> dict:
         "Each action's most similar other action (nearest prototype; background classes are neither): what a confused segment shows."

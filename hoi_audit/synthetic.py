@@ -269,6 +269,7 @@ _LATER_KNOBS = {
     "rank_signal": 0.0,
     "feature_mean": 0.0,
     "confusion": 0.0,
+    "equal_norms": False,
 }
 
 
