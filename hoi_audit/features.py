@@ -70,9 +70,11 @@ class FeatureSpec:
     def confusable(self, n_classes:int, background:Iterable=()) -> dict:
         "Each action's most similar other action (nearest prototype; background classes are neither): what a confused segment shows."
         mu, bg = self.prototypes(n_classes), set(int(b) for b in background)
-        acts = [c for c in range(n_classes) if c not in bg]
-        return {a: min((b for b in acts if b != a), key=lambda b: (float(((mu[a] - mu[b]) ** 2).sum()), b))
-                for a in acts if len(acts) > 1}
+        acts = np.array([c for c in range(n_classes) if c not in bg], dtype=int)
+        if len(acts) < 2: return {}
+        d = ((mu[acts][:, None] - mu[acts][None]) ** 2).sum(-1)
+        np.fill_diagonal(d, np.inf)
+        return {int(a): int(acts[j]) for a, j in zip(acts, d.argmin(1))}  # ties: the smaller class id (argmin's first)
 
     def embedding(self) -> np.ndarray:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
