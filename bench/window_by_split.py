@@ -69,10 +69,18 @@ def draw(rows: list, figure: Path):
     import matplotlib.pyplot as plt
     from hoi_audit.core import save_figure
     df = pd.DataFrame(rows)
-    cases = sorted(df["case"].unique())
-    fig, axes = plt.subplots(1, len(cases), figsize=(6 * len(cases), 4.5), squeeze=False)
-    for ax, case in zip(axes[0], cases):
-        d = df[df["case"] == case]
+    df["set"] = [" ".join(f"{k}={v:g}" for k, v in r.get("knobs", {}).items()) for r in rows]
+    panels = sorted(df.groupby(["case", "set"]).groups)
+    ncol = min(2, len(panels))
+    fig, axes = plt.subplots((len(panels) + ncol - 1) // ncol, ncol, figsize=(7 * ncol, 4.5 * ((len(panels) + ncol - 1) // ncol)), squeeze=False)
+    for ax in axes.ravel()[len(panels):]: ax.axis("off")
+    limits = {}   # one y range per target: the spread of the draws compares across panels
+    for case in df["case"].unique():
+        target = PAPER_TARGETS[case.replace("_labels", ""), "window_acc"][0]
+        lo, hi = limits.get(target, (target - 2.5, target + 2.5))
+        limits[target] = (min(lo, df.loc[df["case"] == case, "mean"].min() - 0.5), max(hi, df.loc[df["case"] == case, "mean"].max() + 0.5))
+    for ax, (case, moved) in zip(axes.ravel(), panels):
+        d = df[(df["case"] == case) & (df["set"] == moved)]
         target, tol = PAPER_TARGETS[case.replace("_labels", ""), "window_acc"]
         ax.axhspan(target - tol, target + tol, color="#f5c242", alpha=0.35, lw=0, label=f"paper {target} +/- {tol}")
         for seed, g in d.groupby("seed"):
@@ -84,7 +92,8 @@ def draw(rows: list, figure: Path):
         cal = cal[cal["count"] == len(CALIBRATION_SEEDS)]
         if len(cal):
             ax.plot(cal.index, cal["mean"], "k*-", ms=12, lw=2.5, label=f"mean of the {len(CALIBRATION_SEEDS)} calibration seeds")
-        ax.set_title(f"{case}, {d['size'].iloc[0]}: split-mean window accuracy per draw", fontsize=9)
+        ax.set_title(f"{case}, {d['size'].iloc[0]}" + (f", {moved}" if moved else "") + ": split mean per draw", fontsize=8)
+        ax.set_ylim(*limits[target])
         ax.set_xlabel(d["knob"].iloc[0])
         ax.set_ylabel("window accuracy (%), mean over splits")
         ax.grid(alpha=0.3)
