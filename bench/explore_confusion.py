@@ -9,6 +9,7 @@ full size, for each confusion value: the window accuracy over every split (`engi
 
     python bench/explore_confusion.py --work W --case gtea --values 0 0.02 0.04 0.08
     python bench/explore_confusion.py --work W --case gtea_labels --values 0.04 --seeds 42 43 44
+    python bench/explore_confusion.py --work W --case gtea --values 0.0125 --seed 1000 1001 1002 1003 --seeds 42 43 44 --set equal_norms=1
 
 It writes W/features/ and W/store/ (removed after each value) and W/explore_confusion.json (every row, reused by a rerun), and
 prints the table.
@@ -24,12 +25,14 @@ from hoi_audit.calibration import CALIBRATION_SEED
 from window_by_split import CONFIG, dataset
 
 
-def measure(case: str, value: float, seed: int, seeds: list, work: Path, rows: list, out: Path) -> dict:
-    key = {"case": case, "size": "full", "confusion": round(float(value), 6), "seed": seed, "train_seeds": list(seeds)}
+def measure(case: str, value: float, seed: int, seeds: list, work: Path, rows: list, out: Path, knobs: dict | None = None) -> dict:
+    "One row: GTEA's window accuracy and Table 13's row at one confusion value on one draw (`knobs`: other knobs moved)."
+    key = {"case": case, "size": "full", "confusion": round(float(value), 6), "seed": seed, "train_seeds": list(seeds),
+           "knobs": dict(sorted((knobs or {}).items()))}
     for r in rows:
-        if {k: r[k] for k in key} == key: return r
+        if {k: r.get(k, {}) for k in key} == key: return r
     started = time.time()
-    ds = dataset(case, "full", "confusion", value, seed, work / "features")
+    ds = dataset(case, "full", "confusion", value, seed, work / "features", knobs)
     store = ResultStore(work / "store" / f"{case}_confusion{value:g}_seed{seed}")
     window = window_accuracy_records(ds, store=store, config=CONFIG)
     row = scope_table({case: ds}, seeds=seeds, config=CONFIG, store=store).table.iloc[0]
@@ -49,14 +52,19 @@ def main(argv=None):
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--case", default="gtea", help="gtea (the preset) or gtea_labels (real-label mode)")
     p.add_argument("--values", type=float, nargs="+", required=True, help="confusion values")
-    p.add_argument("--seed", type=int, default=CALIBRATION_SEED, help="generator seed (default: the calibration seed)")
+    p.add_argument("--seed", type=int, nargs="+", default=[CALIBRATION_SEED], help="generator seeds (default: the calibration seed)")
     p.add_argument("--seeds", type=int, nargs="+", default=[42], help="training seeds")
+    p.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE", help="other knobs moved from their frozen values")
     a = p.parse_args(argv)
+    knobs = {k: float(v) for k, v in (x.split("=", 1) for x in a.set)}
     a.work.mkdir(parents=True, exist_ok=True)
     out = a.work / "explore_confusion.json"
     rows = json.loads(out.read_text()) if out.exists() else []
-    for v in a.values: measure(a.case, v, a.seed, a.seeds, a.work, rows, out)
-    print(pd.DataFrame(rows).drop(columns=["size"]).to_string(index=False))
+    for v in a.values:
+        for g in a.seed: measure(a.case, v, g, a.seeds, a.work, rows, out, knobs)
+    table = pd.DataFrame(rows).drop(columns=["size"])
+    table["knobs"] = [" ".join(f"{k}={v:g}" for k, v in (k or {}).items()) if isinstance(k, dict) else "" for k in table.get("knobs", [{}] * len(table))]
+    print(table.to_string(index=False))
     print(f"wrote {out}")
 
 

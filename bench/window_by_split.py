@@ -83,15 +83,19 @@ def draw(rows: list, figure: Path):
         d = df[(df["case"] == case) & (df["set"] == moved)]
         target, tol = PAPER_TARGETS[case.replace("_labels", ""), "window_acc"]
         ax.axhspan(target - tol, target + tol, color="#f5c242", alpha=0.35, lw=0, label=f"paper {target} +/- {tol}")
+        labelled = False
         for seed, g in d.groupby("seed"):
             g = g.sort_values("value")
             cal = seed in CALIBRATION_SEEDS
-            ax.plot(g["value"], g["mean"], "o-" if cal else "s--", ms=4, lw=1, color="#3b6ea8" if cal else "#c0392b",
-                    alpha=0.8, label=f"seed {seed}" + (" (calibration)" if cal else " (an experiment's draw)"))
-        cal = d[d["seed"].isin(CALIBRATION_SEEDS)].groupby("value")["mean"].agg(["mean", "count"])
-        cal = cal[cal["count"] == len(CALIBRATION_SEEDS)]
-        if len(cal):
-            ax.plot(cal.index, cal["mean"], "k*-", ms=12, lw=2.5, label=f"mean of the {len(CALIBRATION_SEEDS)} calibration seeds")
+            label = (None if labelled else f"a calibration seed ({CALIBRATION_SEEDS[0]}-{CALIBRATION_SEEDS[-1]})") if cal else f"seed {seed} (an experiment's draw)"
+            labelled |= cal
+            ax.plot(g["value"], g["mean"], "o-" if cal else "s--", ms=4, lw=1, color="#3b6ea8" if cal else "#c0392b", alpha=0.6 if cal else 0.8, label=label)
+        for n in sorted({4, len(CALIBRATION_SEEDS)}):   # the first four (Breakfast's searches) and all of them
+            cal = d[d["seed"].isin(CALIBRATION_SEEDS[:n])].groupby("value")["mean"].agg(["mean", "count"])
+            cal = cal[cal["count"] == n]
+            if len(cal):
+                ax.plot(cal.index, cal["mean"], "k*-" if n == 4 else "kD-", ms=12 if n == 4 else 8, lw=2.5 if n == 4 else 1.5, mfc="none" if n > 4 else "k",
+                        label=f"mean of the first {n} calibration seeds" if n == 4 else f"mean of all {n} calibration seeds")
         ax.set_title(f"{case}, {d['size'].iloc[0]}" + (f", {moved}" if moved else "") + ": split mean per draw", fontsize=8)
         ax.set_ylim(*limits[target])
         ax.set_xlabel(d["knob"].iloc[0])
