@@ -22,7 +22,7 @@ from hoi_audit.store import ResultStore
 from hoi_audit.engine import window_accuracy_records
 from hoi_audit.scope import scope_table
 from hoi_audit.calibration import CALIBRATION_SEED
-from window_by_split import CONFIG, dataset
+from window_by_split import CONFIG, dataset, knob_text, parse_set
 
 
 def measure(case: str, value: float, seed: int, seeds: list, work: Path, rows: list, out: Path, knobs: dict | None = None) -> dict:
@@ -56,15 +56,13 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, nargs="+", default=[42], help="training seeds")
     p.add_argument("--set", nargs="*", default=[], metavar="KNOB=VALUE", help="other knobs moved from their frozen values")
     a = p.parse_args(argv)
-    knobs = {k: float(v) for k, v in (x.split("=", 1) for x in a.set)}
+    knobs = parse_set(a.set)
     a.work.mkdir(parents=True, exist_ok=True)
     out = a.work / "explore_confusion.json"
     rows = json.loads(out.read_text()) if out.exists() else []
     for v in a.values:
         for g in a.seed: measure(a.case, v, g, a.seeds, a.work, rows, out, knobs)
-    table = pd.DataFrame(rows).drop(columns=["size"])
-    table["knobs"] = [" ".join(f"{k}={v:g}" for k, v in (k or {}).items()) if isinstance(k, dict) else "" for k in table.get("knobs", [{}] * len(table))]
-    print(table.to_string(index=False))
+    print(pd.DataFrame([r | {"knobs": knob_text(r.get("knobs", {}))} for r in rows]).drop(columns=["size"]).to_string(index=False))
     print(f"wrote {out}")
 
 

@@ -130,9 +130,9 @@ def draw(work: Path, figure: Path):
     import matplotlib.pyplot as plt
     from hoi_audit.core import save_figure
     rows = pd.DataFrame([r | {"mode": ("real labels" if r.get("labels") else "preset") + (", full size" if r["size"] == "full" else "")}
-                         for f in sorted(work.glob("explore_*.json")) for r in json.loads(f.read_text())
-                         if r.get("split", 1) == 1 and "gt_minus_context" in r])   # the map is the calibration split's (other real
-    # splits check it: --split); explore_confusion.json, beside these in bench/video_channel/, holds GTEA's rows, not map points
+                         for f in sorted(work.glob("explore_*.json")) if f.name != "explore_confusion.json"   # GTEA's rows, not map points
+                         for r in json.loads(f.read_text())
+                         if r.get("split", 1) == 1])   # the map is the calibration split's; other real splits check it (--split)
     cues = {k: c for k, c in zip(("anticipation_signal", "relation_signal", "rank_signal"), ("#e67e22", "#8e44ad", "#16a085"))}
     markers = {"preset": "o", "real labels": "^", "preset, full size": "s", "real labels, full size": "D"}
     cue = np.where(rows["value"] > 0, rows["knob"], "none")

@@ -32,6 +32,16 @@ from hoi_audit.calibration import CALIBRATION_SEED, CALIBRATION_SEEDS, PAPER_TAR
 CONFIG = AuditConfig(n_tokens=4, train=TrainConfig())   # the full-scale experiments' (only its recognizer settings are read)
 
 
+def parse_set(items: list) -> dict:
+    "`--set KNOB=VALUE ...` as {knob: float}."
+    return {k: float(v) for k, v in (x.split("=", 1) for x in items)}
+
+
+def knob_text(knobs) -> str:
+    "A row's moved knobs as 'k=v ...' (empty for none: a row written before knobs were recorded)."
+    return " ".join(f"{k}={v:g}" for k, v in knobs.items()) if isinstance(knobs, dict) else ""
+
+
 def dataset(case: str, size: str, knob: str, value: float, seed: int, work: Path, knobs: dict | None = None):
     """The whole dataset of `case` (a preset, or `<labels>_labels`) at `size`, generator seed `seed`, with `knob` = `value` (and the
     other knobs in `knobs` moved from their frozen values), read back."""
@@ -69,7 +79,7 @@ def draw(rows: list, figure: Path):
     import matplotlib.pyplot as plt
     from hoi_audit.core import save_figure
     df = pd.DataFrame(rows)
-    df["set"] = [" ".join(f"{k}={v:g}" for k, v in r.get("knobs", {}).items()) for r in rows]
+    df["set"] = [knob_text(r.get("knobs", {})) for r in rows]
     panels = sorted(df.groupby(["case", "set"]).groups)
     ncol = min(2, len(panels))
     fig, axes = plt.subplots((len(panels) + ncol - 1) // ncol, ncol, figsize=(7 * ncol, 4.5 * ((len(panels) + ncol - 1) // ncol)), squeeze=False)
@@ -130,7 +140,7 @@ def main(argv=None):
         return draw(rows, a.figure)
     if a.case is None:
         p.error("--case is required (unless --figure)")
-    knobs = {k: float(v) for k, v in (x.split("=", 1) for x in a.set)}
+    knobs = parse_set(a.set)
     run = lambda v: sum(measure(a.case, a.size, a.knob, v, s, a.work, rows, out, knobs)["mean"] for s in a.seeds) / len(a.seeds)
     for v in a.values: run(v)
     if a.search is not None:
@@ -141,7 +151,7 @@ def main(argv=None):
         r = calibrate_knob(lambda x: run(round(x, 6)), lo, hi, a.search, PAPER_TARGETS[name, "window_acc"][1], max_evals=a.max_evals, knob=a.knob)
         print(f"search: {a.knob} = {r.value:g} gives a mean over seeds {a.seeds} of the split means of {r.measured:.2f} (target {a.search}; within: {r.within})")
     table = pd.DataFrame([{"case": r["case"], "size": r["size"], "seed": r["seed"], "value": r["value"], "knob": r["knob"],
-                           "set": " ".join(f"{k}={v:g}" for k, v in r.get("knobs", {}).items()),
+                           "set": knob_text(r.get("knobs", {})),
                            **{f"split {s}": v for s, v in r["by_split"].items()}, "mean": r["mean"], "seconds": r["seconds"]} for r in rows])
     print(table.sort_values(["case", "size", "seed", "knob", "value"]).to_string(index=False))
     print(f"wrote {out}")
