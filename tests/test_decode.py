@@ -110,7 +110,7 @@ def test_overstated_frame_count_is_clamped_not_hung(clips):
     v = VideoDecoder(clips[0], time_limit=0.2, open_reader=Overstating)
     assert v.n_frames == 60 and v.declared_frames == 100
     with pytest.raises(DataError, match="outside the video's 60 frames"): v.read_bins([(50, 70)], 4, "a3")
-    assert time.time() - start < 10
+    assert time.time() - start < 30                     # not the 60 s of the hanging read (loose: CI runs tests beside each other)
 
 def test_zero_frame_video(clips):
     with pytest.raises(DataError, match="clean.mp4: the video has no frames"): VideoDecoder(clips[0], open_reader=ZeroFrames)
@@ -256,9 +256,9 @@ def test_decord_and_pyav_release_the_gil_so_the_thread_guard_fires_for_them(rend
     clean, _ = rendered
     vr = open_decord(clean)
     rate, took = _main_thread_steps(lambda: [vr.get_batch(list(range(0, 485, 2))).asnumpy() for _ in range(4)])
-    assert took > 0.05 and rate > 100, (rate, took)
+    assert took > 0.05 and rate > 40, (rate, took)
     rate, took = _main_thread_steps(lambda: [decode_with_damage(clean, FPS) for _ in range(2)])
-    assert took > 0.05 and rate > 100, (rate, took)
+    assert took > 0.05 and rate > 40, (rate, took)
 
 class HoldsTheGil:
     "decord, except that a batch of more than one frame first runs a long C loop that never releases the GIL."
@@ -268,7 +268,7 @@ class HoldsTheGil:
     def __len__(self): return len(self.r)
     def get_avg_fps(self): return self.r.get_avg_fps()
     def get_batch(self, idx):
-        if len(idx) > 1: sum(range(10**10))
+        if len(idx) > 1: sum(range(10**11))
         return self.r.get_batch(idx)
 
 def test_isolated_guard_fires_on_a_call_that_holds_the_gil(clips):
@@ -279,7 +279,7 @@ def test_isolated_guard_fires_on_a_call_that_holds_the_gil(clips):
             v.read_bins([(0, 10)], 4, "a")
         assert v._process.restarts == 1
         assert v.read_bins([(0, 10)], 1, "a")[0].shape == (1, 1, 64, 64, 3)        # a fresh child answers the next call
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < 30                                       # the loop would run for hours
 
 def test_isolated_decoder_reads_the_same_frames_and_record(clips):
     _, damaged = clips
