@@ -776,7 +776,7 @@ def test_decode_timeout_lists_the_video_once(tiny, tmp_path):
     csv = narrations(tiny, tmp_path, {"P01_01": 5})
     start = time.time()
     feats = extract(folder_with(tiny, tmp_path), csv, None, time_limit=0.3, decoder_kwargs={"open_reader": HangsOnBatches})
-    assert time.time() - start < 10
+    assert time.time() - start < 25                 # one 0.3 s limit, not the decoder's 30 s hang (loose: CI runs tests beside each other)
     s = feats.summary
     (f,) = s["failed_videos"]
     assert f["problem"] == "timed out" and "no result after 0.3 s (decoder hung)" in f["cause"] and f["actions"] == 5
