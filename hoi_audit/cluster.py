@@ -19,6 +19,7 @@ from hoi_audit.core import (
     write_json,
 )
 from .store import ResultStore, Unit
+from submitit.core.utils import UncompletedJobError
 
 # %% auto #0
 __all__ = ['CLUSTERS', 'BACKEND_ENV', 'ClusterConfig', 'read_cluster_config', 'compute_units', 'shards', 'backend_spec',
@@ -92,7 +93,7 @@ def compute_units(
     compute: Callable,  # compute(unit, workdir) -> JSON-able result
     log: str | None = None,  # this worker's log file, quoted in failure records
 ) -> dict:  # {"computed": [...], "skipped": [...], "failed": [...]} unit paths
-    "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises."
+    "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises (or outlasts its task's requeues)."
     store, out = ResultStore(store_root), {"computed": [], "skipped": [], "failed": []}
     with use_backend(None):
         for u in units:
@@ -103,6 +104,15 @@ def compute_units(
                 store._try(
                     u, compute, blocking=True
                 )  # the lock is a second guard; the shards are disjoint
+            except UncompletedJobError as e:  # submitit's time-out handler gave up while this unit ran: its task's time, not its code
+                store.record_failure(
+                    u,
+                    f"{traceback.format_exc()}TimeLimit: unit {u.path} was still computing when its array task reached its "
+                    f"time limit once more than max_requeues allows ({str(e).strip()}); give the stage more time: "
+                    "timeout_min (or max_requeues) in the cluster config",
+                    log,
+                )
+                out["failed"].append(u.path)
             except Exception:
                 store.record_failure(u, traceback.format_exc(), log)
                 out["failed"].append(u.path)
