@@ -104,17 +104,16 @@ def compute_units(
                 store._try(
                     u, compute, blocking=True
                 )  # the lock is a second guard; the shards are disjoint
-            except UncompletedJobError as e:  # submitit's time-out handler gave up while this unit ran: its task's time, not its code
-                store.record_failure(
-                    u,
-                    f"{traceback.format_exc()}TimeLimit: unit {u.path} was still computing when its array task reached its "
-                    f"time limit once more than max_requeues allows ({str(e).strip()}); give the stage more time: "
-                    "timeout_min (or max_requeues) in the cluster config",
-                    log,
-                )
-                out["failed"].append(u.path)
-            except Exception:
-                store.record_failure(u, traceback.format_exc(), log)
+            except Exception as e:
+                why = traceback.format_exc()
+                # submitit's time-out handler gave up while this unit ran: its task's time, not its code
+                if isinstance(e, UncompletedJobError):
+                    why += (
+                        f"TimeLimit: unit {u.path} was still computing when its array task reached its time limit once more "
+                        f"than max_requeues allows ({str(e).strip()}); give the stage more time: timeout_min (or max_requeues) "
+                        "in the cluster config"
+                    )
+                store.record_failure(u, why, log)
                 out["failed"].append(u.path)
             else:
                 out["computed"].append(u.path)
