@@ -19,11 +19,12 @@ from .queries import query_block, state_matrix
 from .stats import topk_accuracy
 
 # %% auto #0
-__all__ = ['INPUTS', 'VECTOR_INPUTS', 'DEVICE_ENV', 'DEVICES', 'ARCHITECTURES', 'CHECK_CONFIG', 'video_window_tokens',
-           'history_token_matrix', 'input_blocks', 'resolve_device', 'TrainConfig', 'AnticipationModel',
-           'fit_token_pca', 'reduce_tokens', 'AnticipatorContractError', 'Anticipator', 'training_device',
-           'fit_anticipation', 'fit_network', 'register_architecture', 'network_architecture', 'load_factory',
-           'user_architecture', 'architecture', 'check_anticipator', 'verb_scores', 'anticipation_metrics']
+__all__ = ['INPUTS', 'VECTOR_INPUTS', 'DEVICE_ENV', 'DEVICES', 'ENGINES', 'ENGINE', 'ARCHITECTURES', 'CHECK_CONFIG',
+           'video_window_tokens', 'history_token_matrix', 'input_blocks', 'resolve_device', 'TrainConfig',
+           'dropout_mask', 'encoder_layer', 'AnticipationModel', 'fit_token_pca', 'reduce_tokens',
+           'AnticipatorContractError', 'Anticipator', 'training_device', 'fit_anticipation', 'fit_network',
+           'register_architecture', 'network_architecture', 'load_factory', 'user_architecture', 'architecture',
+           'check_anticipator', 'verb_scores', 'anticipation_metrics']
 
 # %% ../nbs/15_models.ipynb #8bb1ded4
 def video_window_tokens(
@@ -145,6 +146,8 @@ def input_blocks(
 # %% ../nbs/15_models.ipynb #dbc8aec2
 DEVICE_ENV = "HOI_AUDIT_DEVICE"  # the device of every TrainConfig not given one (`hoi-audit reproduce --device` sets it): auto, cpu or cuda
 DEVICES = ("auto", "cpu", "cuda")
+ENGINES = (1, 2)  # TrainConfig.engine: 1 the first trainer, 2 the cheaper one (the default since protocol 2)
+ENGINE = 2
 
 def resolve_device(device:str|None=None, # 'auto', 'cpu' or 'cuda'; None: $HOI_AUDIT_DEVICE, else 'cpu'
                   ) -> str: # 'cpu' or 'cuda'
@@ -168,6 +171,7 @@ class TrainConfig:
     val_fraction:float = 0.15 # share of train *groups* (sessions or participants) held out for early stopping (0: none)
     video_dim:int = 16 # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
     threads:int = 1 # torch intra-op threads while training (small models gain nothing from more; run units in parallel instead)
+    engine:int = ENGINE # the trainer's implementation: 2 (batches trimmed to their longest history, `dropout_mask`, fused AdamW) or 1 (the first engine, kept to measure against)
     device:str = field(default_factory=resolve_device) # 'cpu' or 'cuda' (deterministic algorithms); the default: $HOI_AUDIT_DEVICE, else the CPU
 
     def __post_init__(self):
@@ -176,11 +180,61 @@ class TrainConfig:
         if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError(f"epochs, batch_size and n_layers must be >= 1, got epochs={self.epochs}, "
                                                                        f"batch_size={self.batch_size}, n_layers={self.n_layers}")
         if self.video_dim < 0: raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
+        if self.engine not in ENGINES: raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.device not in ("cpu", "cuda"): raise ValueError(f"device must be 'cpu' or 'cuda' (resolve 'auto' with resolve_device), got {self.device!r}")
 
     def as_dict(self) -> dict:
         "The settings as a unit's or a results file's config. The device class is named only when it is not the CPU, so a CPU run keeps the identity and the bytes it always had."
         return {k: v for k, v in asdict(self).items() if not (k == "device" and v == "cpu")}
+
+# %% ../nbs/15_models.ipynb #99b48b9f
+def dropout_mask(shape:tuple, # the shape of the tensor to drop from
+                 p:float, # the probability that an element is dropped, in [0, 1)
+                 device=None, # where the mask is made (None: the CPU)
+                ) -> torch.Tensor: # bool, True where an element is kept
+    "A dropout mask from 16 random bits an element (torch's generator of `device`): each element is dropped with probability round(p * 65536) / 65536, independently; four elements a 64-bit draw."
+    if not 0 <= p < 1: raise ValueError(f"dropout p must be in [0, 1), got {p}")
+    n = math.prod(shape)
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-2**63, None)   # all 64 bits (random_() alone leaves the top one 0)
+    return bits.view(torch.int16)[:n].view(shape) >= -32768 + round(p * 65536)
+
+
+# %% ../nbs/15_models.ipynb #bc7f2032
+def _dropout(x:torch.Tensor, p:float) -> torch.Tensor:
+    "Inverted dropout with `dropout_mask`: kept elements scaled by 1 / (the kept share); p = 0 is the identity."
+    if p == 0: return x
+    return x * (dropout_mask(x.shape, p, x.device).to(x.dtype) * (65536 / (65536 - round(p * 65536))))
+
+
+# %% ../nbs/15_models.ipynb #46cac100
+def _softmax(x:torch.Tensor) -> torch.Tensor:
+    "Softmax over the last dimension as exp / sum, shifted by the (constant, so detached) row maximum; -inf entries get 0."
+    e = (x - x.detach().amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+# %% ../nbs/15_models.ipynb #138d87db
+def encoder_layer(layer:nn.TransformerEncoderLayer, # a post-norm ReLU layer with batch_first=True (its parameters are used, not its forward)
+                  x:torch.Tensor, # (n, L, d) tokens
+                  padding:torch.Tensor, # (n, L) bool, True where a token is padding (never attended to)
+                  p:float=0.0, # dropout on the attention weights, both residual branches and the feed-forward hidden layer (0: none)
+                 ) -> torch.Tensor: # (n, L, d)
+    "`layer`'s function with `_dropout` and `_softmax`: self-attention (padding masked), add and norm, feed-forward, add and norm."
+    attn, (n, L, d) = layer.self_attn, x.shape
+    h = attn.num_heads
+    q, k, v = nn.functional.linear(x, attn.in_proj_weight, attn.in_proj_bias).view(n, L, 3, h, d // h).permute(2, 0, 3, 1, 4)
+    scores = (q @ k.transpose(-2, -1) * (d // h) ** -0.5).masked_fill(padding[:, None, None, :], float("-inf"))
+    heads = _dropout(_softmax(scores), p) @ v
+    x = layer.norm1(x + _dropout(attn.out_proj(heads.transpose(1, 2).reshape(n, L, d)), p))
+    return layer.norm2(x + _dropout(layer.linear2(_dropout(torch.relu(layer.linear1(x)), p)), p))
+
+
+# %% ../nbs/15_models.ipynb #5061e5d7
+def _first_history_column(history:torch.Tensor) -> int:
+    "The first column of left-padded history tokens that some query fills (the last column when none does)."
+    filled = (history != 0).any(0)
+    return int(filled.int().argmax()) if bool(filled.any()) else history.shape[1] - 1
+
 
 # %% ../nbs/15_models.ipynb #84b2124e
 class AnticipationModel(nn.Module):
@@ -194,6 +248,7 @@ class AnticipationModel(nn.Module):
         if unknown or not shapes: raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(shapes)}")
         d = config.d_model
         self.inputs, self.shapes, self.n_classes = tuple(k for k in INPUTS if k in shapes), {k: tuple(shapes[k]) for k in shapes}, n_classes
+        self.engine, self.dropout = config.engine, config.dropout
         self.summary = nn.Parameter(torch.zeros(1, 1, d))
         self.type_embedding = nn.Embedding(len(INPUTS) + 1, d)
         if "video" in shapes:
@@ -218,11 +273,16 @@ class AnticipationModel(nn.Module):
         if "video" in self.inputs:
             tokens.append(typed(self.video_proj(video) + self.video_pos, 1)); masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool, device=device))
         if "history" in self.inputs:
-            tokens.append(typed(self.history_embedding(history) + self.history_pos, 2)); masks.append(history == 0)
+            first = _first_history_column(history) if self.engine >= 2 else 0   # engine 2: columns that are padding in every query dropped
+            history = history[:, first:]
+            tokens.append(typed(self.history_embedding(history) + self.history_pos[:, first:], 2)); masks.append(history == 0)
         for k in VECTOR_INPUTS:
             if k in self.inputs:
                 tokens.append(typed(self.vector_proj[k](vectors[k])[:, None], INPUTS.index(k) + 1)); masks.append(torch.zeros(n, 1, dtype=torch.bool, device=device))
-        x = self.encoder(torch.cat(tokens, 1), src_key_padding_mask=torch.cat(masks, 1))
+        x, padding = torch.cat(tokens, 1), torch.cat(masks, 1)
+        if self.engine == 1: x = self.encoder(x, src_key_padding_mask=padding)
+        else:
+            for layer in self.encoder.layers: x = encoder_layer(layer, x, padding, self.dropout if self.training else 0.0)
         return self.head(self.norm(x[:, 0]))
 
 # %% ../nbs/15_models.ipynb #2a7f2e8e
@@ -364,13 +424,28 @@ def _checked_logits(model: nn.Module, inputs: dict, n_classes: int, name: str) -
         )
     return out
 
+# %% ../nbs/15_models.ipynb #1af9a116
+_REDUCED = {}  # (video array, fitting rows, video_dim, seed) -> (the array, (mean, components), reduced tokens): at most _REDUCED_KEPT
+_REDUCED_KEPT = 8
+
+
+def _reduced_video(video:np.ndarray, fit_rows:np.ndarray, video_dim:int, seed:int) -> tuple:
+    "`fit_token_pca` on the fitting rows and `reduce_tokens` of every row, computed once a process for the same video array (an audit passes every condition of a split the same one), fitting rows, width and seed. Arrays are never changed in place; the cache holds the array, so its memory cannot be reused by another."
+    key = (video.__array_interface__["data"][0], video.shape, video.strides, video.dtype.str, np.asarray(fit_rows).tobytes(), video_dim, seed)
+    if key not in _REDUCED:
+        projection = fit_token_pca(video[fit_rows], video_dim, seed)
+        while len(_REDUCED) >= _REDUCED_KEPT: _REDUCED.pop(next(iter(_REDUCED)))
+        _REDUCED[key] = (video, projection, reduce_tokens(video, *projection))
+    return _REDUCED[key][1:]
+
+
 # %% ../nbs/15_models.ipynb #c9ea977f
 def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: int) -> tuple:
     "The video's principal components and every float input's mean and std, from the fitting rows only; the arrays with the video reduced."
     normalisation, projection = {}, {}
     if "video" in arrays and 0 < config.video_dim < arrays["video"].shape[-1]:
-        projection["video"] = fit_token_pca(arrays["video"][fit_rows], config.video_dim, seed)
-        arrays = {**arrays, "video": reduce_tokens(arrays["video"], *projection["video"])}
+        projection["video"], reduced = _reduced_video(arrays["video"], fit_rows, config.video_dim, seed)
+        arrays = {**arrays, "video": reduced}
     for k, v in arrays.items():
         if k == "history":
             continue
@@ -381,6 +456,14 @@ def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: 
             (v.std(axis=axes) + 1e-6).astype(np.float32),
         )
     return arrays, normalisation, projection
+
+# %% ../nbs/15_models.ipynb #058b578e
+def _optimizer(model:nn.Module, config:TrainConfig) -> torch.optim.AdamW:
+    "AdamW at the config's rate and decay; engine 2 takes torch's fused kernel (the same update, all parameters at once) where every parameter allows it."
+    params = list(model.parameters())
+    fused = config.engine >= 2 and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, **({"fused": True} if fused else {}))
+
 
 # %% ../nbs/15_models.ipynb #8f11ba8d
 def _train_epochs(
@@ -395,7 +478,7 @@ def _train_epochs(
     name: str,
 ):
     "AdamW on shuffled mini-batches with early stopping on the validation cross-entropy; the best epoch's weights are loaded, the epochs recorded in `result`."
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    opt = _optimizer(model, config)
     loss_fn = nn.CrossEntropyLoss()
     train_loss = getattr(
         model, "training_loss", None
