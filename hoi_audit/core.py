@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['PROTOCOL_SEEDS', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', 'HoiAuditError', 'DataError', 'PinMismatch',
-           'ManifestError', 'ProvenanceError', 'OutputError', 'seed_everything', 'atomic_path', 'WriteLog',
-           'recording_writes', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes', 'write_text',
+__all__ = ['PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', 'HoiAuditError', 'DataError',
+           'PinMismatch', 'ManifestError', 'ProvenanceError', 'OutputError', 'seed_everything', 'atomic_path',
+           'WriteLog', 'recording_writes', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes', 'write_text',
            'write_json', 'read_json', 'write_npy', 'write_npz', 'write_table', 'save_figure', 'sha256_bytes',
            'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify', 'numeric_environment',
            'write_results', 'read_results', 'RegistryError', 'Registry', 'registries']
@@ -44,6 +44,9 @@ class OutputError(HoiAuditError, OSError):
 
 # %% ../nbs/00_core.ipynb #e7d2711b
 PROTOCOL_SEEDS = (42, 43, 44)  # seeds of every learned condition
+
+PROTOCOL = 2  # the version of the computation behind every results JSON and store unit: 2 is the cheaper engine (models.TrainConfig.engine,
+# batched history recovery); a unit or file of another version is never read back as this one
 
 CANDIDATE_ORDER_SEED = 20260707  # the ranking protocol's candidate-order seed
 
@@ -527,7 +530,7 @@ def write_results(
         **(extra or {}),
         "experiment": experiment,
         "scale": scale,
-        "config": config or {},
+        "config": {"protocol": PROTOCOL, **(config or {})},  # the caller may name another protocol (a file of the first engine)
         "pins": pins or {},
         "records": _record_rows(records),
         "environment": numeric_environment(),

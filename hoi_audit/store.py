@@ -12,6 +12,7 @@ import pandas as pd
 from hoi_audit.core import (
     ManifestError,
     OutputError,
+    PROTOCOL,
     _ensure_folder,
     _fsync_path,
     read_json,
@@ -52,8 +53,8 @@ class Unit:
 
     @property
     def manifest(self) -> dict:
-        "What must match for a stored unit to count as done."
-        return to_jsonable({"key": self.key, "config": self.config, "inputs": self.inputs})
+        "What must match for a stored unit to count as done: the protocol (`core.PROTOCOL`), the key, the config and the inputs."
+        return to_jsonable({"protocol": PROTOCOL, "key": self.key, "config": self.config, "inputs": self.inputs})
 
 # %% ../nbs/01_store.ipynb #6e036ce6
 UNIT_STATES = (
@@ -115,7 +116,7 @@ class _UnitStates:
             if sha256_file(f) != digest:
                 return "corrupt", f"{f} does not match the SHA-256 in its manifest"
         want = unit.manifest
-        changed = [k for k in ("key", "config", "inputs") if stored[k] != want[k]]
+        changed = [k for k in ("protocol", "key", "config", "inputs") if stored.get(k, 1) != want[k]]   # a manifest without one: protocol 1
         if changed:
             return "stale", f"{' and '.join(changed)} changed since it was computed"
         return "done", "outputs match the manifest" + (
