@@ -34,10 +34,13 @@ machine's load average is printed too: on shared cores a wall time is only as go
     .venv/bin/python bench/bench_engine.py --part fits --reproduce-out OUT
     .venv/bin/python bench/bench_engine.py --part projection
 """
-import argparse, json, os, tempfile, time
+import argparse, dataclasses, json, math, multiprocessing as mp, os, sys, tempfile, time
 from dataclasses import replace
 from pathlib import Path
-from hoi_audit.conditions import AuditConfig, RecognizerHistories
+import numpy as np
+import pandas as pd
+sys.path.insert(0, str(Path(__file__).parent))
+from hoi_audit.conditions import CONDITIONS as CONDITION_REGISTRY, TABLE1_CONDITIONS, AuditConfig, RecognizerHistories
 from hoi_audit.engine import audit_records, split_audit_queries
 from hoi_audit.core import PROTOCOL_SEEDS
 from hoi_audit.grammar import expected_queries
@@ -51,6 +54,7 @@ CONDITIONS = ("gt_history", "video_only")
 FULL_TRAIN_VIDEOS = 1284            # the full preset's split 1: 3 of its 4 participant groups (synthetic_dataset("breakfast", "full"))
 
 # Full-size unit costs from docs/on_a_cluster.md, used by the projection where this run did not measure them (at --size full).
+REFERENCE = "1b64ef6"               # the last commit of the first engine (protocol 1): part stages times its recovery beside this tree's
 DOC_TRAIN_S = 48                    # sensitivity: "45 to 50 s a training" (measured, workers=2, nothing else running)
 DOC_FIT_S = 30 + 5 * 15             # "reading and pooling for the fits ... 0.5 min a split", "the logistic-regression solves (10 to 20 s a fit)", 5 fits
 DOC_RECOVER_S = 150                 # sensitivity: "1.5 to 3.5 min a split's recognizer recovery" (measured, nothing else running)
@@ -251,13 +255,182 @@ def projection_costs(training:dict|None, recovery:dict|None, size:str) -> dict:
         return costs | recovery | {"recovery_source": "measured at size full"}
     return costs | {"fit_s": DOC_FIT_S, "recover_s": DOC_RECOVER_S, "recovery_source": "docs/on_a_cluster.md's full-size figures"}
 
+# ---------------------------------------------------------------------------------------------------------------------------------
+# Parts `protocol` and `stages` (issue 49): the engines side by side on one split, and what each stage of an audit costs.
+
+PROTOCOL_CONDITIONS = TABLE1_CONDITIONS + ("context_only_elapsed_fraction",)   # every condition four_condition trains
+BENCH_SEEDS = tuple(range(42, 48))                                           # >= 6 paired seeds: the protocol's 42-44 and three more
+TARGETS = {"training unit": 1.6, "history recovery": 2.0}                     # x faster than the first engine, at the same metrics
+DATASET_TARGET_MIN = 20                                                      # one Breakfast-sized four_condition dataset, 2 idle cores
+
+def parse_knobs(items) -> dict:
+    "`--set k=v ...` -> TrainConfig fields, each value parsed as the field's type."
+    fields = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+    out = {}
+    for item in items or ():
+        k, _, v = item.partition("=")
+        if k not in fields or not _: raise SystemExit(f"--set {item!r}: expected k=v with k a TrainConfig field ({', '.join(fields)})")
+        out[k] = {"int": int, "float": float, "bool": lambda s: s.lower() in ("1", "true", "yes")}.get(fields[k], str)(v)
+    return out
+
+def prepared_split(ds, workdir:Path, conditions) -> dict:
+    "The split's queries, histories (recognizer fits and recoveries through a store in `workdir`, so a rerun reads them) and blocks."
+    from hoi_audit.conditions import history_backend
+    from hoi_audit.engine import _blocks_fn, _histories, _tests
+    config = replace(AuditConfig(n_tokens=4, train=TrainConfig()))
+    store = ResultStore(workdir / "stores" / "histories")
+    train_q, test_q = split_audit_queries(ds, SPLIT, config)
+    conds = [CONDITION_REGISTRY[c] for c in conditions]
+    tests = {c.name: _tests(c, config) for c in conds}
+    history_fn = history_backend(None, store)
+    hist = {k: _histories(ds, SPLIT, train_q, test_q, k, config, history_fn, store) for k in sorted({k for t in tests.values() for k in t if k})}
+    blocks = _blocks_fn(ds, train_q, test_q, hist, config)
+    t = time.perf_counter(); blocks(conds[0], 0, conds[0].history); blocks(conds[0], 1, conds[0].history)   # pools the video tokens once
+    print(f"split {SPLIT}: {len(train_q)} train / {len(test_q)} test queries; histories and video tokens ready "
+          f"(pooling {time.perf_counter() - t:.1f} s)")
+    groups = [ds.video(v).participant or v for v in train_q["video"]]
+    return {"ds": ds, "train_q": train_q, "test_q": test_q, "tests": tests, "blocks": blocks, "groups": groups, "conds": {c.name: c for c in conds}}
+
+_PREPARED = {}
+
+def _train_unit(task) -> dict:
+    "One (condition, seed, engine) unit as the audit runs it, timed: fit, then test with each of the condition's test histories."
+    name, seed, train = task
+    from hoi_audit.models import anticipation_metrics, fit_anticipation
+    p = _PREPARED["split"]
+    c, ds = p["conds"][name], p["ds"]
+    t = time.perf_counter()
+    model = fit_anticipation(c.condition(), p["blocks"](c, 0, c.history), p["train_q"]["target"], len(ds.classes), p["groups"], train, seed=seed)
+    fit_s = time.perf_counter() - t
+    metrics = {k or "none": anticipation_metrics(model.predict_logits(p["blocks"](c, 1, k), condition=c.condition(k)), p["test_q"]["target"], ds.verb_of)["act1"]
+               for k in p["tests"][name]}
+    steps = len(model.history) * math.ceil(len(p["train_q"]) * (1 - train.val_fraction) / train.batch_size)
+    return {"condition": name, "seed": seed, "engine": train.engine, "knobs": task[2], "unit_s": time.perf_counter() - t,
+            "fit_s": fit_s, "epochs": len(model.history), "ms_step": fit_s / max(steps, 1) * 1e3, "act1": metrics}
+
+def run_units(tasks, workers:int) -> list:
+    "The tasks over `workers` forked processes (they inherit the prepared split: nothing is pooled or pickled again)."
+    if workers == 1: return [_train_unit(t) for t in tasks]
+    with mp.get_context("fork").Pool(workers, maxtasksperchild=4) as pool:
+        return list(pool.imap_unordered(_train_unit, tasks))
+
+def paired(rows, base, cand, cond, key) -> tuple:
+    "Engine-1 mean and seed SD of Act@1 under test history `key`, and the paired (candidate - base) mean and SD over seeds."
+    b = {r["seed"]: r["act1"][key] for r in rows if r["condition"] == cond and r["knobs"] == base}
+    c = {r["seed"]: r["act1"][key] for r in rows if r["condition"] == cond and r["knobs"] == cand}
+    seeds = sorted(b.keys() & c.keys())
+    d = np.array([c[s] - b[s] for s in seeds])
+    base_v = np.array([b[s] for s in seeds])
+    return base_v.mean(), base_v.std(ddof=1), d.mean(), d.std(ddof=1), len(seeds)
+
+def measure_protocol(ds, workdir:Path, conditions, seeds, candidates:list, workers:int) -> dict:
+    "Every condition x seed under the first engine and each candidate TrainConfig: unit seconds, ms/step and Act@1, paired by seed."
+    _PREPARED["split"] = prepared_split(ds, workdir, conditions)
+    base = TrainConfig(engine=1)
+    configs = [base] + candidates
+    tasks = [(c, s, cfg) for c in conditions for s in seeds for cfg in configs]
+    t = time.perf_counter()
+    rows = run_units(tasks, workers)
+    print(f"\n(e) the engines side by side, split {SPLIT}, {len(seeds)} paired seeds ({', '.join(map(str, seeds))}), {workers} processes, "
+          f"{time.perf_counter() - t:.0f} s wall; first engine: TrainConfig(engine=1)")
+    out = {}
+    for cand in candidates:
+        label = ", ".join(f"{k}={v}" for k, v in cand.as_dict().items() if getattr(base, k) != v)
+        print(f"\ncandidate: {label}")
+        print(f"{'condition':<30} {'test hist':<9} {'unit s 1':>8} {'unit s 2':>8} {'x':>5} {'ms/step 1':>9} {'ms/step 2':>9} {'epochs 1':>8} "
+              f"{'epochs 2':>8} {'Act@1 engine 1':>15} {'dAct@1 paired':>15} {'within spread':>13}")
+        unit = {k: [] for k in ("base", "cand")}
+        moved = []
+        for cond in conditions:
+            rb = [r for r in rows if r["condition"] == cond and r["knobs"] == base]
+            rc = [r for r in rows if r["condition"] == cond and r["knobs"] == cand]
+            unit["base"] += [r["unit_s"] for r in rb]; unit["cand"] += [r["unit_s"] for r in rc]
+            for key in rb[0]["act1"]:
+                m, sd, dm, dsd, n = paired(rows, base, cand, cond, key)
+                ok = abs(dm) <= sd
+                if not ok: moved.append(f"{cond}/{key}")
+                ub, uc = np.mean([r["unit_s"] for r in rb]), np.mean([r["unit_s"] for r in rc])
+                print(f"{cond:<30} {key:<9} {ub:8.1f} {uc:8.1f} {ub / uc:5.2f} {np.mean([r['ms_step'] for r in rb]):9.2f} "
+                      f"{np.mean([r['ms_step'] for r in rc]):9.2f} {np.mean([r['epochs'] for r in rb]):8.1f} {np.mean([r['epochs'] for r in rc]):8.1f} "
+                      f"{m:8.2f} +/-{sd:4.2f} {dm:+8.2f} +/-{dsd:4.2f} {'yes' if ok else 'NO':>13}")
+        speed = np.sum(unit["base"]) / np.sum(unit["cand"])
+        print(f"all units: {np.mean(unit['base']):.1f} s -> {np.mean(unit['cand']):.1f} s a unit, x{speed:.2f} faster "
+              f"(target x{TARGETS['training unit']}: {'met' if speed >= TARGETS['training unit'] else 'MISSED'}); "
+              f"Act@1 moved beyond the engine-1 seed SD: {', '.join(moved) or 'none'}")
+        out[label] = {"speed": speed, "unit_s": float(np.mean(unit["cand"])), "base_unit_s": float(np.mean(unit["base"])), "moved": moved,
+                      "per_condition_s": {c: float(np.mean([r["unit_s"] for r in rows if r["condition"] == c and r["knobs"] == cand])) for c in conditions}}
+    return out
+
+def timed_call(f) -> tuple:
+    t = time.perf_counter(); out = f(); return out, time.perf_counter() - t
+
+def measure_stages(ds, workdir:Path, reference:str) -> dict:
+    "Seconds of each stage of one split's audit: import, queries, pooling, the recognizer cross-fit, BA and BFR recovery (this tree and `reference`), PCA, a unit of each engine."
+    import subprocess, sys
+    from hoi_audit import recovery
+    from hoi_audit.conditions import RecognizerHistories
+    from hoi_audit.models import _reduced_video, _REDUCED, fit_anticipation, input_blocks, video_window_tokens
+    from bench_recovery import reference_module
+    config, rows = AuditConfig(n_tokens=4, train=TrainConfig()), {}
+    rows["import hoi_audit.engine (fresh process)"] = float(subprocess.run(
+        [sys.executable, "-c", "import time; t = time.perf_counter(); import hoi_audit.engine; print(time.perf_counter() - t)"],
+        capture_output=True, text=True, check=True).stdout)
+    (train_q, test_q), rows["queries (train + test, causality check)"] = timed_call(lambda: split_audit_queries(ds, SPLIT, config))
+    (tokens, _), rows["video-window pooling (train + test)"] = timed_call(lambda: (video_window_tokens(ds, train_q, 4), video_window_tokens(ds, test_q, 4)))
+    rec, rows["recognizer cross-fit (all-train + folds)"] = timed_call(lambda: RecognizerHistories().recognizer(ds, SPLIT, config))
+    ref = reference_module(reference)
+    both = pd.concat([train_q, test_q])
+    for label, fn in (("BA", "recover_history_boundary_aware"), ("BFR", "recover_history_boundary_free")):
+        new, rows[f"{label} recovery, train + test (this tree)"] = timed_call(lambda: getattr(recovery, fn)(ds, both, rec))
+        old, rows[f"{label} recovery, train + test (git {reference})"] = timed_call(lambda: getattr(ref, fn)(ds, both, rec))
+        rows[f"{label} recovery: histories that differ"] = float(sum(a != b for a, b in zip(new, old)))
+    fit_rows = np.ones(len(train_q), bool)
+    _REDUCED.clear()
+    _, rows["video PCA + reduction, first condition of a seed"] = timed_call(lambda: _reduced_video(tokens, fit_rows, 16, 42))
+    _, rows["video PCA + reduction, the next conditions (cached)"] = timed_call(lambda: _reduced_video(tokens, fit_rows, 16, 42))
+    cond = CONDITION_REGISTRY["gt_history"]
+    groups = [ds.video(v).participant or v for v in train_q["video"]]
+    blocks = input_blocks(ds, train_q, cond.inputs, video_tokens=tokens, max_history=config.max_history)
+    for engine in (1, 2):
+        _REDUCED.clear()
+        m, rows[f"gt_history training unit, engine {engine} (seed 42)"] = timed_call(lambda: fit_anticipation(
+            cond.condition(), blocks, train_q["target"], len(ds.classes), groups, replace(config.train, engine=engine), seed=42))
+        rows[f"gt_history training unit, engine {engine}: epochs"] = float(len(m.history))
+    print(f"\n(d) stages of one split's audit, split {SPLIT} ({len(train_q)} train / {len(test_q)} test queries)")
+    print(f"{'stage':<58} {'s':>8}")
+    for k, v in rows.items(): print(f"{k:<58} {v:8.1f}")
+    for label in ("BA", "BFR"):
+        x = rows[f"{label} recovery, train + test (git {reference})"] / rows[f"{label} recovery, train + test (this tree)"]
+        print(f"{label} recovery x{x:.2f} faster (target x{TARGETS['history recovery']}: {'met' if x >= TARGETS['history recovery'] else 'MISSED'})")
+    return rows
+
+def dataset_projection(stages:dict, reference:str, protocol:dict|None, splits:int=4, seeds:int=3, workers:int=2):
+    """One Breakfast-sized four_condition dataset (one draw, `splits` splits): per split the queries, the recognizer fit and both recoveries in
+    the driver (serial, as the engine runs them), then 6 conditions x `seeds` units over `workers` processes, each pooling the video once."""
+    for engine, tree in ((1, f"git {reference}"), (2, "this tree")):
+        unit = (next(iter(protocol.values()))["unit_s" if engine == 2 else "base_unit_s"] if protocol
+                else stages[f"gt_history training unit, engine {engine} (seed 42)"])
+        serial = (stages["queries (train + test, causality check)"] + stages["recognizer cross-fit (all-train + folds)"]
+                  + stages[f"BA recovery, train + test ({tree})"] + stages[f"BFR recovery, train + test ({tree})"])
+        split_s = serial + stages["video-window pooling (train + test)"] + len(PROTOCOL_CONDITIONS) * seeds * unit / workers
+        minutes = splits * split_s / 60
+        tag = f"(target <= {DATASET_TARGET_MIN} min: {'met' if minutes <= DATASET_TARGET_MIN else 'MISSED'})" if engine == 2 else "(the first engine)"
+        print(f"one Breakfast-sized four_condition dataset, engine {engine}: {minutes:.1f} min on {workers} cores {tag}; a split: "
+              f"{serial:.0f} s serial (fit, recoveries), {unit:.1f} s a unit ({'part protocol' if protocol else 'gt_history, part stages'})")
+
 def report_written(workdir:Path):
     size = sum(p.stat().st_size for p in workdir.rglob("*") if p.is_file())
     print(f"\nwrote {size / 2**20:.1f} MiB below {workdir}: {', '.join(sorted(p.name for p in workdir.iterdir())) or 'nothing'}")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("all", "training", "batching", "recovery", "fits", "projection"), default="all")
+    ap.add_argument("--part", choices=("all", "training", "batching", "recovery", "fits", "projection", "protocol", "stages"), default="all",
+                    help="all: the first five; protocol and stages (the engines side by side, the stage table) run when named")
+    ap.add_argument("--seeds", type=int, default=len(BENCH_SEEDS), help="paired seeds of part protocol (42, 43, ...)")
+    ap.add_argument("--conditions", nargs="+", default=list(PROTOCOL_CONDITIONS), help="conditions of part protocol")
+    ap.add_argument("--workers", type=int, default=2, help="processes of part protocol")
+    ap.add_argument("--set", nargs="*", metavar="K=V", help="TrainConfig knobs of one more candidate, on top of engine 2 (part protocol)")
+    ap.add_argument("--reference", default=REFERENCE, help="git revision of the first engine's recovery (part stages)")
     ap.add_argument("--size", choices=("tiny", "small", "full"), default="small", help="preset size of parts training and recovery")
     ap.add_argument("--reproduce-out", type=Path, help="a `hoi-audit reproduce --out` folder (part fits)")
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where part batching steps the networks")
@@ -278,6 +451,14 @@ def main():
         elif a.part == "fits": raise SystemExit("--part fits needs --reproduce-out DIR")
         else: print("\n(b) skipped: no --reproduce-out")
     if "projection" in parts: projection(projection_costs(training, recovery, a.size))
+    if a.part in ("protocol", "stages"):
+        ds = write_dataset(a.size, workdir)
+        stages = measure_stages(ds, workdir, a.reference)
+        protocol = None
+        if a.part == "protocol":
+            candidates = [TrainConfig()] + ([replace(TrainConfig(), **parse_knobs(a.set))] if a.set else [])
+            protocol = measure_protocol(ds, workdir, a.conditions, tuple(range(42, 42 + a.seeds)), candidates, a.workers)
+        dataset_projection(stages, a.reference, protocol)
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     report_written(workdir)
 
