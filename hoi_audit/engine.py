@@ -201,11 +201,14 @@ def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, 
     return conds, splits, fit, store, history_fn, backend
 
 # %% ../nbs/17b_engine.ipynb #8389e839
-def _blocks_fn(dataset, train_q:pd.DataFrame, test_q:pd.DataFrame, hist:dict, config:AuditConfig) -> Callable:
+def _blocks_fn(dataset, train_q:pd.DataFrame, test_q:pd.DataFrame, hist:dict, config:AuditConfig,
+               shared:Callable|None=None, # shared(compute) -> {"train", "test"}: pooled once for every process (`ResultStore.shared_arrays`); None: in this process
+              ) -> Callable:
     "`blocks(c, part, kind)`: condition `c`'s model inputs on the train (0) or test (1) queries with history `kind`."
     pooled = {}
+    def pool(): return {"train": video_window_tokens(dataset, train_q, config.n_tokens), "test": video_window_tokens(dataset, test_q, config.n_tokens)}
     def tokens(part):          # pooled on first use: a resumed audit whose units are all done never reads the features
-        if not pooled: pooled["t"] = (video_window_tokens(dataset, train_q, config.n_tokens), video_window_tokens(dataset, test_q, config.n_tokens))
+        if not pooled: t = pool() if shared is None else shared(pool); pooled["t"] = (t["train"], t["test"])
         return pooled["t"][part]
     def blocks(c, part, kind):
         q = train_q if part == 0 else test_q
@@ -379,7 +382,10 @@ def _split_records(
     hist = {
         k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds
     }
-    blocks = _blocks_fn(dataset, train_q, test_q, hist, config)
+    video = _video_identity(dataset, split, train_q, test_q, conds)
+    tokens_key = None if video is None else "video_tokens_" + sha256_json({**video, "n_tokens": config.n_tokens})[:24]
+    blocks = _blocks_fn(dataset, train_q, test_q, hist, config,
+                        None if video is None else lambda compute: store.shared_arrays(tokens_key, compute))
     units, unit_cond = _split_units(
         dataset,
         split,
@@ -390,16 +396,15 @@ def _split_records(
         train_q,
         test_q,
         config,
-        _video_identity(dataset, split, train_q, test_q, conds),
+        video,
         model,
     )
     compute = _unit_compute(dataset, fit, unit_cond, tests, blocks, train_q, test_q, groups, config)
-    return _unit_rows(
-        units,
-        store.run(
-            units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend
-        ),
-    )
+    try:   # the split's video tokens are pooled once, by the first process that needs them, and removed when its units are done
+        results = store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend)
+    finally:
+        if tokens_key is not None: store.drop_shared(tokens_key)
+    return _unit_rows(units, results)
 
 # %% ../nbs/17b_engine.ipynb #14225898
 def audit_records(dataset, # a `ProceduralDataset` with features

@@ -8,6 +8,7 @@ import contextlib, fcntl, json, os, re, shutil, sys, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
+import numpy as np
 import pandas as pd
 from hoi_audit.core import (
     ManifestError,
@@ -20,6 +21,7 @@ from hoi_audit.core import (
     sha256_file,
     to_jsonable,
     write_json,
+    write_npy,
 )
 
 # %% auto #0
@@ -322,8 +324,30 @@ class _StoreGrid:
                 )
         return pd.DataFrame(rows, columns=None if rows else ["unit", "state", "planned", "reason"])
 
+# %% ../nbs/01_store.ipynb #4ae28c02
+class _SharedArrays:
+    "Arrays computed once for every process on a store (`.cache/<key>/`, memory-mapped read-only), removed by the driver when done."
+
+    def shared_arrays(self, key:str, # names the arrays: a hash of everything they are a function of (letters, digits, _.+-)
+                      compute:Callable, # compute() -> {name: array}, called only by the first process that asks
+                     ) -> dict: # name -> read-only memory-mapped array
+        "The arrays of `key`: computed and written atomically by the first process that asks (the others wait on its lock), then read by all."
+        folder = self.root / ".cache" / key
+        with self._lock(Unit({"cache": key}), blocking=True):
+            if not (folder / "done").exists():
+                shutil.rmtree(folder, ignore_errors=True)   # a killed writer's leftovers
+                for name, array in compute().items(): write_npy(_ensure_folder(folder) / f"{name}.npy", array)
+                write_json(_ensure_folder(folder) / "done", sorted(p.stem for p in folder.glob("*.npy")))
+        return {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in read_json(folder / "done")}
+
+    def drop_shared(self, key:str):
+        "Remove the arrays of `key` (no error when there are none)."
+        with self._lock(Unit({"cache": key}), blocking=True):
+            shutil.rmtree(self.root / ".cache" / key, ignore_errors=True)
+
+
 # %% ../nbs/01_store.ipynb #e166060d
-class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid):
+class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid, _SharedArrays):
     "A folder of units of work, each written atomically and skipped on restart when its manifest matches."
 
     def __init__(self, root, # the store's folder (created on first write)
