@@ -451,14 +451,18 @@ def main():
         elif a.part == "fits": raise SystemExit("--part fits needs --reproduce-out DIR")
         else: print("\n(b) skipped: no --reproduce-out")
     if "projection" in parts: projection(projection_costs(training, recovery, a.size))
-    if a.part in ("protocol", "stages"):
+    if a.part in ("protocol", "stages"):   # each part keeps its figures in the workdir; the projection needs both
         ds = write_dataset(a.size, workdir)
-        stages = measure_stages(ds, workdir, a.reference)
-        protocol = None
-        if a.part == "protocol":
+        saved = {p: workdir / f"bench_{p}.json" for p in ("stages", "protocol")}
+        if a.part == "stages":
+            saved["stages"].write_text(json.dumps(measure_stages(ds, workdir, a.reference)))
+        else:
             candidates = [TrainConfig()] + ([replace(TrainConfig(), **parse_knobs(a.set))] if a.set else [])
-            protocol = measure_protocol(ds, workdir, a.conditions, tuple(range(42, 42 + a.seeds)), candidates, a.workers)
-        dataset_projection(stages, a.reference, protocol)
+            saved["protocol"].write_text(json.dumps(measure_protocol(ds, workdir, a.conditions, tuple(range(42, 42 + a.seeds)), candidates, a.workers)))
+        if all(f.exists() for f in saved.values()):
+            dataset_projection(json.loads(saved["stages"].read_text()), a.reference, json.loads(saved["protocol"].read_text()))
+        else:
+            print(f"\nthe dataset projection needs both parts: run --part {'protocol' if a.part == 'stages' else 'stages'} with --workdir {workdir}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     report_written(workdir)
 

@@ -16,7 +16,7 @@ __all__ = ['PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS',
            'WriteLog', 'recording_writes', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes', 'write_text',
            'write_json', 'read_json', 'write_npy', 'write_npz', 'write_table', 'save_figure', 'sha256_bytes',
            'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify', 'numeric_environment',
-           'write_results', 'read_results', 'RegistryError', 'Registry', 'registries']
+           'write_results', 'read_results', 'predating', 'protocol_note', 'RegistryError', 'Registry', 'registries']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -546,6 +546,45 @@ def read_results(path) -> dict:
         raise DataError(f"{path}: not a results JSON (missing {sorted(missing)})")
     payload["records"] = pd.DataFrame(payload["records"])
     return payload
+
+# %% ../nbs/00_core.ipynb #80a73793
+def predating(
+    folder,  # a folder of results JSONs, e.g. results/full
+    names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
+) -> list[dict]:  # {"file", "name", "protocol"} of each file another protocol made, in `names`' order (else by name)
+    "The results JSONs in `folder` whose `config` names another protocol than `PROTOCOL` (none named: protocol 1, the first engine)."
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    names = [names] if isinstance(names, str) else names
+    files = sorted(folder.glob("*.json")) if names is None else [folder / f"{n}.json" for n in names]
+    out = []
+    for f in files:
+        if not f.is_file():
+            continue
+        payload = read_json(f)
+        if not isinstance(payload, dict) or not isinstance(payload.get("config"), dict):
+            raise DataError(f"{f}: not a results JSON (no config)")
+        protocol = payload["config"].get("protocol", 1)
+        if protocol != PROTOCOL:
+            out.append({"file": f, "name": f.stem, "protocol": protocol})
+    return out
+
+# %% ../nbs/00_core.ipynb #077874a8
+def protocol_note(
+    folder,  # a folder of results JSONs, e.g. results/full
+    names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
+    shown: str | None = None,  # how the note names the folder (default: its last two parts, e.g. results/full)
+) -> str:  # a line per predating file, or "" when every file is current or the folder does not exist
+    "Which results JSONs in `folder` predate this code's `PROTOCOL`, and what regenerates them; generated from the files."
+    shown = shown or "/".join(Path(os.path.abspath(folder)).parts[-2:])
+    return "\n".join(
+        f"`{shown}/{r['file'].name}` was made by protocol {r['protocol']}"
+        + (" (the first engine)" if r["protocol"] == 1 else "")
+        + f"; this code is protocol {PROTOCOL}: its numbers predate the current code until "
+        "`make reproduce SCALE=full` regenerates it."
+        for r in predating(folder, names)
+    )
 
 # %% ../nbs/00_core.ipynb #ee809988
 class RegistryError(DataError, KeyError):
