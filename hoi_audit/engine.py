@@ -383,9 +383,19 @@ def _split_records(
         k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds
     }
     video = _video_identity(dataset, split, train_q, test_q, conds)
-    tokens_key = None if video is None else "video_tokens_" + sha256_json({**video, "n_tokens": config.n_tokens})[:24]
-    blocks = _blocks_fn(dataset, train_q, test_q, hist, config,
-                        None if video is None else lambda compute: store.shared_arrays(tokens_key, compute))
+    tokens_key = (
+        None
+        if video is None
+        else "video_tokens_" + sha256_json({**video, "n_tokens": config.n_tokens})[:24]
+    )
+    blocks = _blocks_fn(
+        dataset,
+        train_q,
+        test_q,
+        hist,
+        config,
+        None if video is None else lambda compute: store.shared_arrays(tokens_key, compute),
+    )
     units, unit_cond = _split_units(
         dataset,
         split,
@@ -400,10 +410,13 @@ def _split_records(
         model,
     )
     compute = _unit_compute(dataset, fit, unit_cond, tests, blocks, train_q, test_q, groups, config)
-    try:   # the split's video tokens are pooled once, by the first process that needs them, and removed when its units are done
-        results = store.run(units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend)
+    try:  # the split's video tokens are pooled once, by the first process that needs them, and removed when its units are done
+        results = store.run(
+            units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend
+        )
     finally:
-        if tokens_key is not None: store.drop_shared(tokens_key)
+        if tokens_key is not None:
+            store.drop_shared(tokens_key)
     return _unit_rows(units, results)
 
 # %% ../nbs/17b_engine.ipynb #14225898

@@ -188,53 +188,62 @@ class TrainConfig:
         return {k: v for k, v in asdict(self).items() if not (k == "device" and v == "cpu")}
 
 # %% ../nbs/15_models.ipynb #99b48b9f
-def dropout_mask(shape:tuple, # the shape of the tensor to drop from
-                 p:float, # the probability that an element is dropped, in [0, 1)
-                 device=None, # where the mask is made (None: the CPU)
-                ) -> torch.Tensor: # bool, True where an element is kept
+def dropout_mask(
+    shape: tuple,  # the shape of the tensor to drop from
+    p: float,  # the probability that an element is dropped, in [0, 1)
+    device=None,  # where the mask is made (None: the CPU)
+) -> torch.Tensor:  # bool, True where an element is kept
     "A dropout mask from 16 random bits an element (torch's generator of `device`): each element is dropped with probability round(p * 65536) / 65536, independently; four elements a 64-bit draw."
-    if not 0 <= p < 1: raise ValueError(f"dropout p must be in [0, 1), got {p}")
+    if not 0 <= p < 1:
+        raise ValueError(f"dropout p must be in [0, 1), got {p}")
     n = math.prod(shape)
-    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-2**63, None)   # all 64 bits (random_() alone leaves the top one 0)
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(
+        -(2**63), None
+    )  # all 64 bits (random_() alone leaves the top one 0)
     return bits.view(torch.int16)[:n].view(shape) >= -32768 + round(p * 65536)
 
-
 # %% ../nbs/15_models.ipynb #bc7f2032
-def _dropout(x:torch.Tensor, p:float) -> torch.Tensor:
+def _dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     "Inverted dropout with `dropout_mask`: kept elements scaled by 1 / (the kept share); p = 0 is the identity."
-    if p == 0: return x
-    return x * (dropout_mask(x.shape, p, x.device).to(x.dtype) * (65536 / (65536 - round(p * 65536))))
-
+    if p == 0:
+        return x
+    return x * (
+        dropout_mask(x.shape, p, x.device).to(x.dtype) * (65536 / (65536 - round(p * 65536)))
+    )
 
 # %% ../nbs/15_models.ipynb #46cac100
-def _softmax(x:torch.Tensor) -> torch.Tensor:
+def _softmax(x: torch.Tensor) -> torch.Tensor:
     "Softmax over the last dimension as exp / sum, shifted by the (constant, so detached) row maximum; -inf entries get 0."
     e = (x - x.detach().amax(-1, keepdim=True)).exp()
     return e / e.sum(-1, keepdim=True)
 
-
 # %% ../nbs/15_models.ipynb #138d87db
-def encoder_layer(layer:nn.TransformerEncoderLayer, # a post-norm ReLU layer with batch_first=True (its parameters are used, not its forward)
-                  x:torch.Tensor, # (n, L, d) tokens
-                  padding:torch.Tensor, # (n, L) bool, True where a token is padding (never attended to)
-                  p:float=0.0, # dropout on the attention weights, both residual branches and the feed-forward hidden layer (0: none)
-                 ) -> torch.Tensor: # (n, L, d)
+def encoder_layer(
+    layer: nn.TransformerEncoderLayer,  # a post-norm ReLU layer with batch_first=True (its parameters are used, not its forward)
+    x: torch.Tensor,  # (n, L, d) tokens
+    padding: torch.Tensor,  # (n, L) bool, True where a token is padding (never attended to)
+    p: float = 0.0,  # dropout on the attention weights, both residual branches and the feed-forward hidden layer (0: none)
+) -> torch.Tensor:  # (n, L, d)
     "`layer`'s function with `_dropout` and `_softmax`: self-attention (padding masked), add and norm, feed-forward, add and norm."
     attn, (n, L, d) = layer.self_attn, x.shape
     h = attn.num_heads
-    q, k, v = nn.functional.linear(x, attn.in_proj_weight, attn.in_proj_bias).view(n, L, 3, h, d // h).permute(2, 0, 3, 1, 4)
-    scores = (q @ k.transpose(-2, -1) * (d // h) ** -0.5).masked_fill(padding[:, None, None, :], float("-inf"))
+    q, k, v = (
+        nn.functional.linear(x, attn.in_proj_weight, attn.in_proj_bias)
+        .view(n, L, 3, h, d // h)
+        .permute(2, 0, 3, 1, 4)
+    )
+    scores = (q @ k.transpose(-2, -1) * (d // h) ** -0.5).masked_fill(
+        padding[:, None, None, :], float("-inf")
+    )
     heads = _dropout(_softmax(scores), p) @ v
     x = layer.norm1(x + _dropout(attn.out_proj(heads.transpose(1, 2).reshape(n, L, d)), p))
     return layer.norm2(x + _dropout(layer.linear2(_dropout(torch.relu(layer.linear1(x)), p)), p))
 
-
 # %% ../nbs/15_models.ipynb #5061e5d7
-def _first_history_column(history:torch.Tensor) -> int:
+def _first_history_column(history: torch.Tensor) -> int:
     "The first column of left-padded history tokens that some query fills (the last column when none does)."
     filled = (history != 0).any(0)
     return int(filled.int().argmax()) if bool(filled.any()) else history.shape[1] - 1
-
 
 # %% ../nbs/15_models.ipynb #84b2124e
 class AnticipationModel(nn.Module):
@@ -429,22 +438,32 @@ _REDUCED = {}  # (video array, fitting rows, video_dim, seed) -> (the array, (me
 _REDUCED_KEPT = 8
 
 
-def _reduced_video(video:np.ndarray, fit_rows:np.ndarray, video_dim:int, seed:int) -> tuple:
+def _reduced_video(video: np.ndarray, fit_rows: np.ndarray, video_dim: int, seed: int) -> tuple:
     "`fit_token_pca` on the fitting rows and `reduce_tokens` of every row, computed once a process for the same video array (an audit passes every condition of a split the same one), fitting rows, width and seed. Arrays are never changed in place; the cache holds the array, so its memory cannot be reused by another."
-    key = (video.__array_interface__["data"][0], video.shape, video.strides, video.dtype.str, np.asarray(fit_rows).tobytes(), video_dim, seed)
+    key = (
+        video.__array_interface__["data"][0],
+        video.shape,
+        video.strides,
+        video.dtype.str,
+        np.asarray(fit_rows).tobytes(),
+        video_dim,
+        seed,
+    )
     if key not in _REDUCED:
         projection = fit_token_pca(video[fit_rows], video_dim, seed)
-        while len(_REDUCED) >= _REDUCED_KEPT: _REDUCED.pop(next(iter(_REDUCED)))
+        while len(_REDUCED) >= _REDUCED_KEPT:
+            _REDUCED.pop(next(iter(_REDUCED)))
         _REDUCED[key] = (video, projection, reduce_tokens(video, *projection))
     return _REDUCED[key][1:]
-
 
 # %% ../nbs/15_models.ipynb #c9ea977f
 def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: int) -> tuple:
     "The video's principal components and every float input's mean and std, from the fitting rows only; the arrays with the video reduced."
     normalisation, projection = {}, {}
     if "video" in arrays and 0 < config.video_dim < arrays["video"].shape[-1]:
-        projection["video"], reduced = _reduced_video(arrays["video"], fit_rows, config.video_dim, seed)
+        projection["video"], reduced = _reduced_video(
+            arrays["video"], fit_rows, config.video_dim, seed
+        )
         arrays = {**arrays, "video": reduced}
     for k, v in arrays.items():
         if k == "history":
@@ -458,12 +477,15 @@ def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: 
     return arrays, normalisation, projection
 
 # %% ../nbs/15_models.ipynb #058b578e
-def _optimizer(model:nn.Module, config:TrainConfig) -> torch.optim.AdamW:
+def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
     "AdamW at the config's rate and decay; engine 2 takes torch's fused kernel (the same update, all parameters at once) where every parameter allows it."
     params = list(model.parameters())
-    fused = config.engine >= 2 and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
-    return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, **({"fused": True} if fused else {}))
-
+    fused = config.engine >= 2 and all(
+        p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params
+    )
+    return torch.optim.AdamW(
+        params, lr=config.lr, weight_decay=config.weight_decay, **({"fused": True} if fused else {})
+    )
 
 # %% ../nbs/15_models.ipynb #8f11ba8d
 def _train_epochs(

@@ -56,7 +56,9 @@ class Unit:
     @property
     def manifest(self) -> dict:
         "What must match for a stored unit to count as done: the protocol (`core.PROTOCOL`), the key, the config and the inputs."
-        return to_jsonable({"protocol": PROTOCOL, "key": self.key, "config": self.config, "inputs": self.inputs})
+        return to_jsonable(
+            {"protocol": PROTOCOL, "key": self.key, "config": self.config, "inputs": self.inputs}
+        )
 
 # %% ../nbs/01_store.ipynb #6e036ce6
 UNIT_STATES = (
@@ -118,7 +120,9 @@ class _UnitStates:
             if sha256_file(f) != digest:
                 return "corrupt", f"{f} does not match the SHA-256 in its manifest"
         want = unit.manifest
-        changed = [k for k in ("protocol", "key", "config", "inputs") if stored.get(k, 1) != want[k]]   # a manifest without one: protocol 1
+        changed = [
+            k for k in ("protocol", "key", "config", "inputs") if stored.get(k, 1) != want[k]
+        ]  # a manifest without one: protocol 1
         if changed:
             return "stale", f"{' and '.join(changed)} changed since it was computed"
         return "done", "outputs match the manifest" + (
