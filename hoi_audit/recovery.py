@@ -4,18 +4,20 @@
 
 # %% ../nbs/14_recovery.ipynb #b8a078cf
 from __future__ import annotations
+import contextlib, threading
 from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import ThreadpoolController
 from .core import DataError
 
 # %% auto #0
-__all__ = ['POOLINGS', 'NOISE_KINDS', 'window_starts', 'window_labels', 'feature_windows', 'pool_windows', 'WindowRecognizer',
-           'window_accuracy_table', 'recover_history_boundary_aware', 'collapse_window_labels',
+__all__ = ['POOLINGS', 'NOISE_KINDS', 'window_starts', 'window_labels', 'feature_windows', 'pool_windows', 'pooled_windows',
+           'WindowRecognizer', 'window_accuracy_table', 'recover_history_boundary_aware', 'collapse_window_labels',
            'recover_history_boundary_free', 'CrossFittedRecognizer', 'noisy_history', 'edit_distance',
            'history_edit_rate', 'history_item_accuracy']
 
@@ -99,6 +101,111 @@ def pool_windows(
     mean = w.mean(axis=1)
     return mean if pooling == "mean" else np.concatenate([mean, w.std(axis=1)], axis=1)
 
+# %% ../nbs/14_recovery.ipynb #a4895d10
+def _summed(
+    term,  # term(i): the i-th float32 array to add (all of one shape)
+    n: int,  # how many terms
+    pairwise: bool,  # add as numpy does along an array's contiguous axis (else one after another)
+) -> np.ndarray:  # term(0) + ... + term(n - 1), a new array
+    "The sum numpy's `add.reduce` gives over `n` values: one after another, or pairwise (eight partial sums over blocks of at most 128), from 0."
+
+    def one_by_one(lo, hi):
+        total = np.add(term(lo), np.float32(0))  # numpy starts from 0: -0.0 + 0.0 is +0.0
+        for i in range(lo + 1, hi):
+            total += term(i)
+        return total
+
+    def blockwise(lo, hi):  # numpy's pairwise_sum
+        k = hi - lo
+        if k < 8:
+            return one_by_one(lo, hi)
+        if k > 128:
+            half = k // 2 - (k // 2) % 8
+            return blockwise(lo, lo + half) + blockwise(lo + half, hi)
+        r = [np.array(term(lo + j)) for j in range(8)]
+        i = lo + 8
+        while i < hi - k % 8:
+            for j in range(8):
+                r[j] += term(i + j)
+            i += 8
+        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(i, hi):
+            total += term(i)
+        return total
+
+    return np.add(blockwise(0, n), np.float32(0)) if pairwise else one_by_one(0, n)
+
+# %% ../nbs/14_recovery.ipynb #fc9046f4
+def _pooled_grid(
+    past,  # (frames, D) features in any memory order (a memory map is fine: only the windows' frames are read)
+    count: int,  # windows
+    stride: int,  # frames between window starts
+    length: int,  # frames per window
+    pooling: str,  # 'mean' or 'mean_std'
+    pairwise: bool,  # add a window's frames as numpy does along an array's contiguous axis (see `_summed`)
+) -> np.ndarray:  # (count, D) or (count, 2D) float32, row-major
+    "The windows `[k stride, k stride + length)`, `k < count`, of `past`, pooled without building them: the i-th frames of all windows are one slice of a phase."
+    past = np.asarray(past)
+    if count == 1:
+        stride = 1  # one window: all its frames in one phase
+    D, lag = past.shape[1], (length - 1) // stride
+    rows = count + lag  # window k reads rows k .. k + lag of the phases
+    time_last = (
+        D > 1 and len(past) > 1 and abs(past.strides[0]) < abs(past.strides[1])
+    )  # a D x T file: phases keep its order, no transposing copy
+    n_phases = min(stride, length)
+    phases = np.empty((n_phases, D, rows) if time_last else (n_phases, rows, D), np.float32)
+    for j in range(n_phases):
+        frames = past[j : j + rows * stride : stride]
+        target = phases[j].T if time_last else phases[j]
+        target[: len(frames)] = frames.astype(np.float64) if frames.dtype == np.float16 else frames
+        target[len(frames) :] = 0  # rows past the last frame, which no window reads
+    flat, step = phases.reshape(n_phases, -1), 1 if time_last else D
+    # every term one length: window k's values lie in the first `size` elements
+    size = flat.shape[1] - lag * step
+
+    def term(i):
+        at = (i // stride) * step
+        return flat[i % stride, at : at + size]
+
+    def windows(values):  # the (count, D) window rows of a flat result
+        if time_last:
+            return as_strided(values, (count, D), (values.itemsize, values.itemsize * rows))
+        return values[: count * D].reshape(count, D)
+
+    mean = _summed(term, length, pairwise)
+    mean /= length
+    if pooling == "mean":
+        return np.ascontiguousarray(windows(mean))
+
+    def squared(i):
+        d = term(i) - mean
+        return np.multiply(d, d, out=d)
+
+    var = _summed(squared, length, pairwise)
+    var /= length
+    return np.concatenate([windows(mean), windows(np.sqrt(var, out=var))], axis=1)
+
+# %% ../nbs/14_recovery.ipynb #9bfad0eb
+def pooled_windows(
+    features,  # T x D features (a memory map is fine; only frames before `end` are read)
+    end: int,  # windows end at or before this frame
+    window: int = 16,  # frames per window
+    stride: int = 8,  # frames between window starts
+    pooling: str = "mean",  # 'mean' or 'mean_std'
+) -> np.ndarray:  # (n_windows, D) or (n_windows, 2D) float32
+    "`pool_windows(feature_windows(features, end, window, stride), pooling)`, bit for bit, without building the windows (frames at or after `end` are never read)."
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    starts = window_starts(end, window, stride)
+    D = features.shape[1]
+    if not len(starts):
+        return np.zeros((0, D if pooling == "mean" else 2 * D), dtype=np.float32)
+    past = features[: int(starts[-1]) + window]
+    return _pooled_grid(
+        past, len(starts), stride, window, pooling, pairwise=D == 1
+    )  # feature_windows' windows are row-major: frames added one after another
+
 # %% ../nbs/14_recovery.ipynb #335405f7
 def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
     "The videos to fit on, checked to be train videos of `split` (or of some split) before anything is read."
@@ -171,14 +278,22 @@ def _training_windows(
         if not len(local):
             continue
         video = dataset.video(name)
-        X.append(
-            pool_windows(
-                _windows_at(
-                    video.features(), window_starts(video.n_frames, window, stride)[local], window
-                ),
-                pooling,
-            )
-        )
+        features = video.features()
+        starts = window_starts(video.n_frames, window, stride)[local]
+        runs = np.split(np.arange(len(local)), np.flatnonzero(np.diff(local) != 1) + 1)
+        width = features.shape[1] * (1 if pooling == "mean" else 2)
+        pooled = np.empty((len(local), width), np.float32)
+        # windows kept alone (a subset of a long video) are read one by one, runs of consecutive ones pooled from their frames
+        apart = np.concatenate([r for r in runs if len(r) < 4] or [np.zeros(0, np.int64)])
+        if len(apart):
+            pooled[apart] = pool_windows(_windows_at(features, starts[apart], window), pooling)
+        for r in runs:
+            if len(r) >= 4:
+                frames = features[starts[r[0]] : starts[r[-1]] + window]
+                pooled[r] = _pooled_grid(
+                    frames, len(r), stride, window, pooling, features.shape[1] == 1
+                )
+        X.append(pooled)
         Y.append(y[local])
     return np.concatenate(X), np.concatenate(Y)
 
@@ -191,16 +306,50 @@ def _argmax_allowed(log_proba: np.ndarray, allowed) -> np.ndarray:
         raise ValueError("allowed must name at least one class")
     return allowed[log_proba[:, allowed].argmax(axis=1)]
 
+# %% ../nbs/14_recovery.ipynb #3c400ddb
+def _segment_runs(
+    frames: int,  # frames in the segment
+    window: int,  # frames per window
+    stride: int,  # frames between window starts
+) -> list:  # [(first start, windows, frames per window)], each run's windows `stride` apart, in time order
+    "A segment's windows: starts 0, stride, ... and a last one flush with the end; a segment no longer than a window is one window of all its frames."
+    if frames <= window:
+        return [(0, 1, frames)]
+    count, last = (frames - window) // stride + 1, frames - window
+    return [(0, count, window)] + ([(last, 1, window)] if last != (count - 1) * stride else [])
+
+# %% ../nbs/14_recovery.ipynb #3e8505f6
+_blas_controller, _blas_lock = None, threading.RLock()
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    "A context in which BLAS (numpy's and scipy's) runs one thread; the libraries are looked up on first use."
+    global _blas_controller
+    # one limit at a time: limits set from two threads would restore each other's setting
+    with _blas_lock:
+        if _blas_controller is None:
+            _blas_controller = ThreadpoolController()
+        with _blas_controller.limit(limits=1, user_api="blas"):
+            yield
+
 # %% ../nbs/14_recovery.ipynb #ae972e88
 class _WindowPredictions:
-    "`WindowRecognizer`'s predictions: class log-probabilities of windows, the best class of a window or a segment."
+    "`WindowRecognizer`'s predictions: class log-probabilities of windows (raw or pooled) and of segments, the best class of a window or a segment."
+    def log_proba_pooled(self, pooled, # (n, D) pooled windows (`pooled_windows`, or `pool_windows` of windows) in this recognizer's pooling
+                        ) -> np.ndarray: # (n, n_classes) log-probabilities (-inf for classes absent from training)
+        "Log-probability of every class for each pooled window (one call of the classifier)."
+        self._check_fitted()
+        out = np.full((len(pooled), self.n_classes), -np.inf)
+        if len(pooled):
+            with _one_blas_thread(): out[:, self.model.classes_] = self.model.predict_log_proba(pooled)
+        return out
+
     def log_proba_windows(self, windows, # (n, frames, D) feature windows
                          ) -> np.ndarray: # (n, n_classes) log-probabilities (-inf for classes absent from training)
         "Log-probability of every class for each window."
         self._check_fitted()
-        out = np.full((len(windows), self.n_classes), -np.inf)
-        if len(windows): out[:, self.model.classes_] = self.model.predict_log_proba(pool_windows(windows, self.pooling))
-        return out
+        return self.log_proba_pooled(pool_windows(windows, self.pooling)) if len(windows) else np.full((0, self.n_classes), -np.inf)
 
     def predict_windows(self, windows, # (n, frames, D) feature windows
                         allowed:Iterable[int]|None=None, # answer only with these classes (None: any)
@@ -208,22 +357,35 @@ class _WindowPredictions:
         "The most probable class of each window."
         return _argmax_allowed(self.log_proba_windows(windows), allowed)
 
+    def log_proba_segments(self, video, # a `procedural.Video` (its features are read over the segments only)
+                           segments:Iterable[tuple[int, int]], # (start, end) of each segment, end exclusive
+                          ) -> np.ndarray: # (n_segments, n_classes) each segment's mean window log-probabilities
+        "Windows tiled over each segment, as `predict_segment` does, every segment's windows classified at once; log-probabilities averaged per segment."
+        self._check_fitted()
+        features, pooled = None, []
+        for start, end in ((int(s), int(e)) for s, e in segments):
+            if not 0 <= start < end: raise ValueError(f"{video.name}: segment [{start}, {end}) is empty or negative")
+            features = video.features() if features is None else features
+            frames = np.asarray(features[start:end])
+            if len(frames) < end - start: raise DataError(f"{video.name}: segment [{start}, {end}) runs past the video's {video.n_frames} frames")
+            pairwise = frames.shape[1] == 1 or abs(frames.strides[0]) < abs(frames.strides[1])  # time along the float32 copy's contiguous axis
+            pooled.append(np.concatenate([_pooled_grid(frames[s : s + (n - 1) * self.stride + w], n, self.stride, w, self.pooling, pairwise)
+                                          for s, n, w in _segment_runs(end - start, self.window, self.stride)]))
+        several = [p for p in pooled if len(p) > 1]
+        batch, at = self.log_proba_pooled(np.concatenate(several)) if several else None, 0
+        out = np.empty((len(pooled), self.n_classes))
+        for k, p in enumerate(pooled):
+            if len(p) > 1: out[k] = batch[at : at + len(p)].mean(axis=0); at += len(p)
+            else: out[k] = self.log_proba_pooled(p).mean(axis=0)  # alone: numpy multiplies a single row by another BLAS routine (gemv), rounded differently
+        return out
+
     def predict_segment(self, video, # a `procedural.Video` (its features are read over [start, end) only)
                         start:int, # first frame of the segment
                         end:int, # frame after the segment (exclusive)
                         allowed:Iterable[int]|None=None, # answer only with these classes (None: any)
                        ) -> int: # the segment's class
         "Label frames `[start, end)`: windows tiled over them, log-probabilities averaged."
-        self._check_fitted()
-        start, end = int(start), int(end)
-        if not 0 <= start < end: raise ValueError(f"{video.name}: segment [{start}, {end}) is empty or negative")
-        frames = np.asarray(video.features()[start:end], dtype=np.float32)
-        if len(frames) < end - start: raise DataError(f"{video.name}: segment [{start}, {end}) runs past the video's {video.n_frames} frames")
-        if len(frames) <= self.window: windows = frames[None]
-        else:
-            starts = np.r_[np.arange(0, len(frames) - self.window + 1, self.stride), len(frames) - self.window]
-            windows = sliding_window_view(frames, self.window, axis=0)[np.unique(starts)].transpose(0, 2, 1)
-        return int(_argmax_allowed(self.log_proba_windows(windows).mean(axis=0, keepdims=True), allowed)[0])
+        return int(_argmax_allowed(self.log_proba_segments(video, [(start, end)]), allowed)[0])
 
 # %% ../nbs/14_recovery.ipynb #cdea6fc0
 class _WindowScoring:
@@ -245,7 +407,7 @@ class _WindowScoring:
             video = dataset.video(name)
             truth = window_labels(video.labels, self.window, self.stride)
             if not len(truth): continue
-            pred = self.predict_windows(feature_windows(video.features(), video.n_frames, self.window, self.stride))
+            pred = self.log_proba_pooled(pooled_windows(video.features(), video.n_frames, self.window, self.stride, self.pooling)).argmax(axis=1)
             keep = ~np.isin(truth, list(dataset.background)) if exclude_background else np.ones(len(truth), bool)
             hits += int((pred[keep] == truth[keep]).sum()); total += int(keep.sum())
         if not total: raise DataError(f"{dataset.root}: none of the {len(videos)} videos holds a whole window ({self.window} frames)")
@@ -351,6 +513,10 @@ def recover_history_boundary_aware(
     for video_name, rows in queries.groupby("video", sort=False):
         video = dataset.video(video_name)
         segments = _history_segments(video, dataset.background, background_history)
+        todo, wanted = (
+            {},
+            {},
+        )  # the video's segments not labelled yet (in the order first needed); each query's
         for index, row in rows.iterrows():
             t, history = int(row["t"]), tuple(row["history"])
             if len(history) > len(segments) or any(
@@ -371,7 +537,7 @@ def recover_history_boundary_aware(
                     f"{dataset.root}: query {index} ({video_name}, t={t}): history_time {tuple(row['history_time'])} does not "
                     f"match the annotated segment ends {tuple(ends)} clipped at t"
                 )
-            labels = []
+            keys = []
             for (start, _, _), end in zip(segments[: len(history)], ends):
                 if not int(start) < end <= t:
                     raise DataError(
@@ -379,12 +545,22 @@ def recover_history_boundary_aware(
                         f"[{int(start)}, {end}) is not before the query time"
                     )
                 key = (video_name, int(start), end)
-                if key not in cache:
-                    cache[key] = recognizer.for_video(video_name).predict_segment(
-                        video, int(start), end, allowed
-                    )
-                labels.append(cache[key])
-            out[index] = tuple(labels)
+                if key not in cache and key not in todo:
+                    # predict_segment's check, in the order it met the segments
+                    if end > video.n_frames:
+                        raise DataError(
+                            f"{video.name}: segment [{int(start)}, {end}) runs past the video's {video.n_frames} frames"
+                        )
+                    todo[key] = None
+                keys.append(key)
+            wanted[index] = keys
+        if todo:  # every new segment of the video labelled at once
+            log_proba = recognizer.for_video(video_name).log_proba_segments(
+                video, [(start, end) for _, start, end in todo]
+            )
+            cache.update(zip(todo, (int(c) for c in _argmax_allowed(log_proba, allowed))))
+        for index, keys in wanted.items():
+            out[index] = tuple(cache[key] for key in keys)
     result = _aligned(queries, out)
     result.attrs.update(source="recognizer", recovery="boundary_aware")
     return result
@@ -440,9 +616,10 @@ def recover_history_boundary_free(
             raise DataError(
                 f"{dataset.root}: query at t={latest} is past the end of {video_name} ({video.n_frames} frames)"
             )
-        labels = recognizer.for_video(video_name).predict_windows(
-            feature_windows(video.features(), latest, window, stride)
-        )
+        r = recognizer.for_video(video_name)
+        labels = r.log_proba_pooled(
+            pooled_windows(video.features(), latest, window, stride, r.pooling)
+        ).argmax(axis=1)
         ends = window_starts(latest, window, stride) + window
         for index, t in rows["t"].items():
             out[index] = collapse_window_labels(

@@ -9,7 +9,7 @@ from hoi_audit.queries import next_action_queries, scheduled_queries
 from hoi_audit.features import FeatureSpec
 from hoi_audit.synthetic import synthetic_dataset, synthesize_features_for_labels, write_synthetic
 from hoi_audit.recovery import (CrossFittedRecognizer, WindowRecognizer, collapse_window_labels, edit_distance, feature_windows, history_edit_rate,
-                                noisy_history, recover_history_boundary_aware, recover_history_boundary_free,
+                                noisy_history, pool_windows, pooled_windows, recover_history_boundary_aware, recover_history_boundary_free,
                                 window_accuracy_table, window_labels)
 
 CLEAN = dict(frame_noise=0.0, segment_noise=0.0, next_signal=0.0, participant_shift=0.0, camera_shift=0.0)
@@ -157,6 +157,29 @@ def test_guard_catches_a_future_read(gtea, monkeypatch):
     with pytest.raises(AssertionError): feature_windows(v.features(), 48)          # the window [32, 48) needs frames 40..47
     with pytest.raises(Exception): assert_never_read(*(g.future for g in guards))
 
+def test_pooled_windows_never_read_at_or_after_end(gtea, monkeypatch):
+    guards = guarded(monkeypatch, 40)
+    v = gtea.video(gtea.splits[1]["test"][0])
+    for pooling in ("mean", "mean_std"):
+        assert len(pooled_windows(v.features(), 47, pooling=pooling)) == 4                # the windows end by 40
+    assert_never_read(*(g.future for g in guards))
+    with pytest.raises(AssertionError): pooled_windows(v.features(), 48)
+    monkeypatch.undo()
+    f = v.features()
+    assert pooled_windows(f, 47).tobytes() == pool_windows(feature_windows(f, 47)).tobytes()
+
+def test_segments_labelled_at_once_as_one_by_one(gtea, fitted):
+    "log_proba_segments over a video's segments (one-window, short, clipped, overlapping) labels each as predict_segment alone does."
+    v = gtea.video(gtea.splits[1]["test"][0])
+    segments = [(int(s), int(e)) for s, e, _ in v.segments] + [(0, 5), (3, 19), (10, 26), (20, 44), (20, 45), (7, v.n_frames)]
+    log_proba = fitted.log_proba_segments(v, segments)
+    assert log_proba.shape == (len(segments), fitted.n_classes)
+    assert log_proba.argmax(axis=1).tolist() == [fitted.predict_segment(v, s, e) for s, e in segments]
+    np.testing.assert_allclose(log_proba[:2], np.stack([fitted.log_proba_segments(v, [seg])[0] for seg in segments[:2]]), rtol=1e-5, atol=1e-6)
+    assert fitted.log_proba_segments(v, []).shape == (0, fitted.n_classes)
+    with pytest.raises(DataError, match="runs past"): fitted.log_proba_segments(v, [(0, 10), (5, v.n_frames + 1)])
+    with pytest.raises(ValueError, match="empty or negative"): fitted.predict_segment(v, 5, 5)
+
 @pytest.mark.parametrize("builder", ["boundary", "scheduled"])
 def test_recovery_never_reads_at_or_after_t(gtea, fitted, monkeypatch, builder):
     videos = gtea.splits[1]["test"][:3]
@@ -271,8 +294,11 @@ def test_cross_fitted_recognizer_never_labels_a_video_it_trained_on(gtea, monkey
         assert gtea.video(name).participant not in {gtea.video(v).participant for v in model.train_videos}
     assert all(cf.for_video(v) is cf.full for v in test)
     used = []
-    original = WindowRecognizer.predict_windows
-    monkeypatch.setattr(WindowRecognizer, "predict_windows", lambda self, w, allowed=None: (used.append(self), original(self, w, allowed))[1])
+    original = WindowRecognizer.log_proba_pooled
+    monkeypatch.setattr(WindowRecognizer, "log_proba_pooled", lambda self, pooled: (used.append(self), original(self, pooled))[1])
     recover_history_boundary_free(gtea, next_action_queries(gtea, train[:1]), cf)
     assert used == [cf.for_video(train[0])]
+    used.clear()
+    recover_history_boundary_aware(gtea, next_action_queries(gtea, train[:1]), cf)
+    assert used and set(used) == {cf.for_video(train[0])}
     with pytest.raises(DataError, match="fewer than"): CrossFittedRecognizer(folds=5).fit(gtea, split=1)
