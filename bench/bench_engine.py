@@ -357,7 +357,7 @@ def measure_protocol(ds, workdir:Path, conditions, seeds, candidates:list, worke
         print(f"all units: {np.mean(unit['base']):.1f} s -> {np.mean(unit['cand']):.1f} s a unit, x{speed:.2f} faster "
               f"(target x{TARGETS['training unit']}: {'met' if speed >= TARGETS['training unit'] else 'MISSED'}); "
               f"Act@1 moved beyond the engine-1 seed SD: {', '.join(moved) or 'none'}")
-        out[label] = {"speed": speed, "unit_s": float(np.mean(unit["cand"])), "base_unit_s": float(np.mean(unit["base"])), "moved": moved,
+        out[label] = {"rows": [{k: v for k, v in r.items() if k != "knobs"} for r in rows if r["knobs"] in (base, cand)], "speed": speed, "unit_s": float(np.mean(unit["cand"])), "base_unit_s": float(np.mean(unit["base"])), "moved": moved,
                       "per_condition_s": {c: float(np.mean([r["unit_s"] for r in rows if r["condition"] == c and r["knobs"] == cand])) for c in conditions}}
     return out
 
@@ -426,7 +426,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=("all", "training", "batching", "recovery", "fits", "projection", "protocol", "stages"), default="all",
                     help="all: the first five; protocol and stages (the engines side by side, the stage table) run when named")
-    ap.add_argument("--seeds", type=int, default=len(BENCH_SEEDS), help="paired seeds of part protocol (42, 43, ...)")
+    ap.add_argument("--seeds", type=int, default=len(BENCH_SEEDS), help="paired seeds of part protocol (--first-seed, the next, ...)")
+    ap.add_argument("--first-seed", type=int, default=BENCH_SEEDS[0], help="the first seed of part protocol")
     ap.add_argument("--conditions", nargs="+", default=list(PROTOCOL_CONDITIONS), help="conditions of part protocol")
     ap.add_argument("--workers", type=int, default=2, help="processes of part protocol")
     ap.add_argument("--set", nargs="*", metavar="K=V", help="TrainConfig knobs of one more candidate, on top of engine 2 (part protocol)")
@@ -453,13 +454,16 @@ def main():
     if "projection" in parts: projection(projection_costs(training, recovery, a.size))
     if a.part in ("protocol", "stages"):   # each part keeps its figures in the workdir; the projection needs both
         ds = write_dataset(a.size, workdir)
-        saved = {p: workdir / f"bench_{p}.json" for p in ("stages", "protocol")}
+        seeds = tuple(range(a.first_seed, a.first_seed + a.seeds))
+        default = seeds == BENCH_SEEDS and tuple(a.conditions) == PROTOCOL_CONDITIONS   # another grid keeps its own file: the projection reads the default's
+        saved = {p: workdir / f"bench_{p}{'' if p == 'stages' or default else '_' + '_'.join(a.conditions) + f'_seeds{seeds[0]}-{seeds[-1]}'}.json"
+                 for p in ("stages", "protocol")}
         if a.part == "stages":
             saved["stages"].write_text(json.dumps(measure_stages(ds, workdir, a.reference)))
         else:
             candidates = [TrainConfig()] + ([replace(TrainConfig(), **parse_knobs(a.set))] if a.set else [])
-            saved["protocol"].write_text(json.dumps(measure_protocol(ds, workdir, a.conditions, tuple(range(42, 42 + a.seeds)), candidates, a.workers)))
-        if all(f.exists() for f in saved.values()):
+            saved["protocol"].write_text(json.dumps(measure_protocol(ds, workdir, a.conditions, seeds, candidates, a.workers)))
+        if default and all(f.exists() for f in saved.values()):
             dataset_projection(json.loads(saved["stages"].read_text()), a.reference, json.loads(saved["protocol"].read_text()))
         else:
             print(f"\nthe dataset projection needs both parts: run --part {'protocol' if a.part == 'stages' else 'stages'} with --workdir {workdir}")
