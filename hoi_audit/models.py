@@ -282,8 +282,8 @@ class AnticipationModel(nn.Module):
         if "video" in self.inputs:
             tokens.append(typed(self.video_proj(video) + self.video_pos, 1)); masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool, device=device))
         if "history" in self.inputs:
-            first = _first_history_column(history) if self.engine >= 2 else 0   # engine 2: columns that are padding in every query dropped
-            history = history[:, first:]
+            first = _first_history_column(history) if self.engine >= 2 and self.training else 0   # engine 2: a training batch's all-padding columns dropped
+            history = history[:, first:] if first else history   # unsliced when nothing is dropped: hooks may look for this tensor
             tokens.append(typed(self.history_embedding(history) + self.history_pos[:, first:], 2)); masks.append(history == 0)
         for k in VECTOR_INPUTS:
             if k in self.inputs:
