@@ -291,7 +291,7 @@ def prepared_split(ds, workdir:Path, conditions) -> dict:
     "The split's queries, histories (recognizer fits and recoveries through a store in `workdir`, so a rerun reads them) and blocks."
     from hoi_audit.conditions import history_backend
     from hoi_audit.engine import _blocks_fn, _histories, _tests
-    config = replace(AuditConfig(n_tokens=4, train=TrainConfig()))
+    config = AuditConfig(n_tokens=4, train=TrainConfig())
     store = ResultStore(workdir / "stores" / "histories")
     train_q, test_q = split_audit_queries(ds, SPLIT, config)
     conds = [CONDITION_REGISTRY[c] for c in conditions]
@@ -303,24 +303,29 @@ def prepared_split(ds, workdir:Path, conditions) -> dict:
     print(f"split {SPLIT}: {len(train_q)} train / {len(test_q)} test queries; histories and video tokens ready "
           f"(pooling {time.perf_counter() - t:.1f} s)")
     groups = [ds.video(v).participant or v for v in train_q["video"]]
-    return {"ds": ds, "train_q": train_q, "test_q": test_q, "tests": tests, "blocks": blocks, "groups": groups, "conds": {c.name: c for c in conds}}
+    return {"ds": ds, "config": config, "train_q": train_q, "test_q": test_q, "tests": tests, "blocks": blocks, "groups": groups,
+            "conds": {c.name: c for c in conds}}
 
 _PREPARED = {}
 
 def _train_unit(task) -> dict:
-    "One (condition, seed, engine) unit as the audit runs it, timed: fit, then test with each of the condition's test histories."
+    "One (condition, seed, engine) unit through the engine's own unit computation (`engine._unit_compute`), its fit timed apart."
     name, seed, train = task
-    from hoi_audit.models import anticipation_metrics, fit_anticipation
-    p = _PREPARED["split"]
-    c, ds = p["conds"][name], p["ds"]
+    from hoi_audit.engine import _unit_compute
+    from hoi_audit.models import fit_anticipation
+    from hoi_audit.store import Unit
+    p, fit_s = _PREPARED["split"], []
+    def timed_fit(*args, **kw):
+        t = time.perf_counter(); model = fit_anticipation(*args, **kw); fit_s.append(time.perf_counter() - t); return model
+    unit = Unit({"condition": name, "seed": seed})
+    compute = _unit_compute(p["ds"], timed_fit, {unit.path: p["conds"][name]}, p["tests"], p["blocks"], p["train_q"], p["test_q"], p["groups"],
+                            replace(p["config"], train=train))
     t = time.perf_counter()
-    model = fit_anticipation(c.condition(), p["blocks"](c, 0, c.history), p["train_q"]["target"], len(ds.classes), p["groups"], train, seed=seed)
-    fit_s = time.perf_counter() - t
-    metrics = {k or "none": anticipation_metrics(model.predict_logits(p["blocks"](c, 1, k), condition=c.condition(k)), p["test_q"]["target"], ds.verb_of)["act1"]
-               for k in p["tests"][name]}
-    steps = len(model.history) * math.ceil(len(p["train_q"]) * (1 - train.val_fraction) / train.batch_size)
-    return {"condition": name, "seed": seed, "engine": train.engine, "knobs": task[2], "unit_s": time.perf_counter() - t,
-            "fit_s": fit_s, "epochs": len(model.history), "ms_step": fit_s / max(steps, 1) * 1e3, "act1": metrics}
+    result = compute(unit, None)
+    steps = result["epochs_run"] * math.ceil(len(p["train_q"]) * (1 - train.val_fraction) / train.batch_size)
+    return {"condition": name, "seed": seed, "engine": train.engine, "knobs": train, "unit_s": time.perf_counter() - t,
+            "fit_s": fit_s[0], "epochs": result["epochs_run"], "ms_step": fit_s[0] / max(steps, 1) * 1e3,
+            "act1": {k: m["act1"] for k, m in result["metrics"].items()}}
 
 def run_units(tasks, workers:int) -> list:
     "The tasks over `workers` forked processes (they inherit the prepared split: nothing is pooled or pickled again)."
