@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .core import DataError, sha256_file, write_json
+from .core import DataError, HoiAuditError, sha256_file, write_json
 from .store import CommandOutput
 from .cli import add_command
 from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
@@ -17,7 +17,7 @@ from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
 # %% auto #0
 __all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_window_rows',
            'annotation_fps', 'check_windows', 'check_scored_set', 'selection_splits', 'check_selection', 'LintReport',
-           'lint_protocol', 'write_example_protocol', 'lint_command', 'add_subcommand']
+           'lint_frames', 'lint_protocol', 'write_example_protocol', 'lint_command', 'add_subcommand']
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
@@ -220,7 +220,7 @@ def check_windows(
                 "window-anchor",
                 early,
                 f"{len(early)} window(s) end less than {gap:g} s before the action starts "
-                f"(the latest ends {-worst:.3f} s {'after' if worst < 0 else 'before'} the start)",
+                f"(the latest ends {abs(worst):.3f} s {'after' if worst < 0 else 'before'} the start)",
             )
         )
     return out
@@ -342,6 +342,7 @@ class LintReport:
     inputs: dict = field(default_factory=dict)  # input name -> SHA-256
     n_annotated: int = 0
     n_scored: int = 0
+    protocol: dict | None = None  # the published protocol the inputs were built from (`published.lint_published`)
 
     @property
     def ok(self) -> bool:
@@ -356,6 +357,7 @@ class LintReport:
 
     def to_dict(self) -> dict:
         return {
+            **({"protocol": self.protocol} if self.protocol else {}),
             "ok": self.ok,
             "n_annotated": self.n_annotated,
             "n_scored": self.n_scored,
@@ -363,6 +365,28 @@ class LintReport:
             "findings": self.findings.to_dict("records"),
             "inputs": self.inputs,
         }
+
+# %% ../nbs/46_lint.ipynb #075e4936
+def lint_frames(ann:pd.DataFrame, # the evaluated split: narration_id, start_s, stop_s, verb_class, noun_class
+                windows:pd.DataFrame, # narration_id, window_start, window_end (every row: `check_window_rows` sorts them)
+                ids:list, # the scored narration ids
+                train:pd.DataFrame|None=None, # the training split (verb_class, noun_class): tells a class filter from other drops
+                excluded:dict|None=None, # narration_id -> reason
+                log:pd.DataFrame|None=None, # checkpoint, split, metric, value [, selection_split]
+                reported_split:str|None=None, # the split the scores are reported on (needed with a log)
+                gap:float=1.0, # the anticipation gap, seconds
+                fps:float|None=None, # the benchmark's frame rate (the window tolerance is one frame); None: 1 ms
+               ) -> LintReport:
+    "Every rule in `RULES` on inputs already read: what `lint_protocol` runs on files and `published.lint_published` on the windows it builds."
+    train_filters = {} if train is None else {"train_classes": set(train.verb_class), "train_nouns": set(train.noun_class),
+                                              "train_pairs": set(zip(train.verb_class, train.noun_class))}
+    row_findings, usable = check_window_rows(windows)
+    found = (row_findings + check_windows(ann, usable, ids, gap, fps) + check_scored_set(ann, ids, excluded, **train_filters)
+             + check_selection(log, reported_split, ids))
+    order = list(RULES)
+    findings = pd.DataFrame(found, columns=["rule", "n_actions", "narration_ids", "message"])
+    findings = findings.sort_values("rule", key=lambda r: r.map(order.index), kind="stable").reset_index(drop=True)
+    return LintReport(findings, {}, len(ann), len(ids))
 
 # %% ../nbs/46_lint.ipynb #e44bcb36
 def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
@@ -377,21 +401,14 @@ def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
                  ) -> LintReport:
     "Check a user's anticipation protocol against every rule in `RULES`."
     ann = read_narrations(annotations)
-    ids = read_ids(scored)
     train = None if train_annotations is None else read_narrations(train_annotations)
-    train_filters = {} if train is None else {"train_classes": set(train.verb_class), "train_nouns": set(train.noun_class),
-                                              "train_pairs": set(zip(train.verb_class, train.noun_class))}
-    ex = None if excluded is None else read_exclusions(excluded)
-    log = None if training_log is None else read_training_log(training_log)
-    row_findings, usable = check_window_rows(read_windows(windows))
-    found = (row_findings + check_windows(ann, usable, ids, gap, fps or annotation_fps(ann)) + check_scored_set(ann, ids, ex, **train_filters)
-             + check_selection(log, reported_split, ids))
-    inputs = {k: sha256_file(v) for k, v in (("annotations", annotations), ("windows", windows), ("scored", scored),
-              ("train_annotations", train_annotations), ("excluded", excluded), ("training_log", training_log)) if v is not None}
-    order = list(RULES)
-    findings = pd.DataFrame(found, columns=["rule", "n_actions", "narration_ids", "message"])
-    findings = findings.sort_values("rule", key=lambda r: r.map(order.index), kind="stable").reset_index(drop=True)
-    return LintReport(findings, inputs, len(ann), len(ids))
+    report = lint_frames(ann, read_windows(windows), read_ids(scored), train,
+                         None if excluded is None else read_exclusions(excluded),
+                         None if training_log is None else read_training_log(training_log), reported_split, gap,
+                         fps or annotation_fps(ann))
+    report.inputs = {k: sha256_file(v) for k, v in (("annotations", annotations), ("windows", windows), ("scored", scored),
+                     ("train_annotations", train_annotations), ("excluded", excluded), ("training_log", training_log)) if v is not None}
+    return report
 
 # %% ../nbs/46_lint.ipynb #a9bd26bc
 PLANTABLE = (
@@ -507,10 +524,12 @@ def write_example_protocol(
 
 # %% ../nbs/46_lint.ipynb #0a8b853c
 def lint_command(*,
-                 annotations:str, # the evaluated split's EPIC-100-style annotation CSV
-                 windows:str, # CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
-                 scored:str, # the scored narration ids: one per line, or a CSV with narration_id
+                 annotations:str, # the evaluated split's annotation CSV (EPIC-100 layout; with --protocol also RULSTM's header-less one)
+                 windows:str|None=None, # CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
+                 scored:str|None=None, # the scored narration ids: one per line, or a CSV with narration_id
+                 protocol:str|None=None, # a published protocol (published.PUBLISHED: vjepa2-ek100, rulstm-ek100): builds the windows, scored set and selection log it implies
                  train_annotations:str|None=None, # the training split's annotation CSV (tells a class filter from other drops)
+                 video_info:str|None=None, # with --protocol: a CSV of video_id, fps (EPIC_100_video_info.csv); needed for RULSTM's layout
                  excluded:str|None=None, # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
                  training_log:str|None=None, # CSV checkpoint,split,metric,value[,selection_split]
                  reported_split:str|None=None, # the split the scores are reported on (with --training-log)
@@ -518,10 +537,20 @@ def lint_command(*,
                  fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame; default: from the annotations' frames and timestamps)
                  out:str, # FILE.json, or DIR (DIR/results/lint.json)
                 ) -> int: # the exit status: 0 clean, 1 findings
-    "check a user's anticipation protocol: window anchoring, class filtering, unrecorded drops, model selection on the reported split"
-    paths = CommandOutput.parse(out, "lint")
-    report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
-                           excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
+    "check a user's anticipation protocol (or a published one, --protocol NAME): window anchoring, class filtering, unrecorded drops, model selection on the reported split"
+    if protocol is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in (("windows", windows), ("scored", scored), ("excluded", excluded),
+                 ("training_log", training_log), ("reported_split", reported_split), ("fps", fps)) if v is not None]
+        if given: raise HoiAuditError(f"--protocol {protocol} builds the windows, scored set and selection log itself; drop {', '.join(given)}")
+        from .published import lint_published  # published builds on this module
+        paths = CommandOutput.parse(out, "lint")
+        report = lint_published(protocol, annotations, train_annotations, video_info=video_info, gap=gap)
+    else:
+        if windows is None or scored is None:
+            raise HoiAuditError("lint needs --windows and --scored (the files of your protocol), or --protocol NAME for a published one")
+        paths = CommandOutput.parse(out, "lint")
+        report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
+                               excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
     print(f"{report.n_annotated} annotated actions, {report.n_scored} scored: "
           + ("no findings" if report.ok else f"{len(report.findings)} finding(s)"))
     for f in report.findings.to_dict("records"):
