@@ -103,6 +103,9 @@ NOT_YET = {}  # experiment -> why its committed results cannot be regenerated ye
 # folder's peers: horizons' fits are controls', scope copies controls' units) run in one clone, one after another (an xdist group);
 # every other experiment goes to whichever worker is free. Measured on the 2-core CI machine with both workers busy: four_condition
 # 410 s, controls 179 s, decomposition 157 s, lta 133 s, scope 106 s, the others 16-90 s; 14.4 min in all against 17-18 sequentially.
+# results made from files in ../shared/anchors (EPIC-KITCHENS-100's annotations, CC BY-NC, never shipped): a clone without them
+# writes a record of the skip in their place, which is not the committed findings; every other results file stays byte-compared
+ANCHORED = {"case_studies_anchors.json"}
 SHARED_FITS = {"controls", "horizons", "scope", "sensitivity"}
 def stream_marks(name:str) -> list: return [pytest.mark.xdist_group("shared_fits")] if name in SHARED_FITS else []
 
@@ -149,6 +152,7 @@ def test_fresh_clone_regenerates_the_committed_results(name, fresh_clone, tmp_pa
     elsewhere = []   # results files committed from another numeric environment: bytes are not comparable, their structure is
     for p in rewritten:
         assert p.name in committed, f"{name} wrote {p.name}, which is not committed"
+        if p.name in ANCHORED and "skipped" in json.loads(p.read_bytes())["config"]: continue   # no ../shared here: see ANCHORED
         if not matches_committed(p.read_bytes(), committed[p.name], p.name): elsewhere.append(p.name)
     if os.environ.get("HOI_AUDIT_EXECUTED"):   # make test: the docs build takes this executed notebook instead of running it again
         keep = Path(os.environ["HOI_AUDIT_EXECUTED"]); keep.mkdir(parents=True, exist_ok=True)
