@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
 from hoi_audit.core import (
+    BudgetSpent,
     HoiAuditError,
+    check_budget,
     _alive,
     read_json,
     registries,
@@ -93,7 +95,7 @@ def compute_units(
     compute: Callable,  # compute(unit, workdir) -> JSON-able result
     log: str | None = None,  # this worker's log file, quoted in failure records
 ) -> dict:  # {"computed": [...], "skipped": [...], "failed": [...]} unit paths
-    "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises (or outlasts its task's requeues)."
+    "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises (or outlasts its task's requeues); stop when the run's budget is spent."
     store, out = ResultStore(store_root), {"computed": [], "skipped": [], "failed": []}
     with use_backend(None):
         for u in units:
@@ -104,6 +106,10 @@ def compute_units(
                 store._try(
                     u, compute, blocking=True
                 )  # the lock is a second guard; the shards are disjoint
+            except (
+                BudgetSpent
+            ):  # the run's budget: this share stops here, its other units stay pending (no failure)
+                break
             except Exception as e:
                 why = traceback.format_exc()
                 # submitit's time-out handler gave up while this unit ran: its task's time, not its code
@@ -351,6 +357,10 @@ class LocalBackend:
                 for i in todo
                 if units[i].path not in failed and store._inspect(units[i])[0] != "done"
             ]
+            if todo:
+                check_budget(
+                    f"{len(todo)} unit(s) of {store.root}"
+                )  # a share stopped by the run's budget, not a dead worker
             if todo and rounds == self.max_requeues:
                 raise HoiAuditError(
                     f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} unit(s) are not done (e.g. {units[todo[0]].path})"
@@ -532,6 +542,10 @@ class SlurmBackend:
                 for i in todo
                 if units[i].path not in failed and store._inspect(units[i])[0] != "done"
             ]
+            if todo:
+                check_budget(
+                    f"{len(todo)} unit(s) of {store.root}"
+                )  # a share stopped by the run's budget, not a dead worker
             if todo and rounds == cfg.max_requeues:
                 dead = [
                     f"  job {j.job_id} ({state}): {j.paths.stderr}"

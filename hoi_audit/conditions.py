@@ -10,7 +10,14 @@ from typing import Annotated, Callable, Literal, Sequence
 import numpy as np
 import pandas as pd
 from .cluster import current_backend
-from .core import PROTOCOL_SEEDS, DataError, Registry, sha256_array, sha256_json
+from hoi_audit.core import (
+    PROTOCOL_SEEDS,
+    DataError,
+    Registry,
+    sha256_array,
+    sha256_file,
+    sha256_json,
+)
 from .store import ResultStore, Unit
 from .provenance import Condition
 from hoi_audit.models import (
@@ -267,13 +274,22 @@ register_schedule(
 )
 
 # %% ../nbs/17a_conditions.ipynb #8f895622
+_CONTENT = {}  # (path, size, mtime_ns, inode) -> SHA-256 of a feature file's content: each file is read once per process
+
+
 def _features_fingerprint(dataset, videos) -> str:
-    "Cheap identity of the feature files a recognizer reads: name, size and modification time of each."
+    "Identity of the feature files a recognizer reads: each video's name and the SHA-256 of its file's content (not where or when it was written)."
     rows = []
     for v in videos:
         p = dataset.video(v).feature_path
         st = p.stat() if p is not None and p.exists() else None
-        rows.append([v, st.st_size if st else None, st.st_mtime_ns if st else None])
+        if st is None:
+            rows.append([v, None])
+            continue
+        key = (str(p.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+        if key not in _CONTENT:
+            _CONTENT[key] = sha256_file(p)
+        rows.append([v, _CONTENT[key]])
     return sha256_json(rows)
 
 # %% ../nbs/17a_conditions.ipynb #bd4f7e48

@@ -11,12 +11,13 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', 'HoiAuditError', 'DataError',
-           'PinMismatch', 'ManifestError', 'ProvenanceError', 'OutputError', 'seed_everything', 'atomic_path',
-           'WriteLog', 'recording_writes', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes', 'write_text',
-           'write_json', 'read_json', 'write_npy', 'write_npz', 'write_table', 'save_figure', 'sha256_bytes',
-           'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify', 'numeric_environment',
-           'write_results', 'read_results', 'predating', 'protocol_note', 'RegistryError', 'Registry', 'registries']
+__all__ = ['BUDGET_ENV', 'PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', 'HoiAuditError',
+           'DataError', 'PinMismatch', 'ManifestError', 'ProvenanceError', 'OutputError', 'BudgetSpent', 'check_budget',
+           'seed_everything', 'atomic_path', 'WriteLog', 'recording_writes', 'claim_output', 'to_jsonable',
+           'canonical_json', 'write_bytes', 'write_text', 'write_json', 'read_json', 'write_npy', 'write_npz',
+           'write_table', 'save_figure', 'sha256_bytes', 'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json',
+           'sha256_of', 'verify', 'numeric_environment', 'write_results', 'read_results', 'predating', 'protocol_note',
+           'RegistryError', 'Registry', 'registries']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -41,6 +42,30 @@ class ProvenanceError(HoiAuditError, ValueError):
 # %% ../nbs/00_core.ipynb #263316c2
 class OutputError(HoiAuditError, OSError):
     "An output cannot be written (unwritable folder, a file where a folder should be, ...)."
+
+# %% ../nbs/00_core.ipynb #8ff720f3
+class BudgetSpent(HoiAuditError):
+    "A run's time budget is spent: no new unit of work starts (the store stays consistent; the same command continues the run)."
+
+
+BUDGET_ENV = "HOI_AUDIT_DEADLINE"  # Unix time after which no unit starts (set by `hoi-audit reproduce --budget`)
+
+
+def check_budget(what: str = "the next unit"):
+    "Raise `BudgetSpent` once `$HOI_AUDIT_DEADLINE` has passed (nothing to check when it is unset)."
+    deadline = os.environ.get(BUDGET_ENV)
+    if not deadline:
+        return
+    try:
+        spent = time.time() >= float(deadline)
+    except ValueError:
+        raise HoiAuditError(
+            f"${BUDGET_ENV} must be a Unix time in seconds, got {deadline!r}"
+        ) from None
+    if spent:
+        raise BudgetSpent(
+            f"the run's time budget is spent: {what} was not started; run the same command again to continue"
+        )
 
 # %% ../nbs/00_core.ipynb #e7d2711b
 PROTOCOL_SEEDS = (42, 43, 44)  # seeds of every learned condition
@@ -551,8 +576,9 @@ def read_results(path) -> dict:
 def predating(
     folder,  # a folder of results JSONs, e.g. results/full
     names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
-) -> list[dict]:  # {"file", "name", "protocol"} of each file another protocol made, in `names`' order (else by name)
-    "The results JSONs in `folder` whose `config` names another protocol than `PROTOCOL` (none named: protocol 1, the first engine)."
+    current: Mapping | None = None,  # name -> {config key: the value this code records}: a file recording another value predates it too
+) -> list[dict]:  # {"file", "name", "protocol", "differs"} of each file made by other code, in `names`' order (else by name)
+    "The results JSONs in `folder` another protocol than `PROTOCOL` made (none named: protocol 1), or that record other settings than `current`."
     folder = Path(folder)
     if not folder.is_dir():
         return []
@@ -566,8 +592,10 @@ def predating(
         if not isinstance(payload, dict) or not isinstance(payload.get("config"), dict):
             raise DataError(f"{f}: not a results JSON (no config)")
         protocol = payload["config"].get("protocol", 1)
-        if protocol != PROTOCOL:
-            out.append({"file": f, "name": f.stem, "protocol": protocol})
+        want = (current or {}).get(f.stem, {})
+        differs = [k for k, v in want.items() if k not in payload["config"] or payload["config"][k] != to_jsonable(v)]
+        if protocol != PROTOCOL or differs:
+            out.append({"file": f, "name": f.stem, "protocol": protocol, "differs": differs})
     return out
 
 # %% ../nbs/00_core.ipynb #077874a8
@@ -575,15 +603,21 @@ def protocol_note(
     folder,  # a folder of results JSONs, e.g. results/full
     names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
     shown: str | None = None,  # how the note names the folder (default: its last two parts, e.g. results/full)
+    current: Mapping | None = None,  # name -> {config key: the value this code records} (`predating`)
 ) -> str:  # a line per predating file, or "" when every file is current or the folder does not exist
-    "Which results JSONs in `folder` predate this code's `PROTOCOL`, and what regenerates them; generated from the files."
+    "Which results JSONs in `folder` predate this code (its `PROTOCOL`, or the settings in `current`), and what regenerates them; generated from the files."
     shown = shown or "/".join(Path(os.path.abspath(folder)).parts[-2:])
+
+    def made_by(r):
+        if r["protocol"] != PROTOCOL:
+            return f"was made by protocol {r['protocol']}" + (" (the first engine)" if r["protocol"] == 1 else "") + \
+                f"; this code is protocol {PROTOCOL}"
+        return f"records other {' and '.join(r['differs'])} than this code ({', '.join('config.' + k for k in r['differs'])})"
+
     return "\n".join(
-        f"`{shown}/{r['file'].name}` was made by protocol {r['protocol']}"
-        + (" (the first engine)" if r["protocol"] == 1 else "")
-        + f"; this code is protocol {PROTOCOL}: its numbers predate the current code until "
+        f"`{shown}/{r['file'].name}` {made_by(r)}: its numbers predate the current code until "
         "`make reproduce SCALE=full` regenerates it."
-        for r in predating(folder, names)
+        for r in predating(folder, names, current)
     )
 
 # %% ../nbs/00_core.ipynb #ee809988

@@ -4,17 +4,19 @@
 
 # %% ../nbs/12e_datasets.ipynb #0fd86f0f
 from __future__ import annotations
-import os, shutil
+import json, os, shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 import pandas as pd
 import numpy as np
-from .core import DataError
+from .core import DataError, sha256_file, sha256_json, to_jsonable
+from .store import ResultStore, Unit
 
 # %% auto #0
-__all__ = ['GENERATOR_SEEDS', 'video_subset', 'seeded_name', 'preset_audit_dataset', 'label_audit_dataset', 'SeededDatasets',
-           'over_generator_seeds']
+__all__ = ['GENERATOR_SEEDS', 'GENERATOR_VERSION', 'video_subset', 'seeded_name', 'Draw', 'preset_audit_dataset',
+           'label_audit_dataset', 'SeededDatasets', 'over_generator_seeds', 'draw_records', 'data_recipes']
 
 # %% ../nbs/12e_datasets.ipynb #5369216f
 def video_subset(
@@ -79,6 +81,36 @@ def seeded_name(
         raise ValueError(f"a generator seed is a non-negative integer, got {seed!r}")
     return name if seed == 0 else f"{name}_g{int(seed)}"
 
+# %% ../nbs/12e_datasets.ipynb #05b57bbe
+GENERATOR_VERSION = 1  # bump it with any change to the generators (synthetic, features, presets, calibration) that alters a written file
+
+
+@dataclass(frozen=True)
+class Draw:
+    "A generated dataset not written yet: its name, its recipe (what its files are a function of) and how to write and open it."
+
+    name: str  # the dataset's name (`seeded_name`)
+    recipe: dict  # what every file of it is a function of (JSON): no path of this machine, so the identity travels
+    make: Callable = field(repr=False, compare=False)  # () -> `ProceduralDataset`, writing it when it is not there
+
+    @property
+    def identity(self) -> str:
+        "The SHA-256 of the recipe: the draw's input identity in a store."
+        return sha256_json({"recipe": self.recipe, "generator_version": GENERATOR_VERSION})
+
+    def dataset(self):
+        "The draw as a `ProceduralDataset`, written (or its released features written again) first."
+        return self.make()
+
+    def release(self, dataset) -> int:
+        "Remove the written features of `dataset` (this draw, opened) to free the disk; labels and recipe stay. Returns the bytes freed."
+        folder = dataset.features_dir
+        if folder is None or not (Path(dataset.root) / "generator.json").is_file():
+            raise DataError(f"{dataset.root}: not a generated folder (no generator.json): its features are never removed")
+        freed = sum(p.stat().st_size for p in folder.glob("*.npy"))
+        shutil.rmtree(folder)
+        return freed
+
 # %% ../nbs/12e_datasets.ipynb #99a6940e
 def preset_audit_dataset(
     name: str,  # a preset of `presets.PRESETS`, e.g. "breakfast"
@@ -86,16 +118,18 @@ def preset_audit_dataset(
     data_dir,  # the shared data folder (`ExperimentPaths.data`)
     every: int = 1,  # keep every `every`-th video (`video_subset`)
     seed: int = 0,  # the generator seed (`GENERATOR_SEEDS`): every video, duration and feature is drawn from it
+    lazy: bool = False,  # return a `Draw` (nothing written until its `dataset()`)
 ) -> object:  # a `ProceduralDataset` named `synthetic_<name>` (`synthetic_<name>_g<seed>` for seed > 0)
     "The synthetic preset `name` at `size` drawn with generator seed `seed`, written once below `data_dir` and read by every experiment that asks for it."
     from hoi_audit.procedural import read_mstcn
-    from hoi_audit.synthetic import shared_synthetic, synthetic_dataset
+    from hoi_audit.synthetic import _synthetic_config, shared_synthetic, synthetic_dataset
 
-    root = shared_synthetic(
-        synthetic_dataset(name, size, seed=seed),
-        data_dir,
-        dtype="float16" if size == "full" else "float32",
-    )
+    generator, dtype = synthetic_dataset(name, size, seed=seed), "float16" if size == "full" else "float32"
+    if lazy:
+        recipe = {"generator": _synthetic_config(generator, dtype), "every": int(every)}
+        make = partial(preset_audit_dataset, name, size, data_dir, every, seed)
+        return Draw(seeded_name(f"synthetic_{name}", seed), recipe, make)
+    root = shared_synthetic(generator, data_dir, dtype=dtype)
     ds = read_mstcn(root, name=seeded_name(f"synthetic_{name}", seed))
     return (
         ds if every == 1 else video_subset(ds, every, Path(data_dir) / f"{root.name}_every{every}")
@@ -109,6 +143,7 @@ def label_audit_dataset(
     every: int = 1,  # keep every `every`-th video, sorted by name
     labels_dir=None,  # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
     seed: int = 0,  # the features' generator seed (the labels are the real ones at every seed)
+    lazy: bool = False,  # return a `Draw` (nothing written until its `dataset()`)
 ) -> object:  # a `ProceduralDataset` named `<name>_labels` (`<name>_labels_g<seed>` for seed > 0)
     "Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated synthetic features of `size` drawn with generator seed `seed`, written once below `data_dir`."
     from hoi_audit.procedural import read_mstcn, real_labels_root
@@ -117,10 +152,25 @@ def label_audit_dataset(
 
     src = real_labels_root(name, labels_dir)
     names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))[::every]
+    spec = real_label_feature_spec(name, size, seed=seed)
+    if lazy:  # the labels by content (mapping, bundles, the chosen label files), not by where this machine keeps them
+        files = [
+            src / "mapping.txt",
+            *sorted((src / "splits").glob("*.bundle")),
+            *(src / "groundTruth" / f"{v}.txt" for v in names),
+        ]
+        labels = sha256_json([[f.relative_to(src).as_posix(), sha256_file(f)] for f in files])
+        recipe = {
+            "labels": labels,
+            "features": asdict(spec),
+            "dtype": "float16" if size == "full" else "float32",
+        }
+        make = partial(label_audit_dataset, name, size, data_dir, every, labels_dir, seed)
+        return Draw(seeded_name(f"{name}_labels", seed), recipe, make)
     root = shared_label_features(
         src,
         data_dir,
-        real_label_feature_spec(name, size, seed=seed),
+        spec,
         videos=names,
         dtype="float16" if size == "full" else "float32",
     )
@@ -177,10 +227,96 @@ def over_generator_seeds(
         return fn(data, *args, **kw)
     parts = []
     for seed in data.seeds:
-        r = fn(data.by_seed[seed], *args, **kw).copy()
+        draw = data.by_seed[seed]
+        r = fn(draw.dataset() if isinstance(draw, Draw) else draw, *args, **kw).copy()
         if "dataset" not in r.columns:
             raise DataError(f"{getattr(fn, '__name__', fn)}: its records have no dataset column")
         r["dataset"] = data.name
         r.insert(r.columns.get_loc("dataset") + 1, "generator_seed", int(seed))
         parts.append(r)
     return pd.concat(parts, ignore_index=True)
+
+# %% ../nbs/12e_datasets.ipynb #fb80f7df
+def _frame_json(frame: pd.DataFrame) -> dict:
+    "A record frame as JSON that gives the same frame back (columns, dtypes, rows)."
+    return {
+        "columns": [str(c) for c in frame.columns],
+        "dtypes": [str(t) for t in frame.dtypes],
+        "rows": frame.to_numpy(dtype=object).tolist(),
+    }
+
+
+def _json_frame(data: dict) -> pd.DataFrame:
+    "The frame `_frame_json` wrote."
+    frame = pd.DataFrame(data["rows"], columns=data["columns"], dtype=object)
+    return frame.astype(dict(zip(data["columns"], data["dtypes"])))
+
+
+def draw_records(
+    data,  # `SeededDatasets` whose draws are `Draw`s (`SeededDatasets.draw(..., lazy=True)`), or one `ProceduralDataset`
+    steps: Mapping,  # step name -> fn(dataset) -> records DataFrame (with a `dataset` column), e.g. a `partial` of `engine.audit_records`
+    store: ResultStore,  # where each draw's records are kept (and the steps' own units)
+    config: dict,  # what the steps' records depend on besides the data (settings, seeds, conditions): part of each draw's identity
+    label: str,  # names the set of steps in the unit key (e.g. the experiment), so other step sets on the same draws do not collide
+    release: bool = False,  # remove a draw's features once its records are stored (a full-size run: one draw on disk at a time)
+) -> dict:  # step name -> records, every draw's stacked as `over_generator_seeds` stacks them
+    "Every step's records for every draw, each draw one store unit: a done draw is read back without writing its data."
+    if not isinstance(data, SeededDatasets):  # a user's folder: nothing to draw, nothing to release
+        return {name: fn(data) for name, fn in steps.items()}
+    eager = [s for s in data.seeds if not isinstance(data.by_seed[s], Draw)]
+    if eager:
+        raise DataError(
+            f"{data.name}: draw_records needs Draws (SeededDatasets.draw(..., lazy=True)); seeds {eager} are datasets"
+        )
+
+    def compute(unit, workdir):
+        draw = data.by_seed[unit.key["generator_seed"]]
+        ds = draw.dataset()
+        out = {}
+        for name, fn in steps.items():
+            frame = fn(ds).reset_index(drop=True)
+            back = _json_frame(json.loads(json.dumps(to_jsonable(_frame_json(frame)))))
+            pd.testing.assert_frame_equal(
+                back, frame, check_exact=True
+            )  # what is stored gives these records back exactly
+            out[name] = _frame_json(frame)
+        if release:
+            draw.release(ds)
+        return out
+
+    units = [
+        Unit(
+            {"records": label, "dataset": data.name, "generator_seed": int(s)},
+            config=config,
+            inputs={"draw": data.by_seed[s].identity, "steps": sorted(steps)},
+        )
+        for s in data.seeds
+    ]
+    stored = store.run(units, compute, progress=False)
+    out = {}
+    for name in steps:
+        parts = []
+        for s, r in zip(data.seeds, stored):
+            frame = _json_frame(r[name])
+            if "dataset" not in frame.columns:
+                raise DataError(f"step {name}: its records have no dataset column")
+            frame["dataset"] = data.name
+            frame.insert(frame.columns.get_loc("dataset") + 1, "generator_seed", int(s))
+            parts.append(frame)
+        out[name] = pd.concat(parts, ignore_index=True)
+    return out
+
+# %% ../nbs/12e_datasets.ipynb #1d3fde96
+def data_recipes(
+    families: Mapping,  # name -> `SeededDatasets` of `Draw`s
+) -> dict:  # {"generator_version": ..., name: {generator seed: recipe}}
+    "What a results JSON records of the generated data it was computed on: each draw's recipe (preset or labels, knobs, dtype, seed)."
+    out = {"generator_version": GENERATOR_VERSION}
+    for name, family in families.items():
+        eager = [s for s in family.seeds if not isinstance(family.by_seed[s], Draw)]
+        if eager:
+            raise DataError(
+                f"{name}: data_recipes needs Draws (SeededDatasets.draw(..., lazy=True)); seeds {eager} are datasets"
+            )
+        out[name] = {str(s): family.by_seed[s].recipe for s in family.seeds}
+    return out

@@ -22,7 +22,9 @@ from hoi_audit.cluster import (
 )
 from .cli import add_command
 from hoi_audit.core import (
+    BUDGET_ENV,
     SCALES,
+    BudgetSpent,
     HoiAuditError,
     OutputError,
     WriteLog,
@@ -31,7 +33,7 @@ from hoi_audit.core import (
     read_json,
     recording_writes,
 )
-from .store import ResultStore, Unit, stores_below
+from .store import ExperimentPaths, ResultStore, Unit, stores_below
 from .models import DEVICE_ENV, resolve_device
 from .procedural import LABELS_ENV, labels_cache_dir
 from .plugins import PLUGINS_ENV, load_module, plugins_environment
@@ -40,9 +42,10 @@ from .commands import add_subcommands
 # %% auto #0
 __all__ = ['PLUGINS_CELL', 'EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
            'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'with_plugins',
-           'run_experiment', 'reproduce', 'store_roots', 'store_status', 'plan_experiment', 'labels_in_use',
-           'backend_of', 'reproduce_command', 'status_command', 'plan_command', 'build_parser', 'os_error_message',
-           'rejected_value', 'run_guarded', 'output_claim', 'plugin_args', 'load_plugins', 'main']
+           'run_experiment', 'reproduce', 'store_roots', 'store_status', 'pending_estimate', 'plan_experiment',
+           'labels_in_use', 'backend_of', 'parse_duration', 'reproduce_command', 'status_command', 'plan_command',
+           'build_parser', 'os_error_message', 'rejected_value', 'run_guarded', 'output_claim', 'plugin_args',
+           'load_plugins', 'main']
 
 # %% ../nbs/95_runner.ipynb #1570eac8
 def experiments_dir(
@@ -179,12 +182,15 @@ def run_experiment(
         raise HoiAuditError(
             f"{notebook}: unknown parameter(s) {unknown}; it declares {sorted(declared)}"
         )
+    paths = ExperimentPaths(
+        out, notebook.stem, scale
+    )  # the full scale writes below results/full, figures/full
     runs = _ensure_folder(out / "runs")
     final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
     partial = runs / f".{notebook.stem}.partial.ipynb"
 
     def figures_now():
-        return {p: p.stat().st_mtime_ns for p in (out / "figures").glob("*.png")}
+        return {p: p.stat().st_mtime_ns for p in paths.figures.glob("*.png")}
 
     def shared_now():
         return {
@@ -204,6 +210,11 @@ def run_experiment(
                 log_output=False,
             )
     except pm.PapermillExecutionError as e:
+        if (
+            e.ename == "BudgetSpent"
+        ):  # stopped between units by the run's budget: nothing failed, the store holds what was done
+            os.replace(partial, runs / f"{notebook.stem}.stopped.ipynb")
+            raise BudgetSpent(f"experiment {notebook.stem}: {e.evalue}") from None
         os.replace(partial, failed)
         raise HoiAuditError(
             f"experiment {notebook.stem} failed in cell {e.exec_count} ({e.ename}: {e.evalue}); "
@@ -212,7 +223,7 @@ def run_experiment(
     os.replace(partial, final)
     if failed.exists():
         failed.unlink()
-    results = out / "results" / f"{notebook.stem}.json"
+    results = paths.results
     if not results.exists():
         raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
     figures = sorted(
@@ -221,9 +232,7 @@ def run_experiment(
     shared = sorted(
         {p.parent for p, mtime in shared_now().items() if shared_before.get(p) != mtime}
     )  # shared inputs it wrote
-    folders = [
-        f for f in (out / "store" / notebook.stem, out / "raw" / notebook.stem) if f.is_dir()
-    ] + shared
+    folders = [f for f in (paths.store.root, paths.raw) if f.is_dir()] + shared
     return {
         "experiment": notebook.stem,
         "notebook": final,
@@ -242,8 +251,9 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
               progress:bool=True, # progress bars
               backend=None, # who computes the units (`cluster.LocalBackend`, `cluster.SlurmBackend`); None: each notebook in place
               device:str|None=None, # where the audit engine's networks train: auto, cpu or cuda (None: $HOI_AUDIT_DEVICE, else cpu)
+              budget:float|None=None, # seconds after which no new unit starts (the run stops between units; the same call continues it)
              ) -> list:
-    "Run the experiment notebooks; a killed run resumes, skipping every finished unit."
+    "Run the experiment notebooks; a killed run (or one whose budget was spent) resumes, skipping every finished unit."
     if Path(out).suffix.lower() == ".json":
         raise OutputError(f"{out}: reproduce writes several results files; --out takes a folder (DIR/results, DIR/figures, ...)")
     found = find_experiments(notebooks)
@@ -252,9 +262,14 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
     if missing: raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
     from tqdm import tqdm
     written = []
-    with backend_in_env(backend), device_in_env(device):
+    deadline = None if budget is None else str(time.time() + float(budget))
+    with backend_in_env(backend), device_in_env(device), _environment_variable(BUDGET_ENV, deadline):
         for name in tqdm(names, desc="experiments", disable=not progress, file=sys.stderr):
-            written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
+            try:
+                written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
+            except BudgetSpent as e:  # the rest waits for the next run: its units are pending in the store
+                written.append({"experiment": name, "stopped": str(e), "not_started": names[names.index(name) + 1:]})
+                break
     return written
 
 # %% ../nbs/95_runner.ipynb #cb75ccd5
@@ -281,6 +296,41 @@ def store_status(path) -> pd.DataFrame:
         )
     frames = [ResultStore(r).status().assign(store=_store_label(r, path)) for r in roots]
     return pd.concat(frames, ignore_index=True)[["store", "unit", "state", "planned", "reason"]]
+
+# %% ../nbs/95_runner.ipynb #1e4935e3
+def pending_estimate(
+    stores,  # a folder of stores (e.g. `ExperimentPaths(out, name, "full").stores`)
+) -> pd.DataFrame:  # store, done, pending, hours (estimated for the pending units), unmeasured (pending units of a kind not timed yet)
+    "What is left in every store below `stores`, and how long it should take from the times of the units done."
+    rows = []
+    for root in stores_below(stores):
+        table = ResultStore(root).status()
+        if table.empty:
+            continue
+        kind = table["unit"].map(lambda p: "/".join(part.split("=", 1)[0] for part in p.split("/")))
+        seconds = {}
+        for unit, k in zip(table["unit"], kind):
+            f = root / "units" / unit / ResultStore.TIMING
+            if f.exists():
+                seconds.setdefault(k, []).append(read_json(f)["seconds"])
+        pending = table["state"] != "done"
+        counts = kind[pending].value_counts()
+        hours = (
+            sum(
+                n * float(pd.Series(seconds[k]).median()) for k, n in counts.items() if k in seconds
+            )
+            / 3600
+        )
+        rows.append(
+            {
+                "store": root.relative_to(stores).as_posix(),
+                "done": int((~pending).sum()),
+                "pending": int(pending.sum()),
+                "hours": round(hours, 2),
+                "unmeasured": int(sum(n for k, n in counts.items() if k not in seconds)),
+            }
+        )
+    return pd.DataFrame(rows, columns=["store", "done", "pending", "hours", "unmeasured"])
 
 # %% ../nbs/95_runner.ipynb #9ea65ecb
 def plan_experiment(
@@ -356,6 +406,30 @@ def backend_of(kind:str|None, # "local", "slurm" or None (in place)
     config = read_cluster_config(cluster_config) if cluster_config else ClusterConfig()
     return SlurmBackend(replace(config, cluster=cluster) if cluster else config)
 
+# %% ../nbs/95_runner.ipynb #101efc32
+def parse_duration(text: str) -> float:
+    "`--budget`'s value in seconds: a number with s, m or h (a bare number is minutes)."
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise HoiAuditError(
+            f"--budget {text!r}: expected a positive time such as 90s, 150m or 2.5h"
+        )
+    return float(m.group(1)) * {"s": 1, "m": 60, "": 60, "h": 3600}[m.group(2)]
+
+
+def _report_stopped(w: dict, stores: Path):
+    "What a run stopped by its budget leaves: the experiment it stopped in, those not started, and the estimate of what is pending."
+    print(f"{w['experiment']}: stopped, the budget is spent ({w['stopped']})")
+    if w["not_started"]:
+        print(f"  not started: {', '.join(w['not_started'])}")
+    if stores.is_dir():
+        est = pending_estimate(stores)
+        print(est.to_string(index=False))
+        print(
+            f"  about {est['hours'].sum():.1f} h of measured work pending (+{int(est['unmeasured'].sum())} unit(s) of kinds not timed "
+            f"yet) in {stores}; the same command continues"
+        )
+
 # %% ../nbs/95_runner.ipynb #67bf4b5e
 def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small (CI, minutes) or full (the seeds' sizes)
                       only:Annotated[list[str]|None, {"metavar": "NAME"}]=None, # run only these experiments
@@ -368,13 +442,18 @@ def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small
                       cluster_config:Annotated[str|None, {"metavar": "FILE"}]=None, # TOML file of the SLURM backend's settings (partition, time limit, ...)
                       cluster:Literal["slurm", "local", "debug"]|None=None, # override the config's cluster (local: submitit's local executor)
                       device:Literal["auto", "cpu", "cuda"]|None=None, # where the audit engine's networks train; auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
+                      budget:Annotated[str|None, {"metavar": "TIME"}]=None, # stop between units once TIME is spent (90s, 150m, 2.5h; a bare number: minutes); the same command continues
                      ) -> int:
     "run the experiment notebooks (every figure and results JSON)"
     params = dict(parse_param(p) for p in param or [])
     print(labels_in_use(), file=sys.stderr)
     written = reproduce(out=out, scale=scale, only=only, params=params, notebooks=notebooks, progress=not quiet,
-                        backend=backend_of(backend, workers, cluster_config, cluster), device=device)
+                        backend=backend_of(backend, workers, cluster_config, cluster), device=device,
+                        budget=None if budget is None else parse_duration(budget))
     for w in written:
+        if "stopped" in w:
+            _report_stopped(w, ExperimentPaths(Path(out), w["experiment"], scale).stores)
+            continue
         print(f"{w['experiment']}:\n  results  {w['results']}\n  notebook {w['notebook']}")
         for f in w["figures"]: print(f"  figure   {f}")
         for f in w["folders"]: print(f"  {f.parent.name:<8} {f}/")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_store.ipynb #42a376c3
 from __future__ import annotations
-import contextlib, fcntl, json, os, re, shutil, sys, uuid
+import contextlib, fcntl, json, os, re, shutil, sys, time, uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -16,6 +16,7 @@ from hoi_audit.core import (
     PROTOCOL,
     _ensure_folder,
     _fsync_path,
+    check_budget,
     read_json,
     sha256_bytes,
     sha256_file,
@@ -74,7 +75,7 @@ UNIT_STATES = (
 class _UnitStates:
     "A store's view of one unit: its lock, its state and its last failure (the part of `ResultStore` that reads)."
 
-    MANIFEST, RESULT = "manifest.json", "result.json"
+    MANIFEST, RESULT, TIMING = "manifest.json", "result.json", "timing.json"
 
     def _lock_file(self, unit: Unit) -> Path:
         return (
@@ -203,7 +204,7 @@ class _UnitFiles:
         self._failure_file(unit).unlink(missing_ok=True)
 
     def _commit(self, unit: Unit, compute: Callable):
-        work = self._scratch(unit)
+        work, started = self._scratch(unit), time.perf_counter()
         try:
             result = compute(unit, work)
             write_json(work / self.RESULT, result)
@@ -213,6 +214,8 @@ class _UnitFiles:
                 if p.is_file() and p.name != self.MANIFEST
             }
             write_json(work / self.MANIFEST, {**unit.manifest, "outputs": outputs})
+            # how long it took, beside the manifest and outside it: the estimate of what is pending reads it; no result does
+            write_json(work / self.TIMING, {"seconds": round(time.perf_counter() - started, 3)})
             self._install(unit, work)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
@@ -229,6 +232,9 @@ class _UnitFiles:
                     f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it"
                 )
             if state != "done":
+                check_budget(
+                    f"unit {unit.path} of {self.root}"
+                )  # a run's budget stops it between units
                 self._commit(unit, compute)
             return True
 
@@ -398,29 +404,44 @@ class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid
 # %% ../nbs/01_store.ipynb #fcf5010a
 @dataclass(frozen=True)
 class ExperimentPaths:
-    "The output layout of one experiment below an output folder."
+    "The output layout of one experiment below an output folder, at the small scale or the full one (committed below `results/full/`)."
 
     out_dir: Path  # the output folder (e.g. the repository root, or --out)
     experiment: str  # the experiment's name
+    scale: str = "small"  # "small": DIR/results, DIR/figures, DIR/store; "full": DIR/results/full, DIR/figures/full, DIR/results/full/store
+
+    def __post_init__(self):
+        if self.scale not in ("small", "full"):
+            raise ValueError(f"scale is 'small' or 'full', got {self.scale!r}")
+
+    def _below(self, folder: str) -> Path:
+        return Path(self.out_dir) / folder / ("full" if self.scale == "full" else "")
 
     @property
     def figures(self) -> Path:
-        return Path(self.out_dir) / "figures"
+        return self._below("figures")
 
     @property
     def results(self) -> Path:
-        return Path(self.out_dir) / "results" / f"{self.experiment}.json"
+        return self._below("results") / f"{self.experiment}.json"
+
+    @property
+    def stores(self) -> Path:
+        "Where every experiment's store is: DIR/store, or at the full scale DIR/results/full/store (its finished units are committed)."
+        return (
+            self._below("results") / "store"
+            if self.scale == "full"
+            else Path(self.out_dir) / "store"
+        )
 
     @property
     def store(self) -> ResultStore:
         "The experiment's result store; its peers are the other stores of the output folder (a unit one of them holds is not trained again)."
-        return ResultStore(
-            Path(self.out_dir) / "store" / self.experiment, peers=Path(self.out_dir) / "store"
-        )
+        return ResultStore(self.stores / self.experiment, peers=self.stores)
 
     @property
     def raw(self) -> Path:
-        return Path(self.out_dir) / "raw" / self.experiment
+        return self._below("raw") / self.experiment
 
     @property
     def data(self) -> Path:

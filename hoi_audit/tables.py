@@ -33,9 +33,9 @@ from .engine import audit_records, history_quality
 
 # %% auto #0
 __all__ = ['METRICS', 'UNITS', 'TRAIN_LABEL', 'TEST_LABEL', 'unit_columns', 'unit_gap', 'condition_table', 'matched_gap',
-           'AuditResult', 'gap_rows', 'four_condition_audit', 'InterventionResult', 'intervention_table',
-           'intervention_2x2', 'audit_results_records', 'intervention_results_records', 'format_table',
-           'window_results_records', 'recovery_table']
+           'AuditResult', 'gap_rows', 'audit_result', 'four_condition_audit', 'InterventionResult',
+           'intervention_table', 'intervention_2x2', 'audit_results_records', 'intervention_results_records',
+           'format_table', 'window_results_records', 'recovery_table']
 
 # %% ../nbs/17c_tables.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
@@ -163,6 +163,15 @@ def gap_rows(records: pd.DataFrame) -> pd.DataFrame:
     ]
     return pd.DataFrame(rows)
 
+# %% ../nbs/17c_tables.ipynb #158e957e
+def audit_result(
+    everything: pd.DataFrame,  # every test of `engine.audit_records` (stacked over draws: `datasets.draw_records`)
+    quality: pd.DataFrame,  # the recovered histories' quality (`engine.history_quality`)
+) -> AuditResult:
+    "Table 1, the matched gaps and the history quality from an audit's records (what `four_condition_audit` returns)."
+    matched = _matched(everything)
+    return AuditResult(matched, condition_table(matched), gap_rows(matched), everything, quality)
+
 # %% ../nbs/17c_tables.ipynb #503ae298
 def four_condition_audit(
     dataset,  # a `ProceduralDataset` with features, or `datasets.SeededDatasets` (units: generator seeds x splits)
@@ -190,11 +199,10 @@ def four_condition_audit(
         progress,
         workers,
     )
-    matched = _matched(everything)
     quality = over_generator_seeds(
         history_quality, dataset, splits, conditions, store, config, history_fn
     )
-    return AuditResult(matched, condition_table(matched), gap_rows(matched), everything, quality)
+    return audit_result(everything, quality)
 
 # %% ../nbs/17c_tables.ipynb #47f82b7c
 TRAIN_LABEL = {"ba": "Recognizer", "gt": "GT oracle"}
