@@ -27,6 +27,7 @@ SECTIONS = [  # sidebar sections: (caption, entries); the library and experiment
     ("Library stages", None),
     ("Experiments", None),
     ("Running on your data", ["your_data"]),
+    ("Case studies", ["case_studies"]),
     ("Running on a cluster", ["on_a_cluster"]),
     ("Reliability", ["reliability"]),
 ]
