@@ -13,11 +13,11 @@ from scipy import stats as _sps
 from .core import DataError
 
 # %% auto #0
-__all__ = ['LEAD_WITH_DRAWS', 'PROBE_METRICS', 'format_interval', 'Interval', 'interval_table', 'mean_std', 'student_t_interval',
-           'nested_t_interval', 'audit_interval', 'student_t_from_summary', 'paired_differences', 'paired_gap',
-           'gap_table', 'batched', 'weighted_mean', 'bootstrap_interval', 'paired_bootstrap_delta', 'cluster_bootstrap',
-           'auroc', 'average_precision', 'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece', 'probe_metrics',
-           'probe_metric_intervals', 'topk_accuracy', 'mean_topk_recall', 'topk']
+__all__ = ['LEAD_WITH_DRAWS', 'PROBE_METRICS', 'format_interval', 'Quote', 'Interval', 'interval_table', 'mean_std',
+           'student_t_interval', 'nested_t_interval', 'audit_interval', 'student_t_from_summary', 'paired_differences',
+           'paired_gap', 'gap_table', 'batched', 'weighted_mean', 'bootstrap_interval', 'paired_bootstrap_delta',
+           'cluster_bootstrap', 'auroc', 'average_precision', 'balanced_accuracy', 'brier', 'nll', 'ece_bins', 'ece',
+           'probe_metrics', 'probe_metric_intervals', 'topk_accuracy', 'mean_topk_recall', 'topk']
 
 # %% ../nbs/03_stats.ipynb #b1f00588
 def format_interval(
@@ -34,6 +34,48 @@ def format_interval(
     if pd.isna(low) or pd.isna(high):
         return f"{text} {undefined}".rstrip()
     return f"{text} [{f(low)}, {f(high)}]"
+
+# %% ../nbs/03_stats.ipynb #d8de0932
+class Quote:
+    "Numbers for prose, read from a results JSON's records: one record's value, an interval, or the mean of the records a filter names."
+
+    def __init__(self, results):  # a results JSON's path, a payload of `core.read_results`, or its records (DataFrame)
+        from hoi_audit.core import read_results
+
+        self.source = str(results) if not isinstance(results, (dict, pd.DataFrame)) else "records"
+        payload = results if isinstance(results, (dict, pd.DataFrame)) else read_results(results)
+        self.records = payload if isinstance(payload, pd.DataFrame) else pd.DataFrame(payload["records"])
+
+    def rows(self, **where) -> pd.DataFrame:
+        "The records matching every `column=value` (None: the column is empty); an error names a filter nothing matches."
+        rows = self.records
+        for k, v in where.items():
+            if k not in rows.columns:
+                raise DataError(f"{self.source}: no record has {k!r} (columns: {sorted(self.records.columns)})")
+            rows = rows[rows[k].isna()] if v is None else rows[rows[k] == v]
+        if rows.empty:
+            raise DataError(f"{self.source}: no record matches {where}")
+        return rows
+
+    def record(self, **where) -> pd.Series:
+        "The one record matching `where` (more than one is an error: say which)."
+        rows = self.rows(**where)
+        if len(rows) > 1:
+            raise DataError(f"{self.source}: {len(rows)} records match {where}; name one")
+        return rows.iloc[0]
+
+    def __call__(self, digits: int = 1, signed: bool = False, **where) -> str:
+        "One record's value, formatted (`signed`: a '+' on positive numbers)."
+        return f"{self.record(**where)['value']:{'+' if signed else ''}.{digits}f}"
+
+    def interval(self, digits: int = 1, signed: bool = True, low: str = "ci_low", high: str = "ci_high", **where) -> str:
+        "One record's value with its interval, `value [low, high]` (`low`/`high`: which columns hold the bounds)."
+        r = self.record(**where)
+        return format_interval(r["value"], r[low], r[high], digits=digits, signed=signed)
+
+    def mean(self, digits: int = 1, signed: bool = False, **where) -> str:
+        "The mean value of every record matching `where` (e.g. a condition's Act@1 over splits, seeds and draws)."
+        return f"{self.rows(**where)['value'].mean():{'+' if signed else ''}.{digits}f}"
 
 # %% ../nbs/03_stats.ipynb #b995a594
 @dataclass(frozen=True)

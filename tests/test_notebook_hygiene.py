@@ -127,3 +127,28 @@ def test_the_feature_writer_check_can_fail(tmp_path):
     nb = tmp_path / "x.ipynb"
     nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["root = shared_label_features(src, d, spec)\n"]}]}))
     assert direct_feature_writers(nb) == ["shared_label_features"]
+
+# Every number in an experiment's prose comes from a record (issue 50): prose quotes results through `stats.Quote` in generated
+# Markdown cells, never typed into a markdown cell. A notebook not converted yet keeps at most the typed numbers it has (the count
+# only goes down: lower it as prose is converted); a converted notebook, and every new one, has none.
+EXPERIMENTS = sorted((REPO / "nbs" / "experiments").glob("*.ipynb"))
+TYPED = re.compile(r"(?<![\w.])[+\-−]?\d+\.\d+(?![\w.])")   # a decimal number: 27.7, +25.3, −24.4, 0.48 (not 2.4.14)
+TYPED_NUMBERS_LEFT = {"analysis": 51, "case_studies": 2, "architectures": 107, "candidate_ranking": 7, "context_probes": 52, "controls": 257,
+                      "decomposition": 34, "epic_anticipation": 6, "generator_seeds": 26, "horizons": 120, "lta": 89, "scope": 185,
+                      "sensitivity": 174, "success_probes": 8}
+
+def typed_numbers(path: Path) -> list[str]:
+    "The decimal numbers typed into the markdown cells of a notebook (inline code spans, which name settings, excluded)."
+    cells = json.loads(path.read_text())["cells"]
+    return [n for c in cells if c["cell_type"] == "markdown" for n in TYPED.findall(re.sub(r"`[^`]*`", "", "".join(c["source"])))]
+
+@pytest.mark.parametrize("nb", EXPERIMENTS, ids=lambda p: p.name)
+def test_experiment_prose_types_no_new_numbers(nb):
+    found, allowed = typed_numbers(nb), TYPED_NUMBERS_LEFT.get(nb.stem, 0)
+    assert len(found) <= allowed, (f"{nb.name}: {len(found)} numbers typed into its prose ({found[:8]} ...), {allowed} allowed: "
+                                   "quote them from the results records (stats.Quote in a generated Markdown cell)")
+    assert len(found) == allowed, f"{nb.name}: {len(found)} typed numbers left: lower TYPED_NUMBERS_LEFT[{nb.stem!r}] to {len(found)}"
+
+def test_the_typed_number_check_sees_decimals_not_versions():
+    text = "gap +27.7 [+25.3, +30.2], −24.4 and 0.48; nbdev 2.4.14, `frame_noise=2.2`, 4 splits, 89%"
+    assert TYPED.findall(re.sub(r"`[^`]*`", "", text)) == ["+27.7", "+25.3", "+30.2", "−24.4", "0.48"]
