@@ -41,7 +41,7 @@ from hoi_audit import (
     success,
     ranking,
     epic,
-    lint,
+    published,
     contracts,
 )
 
@@ -108,7 +108,7 @@ STAGES = (
     success,
     ranking,
     epic,
-    lint,
+    published,
     contracts,
 )  # each registers its own subcommands (`add_subcommand`), in the order `--help` lists them
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
 import pandas as pd
-from .core import DataError, HoiAuditError, sha256_file, write_json
+from .core import DataError, sha256_file, write_json
 from .store import CommandOutput
 from .cli import add_command
 from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
@@ -17,7 +17,8 @@ from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
 # %% auto #0
 __all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_window_rows',
            'annotation_fps', 'check_windows', 'check_scored_set', 'selection_splits', 'check_selection', 'LintReport',
-           'lint_frames', 'lint_protocol', 'write_example_protocol', 'lint_command', 'add_subcommand']
+           'lint_frames', 'lint_protocol', 'write_example_protocol', 'write_lint_report', 'lint_command',
+           'add_subcommand']
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
@@ -522,14 +523,32 @@ def write_example_protocol(
     log.to_csv(paths["training_log"], index=False)
     return {**paths, "reported_split": "test"}, planted
 
+# %% ../nbs/46_lint.ipynb #630841af
+def write_lint_report(
+    report: LintReport,  # from lint_protocol or published.lint_published
+    paths: CommandOutput,  # where the command writes
+) -> int:  # the exit status: 0 clean, 1 findings
+    "Print each finding (rule, number of actions, the first ids, why), write the report JSON and say where."
+    print(
+        f"{report.n_annotated} annotated actions, {report.n_scored} scored: "
+        + ("no findings" if report.ok else f"{len(report.findings)} finding(s)")
+    )
+    for f in report.findings.to_dict("records"):
+        more = f" (+{f['n_actions'] - 5} more)" if f["n_actions"] > 5 else ""
+        print(
+            f"  [{f['rule']}] {f['n_actions']} action(s): {', '.join(f['narration_ids'][:5])}{more}\n    {f['message']}\n"
+            f"    rule: {RULES[f['rule']]}"
+        )
+    paths.wrote(write_json(paths.results, report.to_dict()))
+    paths.report()
+    return 0 if report.ok else 1
+
 # %% ../nbs/46_lint.ipynb #0a8b853c
 def lint_command(*,
-                 annotations:str, # the evaluated split's annotation CSV (EPIC-100 layout; with --protocol also RULSTM's header-less one)
-                 windows:str|None=None, # CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
-                 scored:str|None=None, # the scored narration ids: one per line, or a CSV with narration_id
-                 protocol:str|None=None, # a published protocol (published.PUBLISHED: vjepa2-ek100, rulstm-ek100): builds the windows, scored set and selection log it implies
+                 annotations:str, # the evaluated split's EPIC-100-style annotation CSV
+                 windows:str, # CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
+                 scored:str, # the scored narration ids: one per line, or a CSV with narration_id
                  train_annotations:str|None=None, # the training split's annotation CSV (tells a class filter from other drops)
-                 video_info:str|None=None, # with --protocol: a CSV of video_id, fps (EPIC_100_video_info.csv); needed for RULSTM's layout
                  excluded:str|None=None, # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
                  training_log:str|None=None, # CSV checkpoint,split,metric,value[,selection_split]
                  reported_split:str|None=None, # the split the scores are reported on (with --training-log)
@@ -537,29 +556,11 @@ def lint_command(*,
                  fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame; default: from the annotations' frames and timestamps)
                  out:str, # FILE.json, or DIR (DIR/results/lint.json)
                 ) -> int: # the exit status: 0 clean, 1 findings
-    "check a user's anticipation protocol (or a published one, --protocol NAME): window anchoring, class filtering, unrecorded drops, model selection on the reported split"
-    if protocol is not None:
-        given = [f"--{k.replace('_', '-')}" for k, v in (("windows", windows), ("scored", scored), ("excluded", excluded),
-                 ("training_log", training_log), ("reported_split", reported_split), ("fps", fps)) if v is not None]
-        if given: raise HoiAuditError(f"--protocol {protocol} builds the windows, scored set and selection log itself; drop {', '.join(given)}")
-        from .published import lint_published  # published builds on this module
-        paths = CommandOutput.parse(out, "lint")
-        report = lint_published(protocol, annotations, train_annotations, video_info=video_info, gap=gap)
-    else:
-        if windows is None or scored is None:
-            raise HoiAuditError("lint needs --windows and --scored (the files of your protocol), or --protocol NAME for a published one")
-        paths = CommandOutput.parse(out, "lint")
-        report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
-                               excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
-    print(f"{report.n_annotated} annotated actions, {report.n_scored} scored: "
-          + ("no findings" if report.ok else f"{len(report.findings)} finding(s)"))
-    for f in report.findings.to_dict("records"):
-        more = f" (+{f['n_actions'] - 5} more)" if f["n_actions"] > 5 else ""
-        print(f"  [{f['rule']}] {f['n_actions']} action(s): {', '.join(f['narration_ids'][:5])}{more}\n    {f['message']}\n"
-              f"    rule: {RULES[f['rule']]}")
-    paths.wrote(write_json(paths.results, report.to_dict()))
-    paths.report()
-    return 0 if report.ok else 1
+    "check a user's anticipation protocol: window anchoring, class filtering, unrecorded drops, model selection on the reported split"
+    paths = CommandOutput.parse(out, "lint")
+    report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
+                           excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
+    return write_lint_report(report, paths)
 
 # %% ../nbs/46_lint.ipynb #6d99a497
 def add_subcommand(subparsers):

@@ -3,7 +3,8 @@ import argparse, json
 import pandas as pd
 import pytest
 from hoi_audit.core import DataError
-from hoi_audit.lint import PLANTABLE, RULES, add_subcommand, lint_protocol, write_example_protocol
+from hoi_audit.lint import PLANTABLE, RULES, lint_protocol, write_example_protocol
+from hoi_audit.published import add_subcommand  # the CLI's `hoi-audit lint`
 
 
 def cli(*argv):

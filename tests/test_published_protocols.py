@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hoi_audit.core import DataError, HoiAuditError
-from hoi_audit.lint import add_subcommand
+from hoi_audit.published import add_subcommand
 from hoi_audit.published import PUBLISHED, lint_published, protocol_windows, read_actions, read_video_info, window_positions
 
 HEADER = ("narration_id,participant_id,video_id,narration_timestamp,start_timestamp,stop_timestamp,start_frame,stop_frame,"
