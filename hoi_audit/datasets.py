@@ -16,7 +16,8 @@ from .store import ResultStore, Unit
 
 # %% auto #0
 __all__ = ['GENERATOR_SEEDS', 'GENERATOR_VERSION', 'video_subset', 'seeded_name', 'Draw', 'preset_audit_dataset',
-           'label_audit_dataset', 'SeededDatasets', 'over_generator_seeds', 'draw_records', 'data_recipes']
+           'label_audit_dataset', 'SeededDatasets', 'over_generator_seeds', 'draw_records', 'data_recipes',
+           'breakfast_families']
 
 # %% ../nbs/12e_datasets.ipynb #5369216f
 def video_subset(
@@ -320,3 +321,15 @@ def data_recipes(
             )
         out[name] = {str(s): family.by_seed[s].recipe for s in family.seeds}
     return out
+
+# %% ../nbs/12e_datasets.ipynb #11f95ce8
+def breakfast_families(
+    size: str,  # "small" or "full"
+    data_dir,  # the shared data folder (`ExperimentPaths.data`)
+    every: int,  # real-label mode keeps every `every`-th Breakfast video
+    labels_dir=None,  # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
+) -> dict:  # {"synthetic_breakfast": ..., "breakfast_labels": ...}, each `SeededDatasets` of `Draw`s
+    "The two Breakfast datasets the audit's headline reads (`four_condition`): the preset and real-label mode, at every generator seed of `size`."
+    seeds = GENERATOR_SEEDS[size]
+    return {"synthetic_breakfast": SeededDatasets.draw(preset_audit_dataset, seeds, "breakfast", size, data_dir, lazy=True),
+            "breakfast_labels": SeededDatasets.draw(label_audit_dataset, seeds, "breakfast", size, data_dir, every, labels_dir, lazy=True)}
