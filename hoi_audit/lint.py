@@ -17,8 +17,7 @@ from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
 # %% auto #0
 __all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_window_rows',
            'annotation_fps', 'check_windows', 'check_scored_set', 'selection_splits', 'check_selection', 'LintReport',
-           'lint_frames', 'lint_protocol', 'write_example_protocol', 'write_lint_report', 'lint_command',
-           'add_subcommand']
+           'lint_frames', 'lint_protocol', 'write_example_protocol', 'write_lint_report', 'lint_command']
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
@@ -561,8 +560,3 @@ def lint_command(*,
     report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
                            excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
     return write_lint_report(report, paths)
-
-# %% ../nbs/46_lint.ipynb #6d99a497
-def add_subcommand(subparsers):
-    "Register `hoi-audit lint`."
-    return add_command(subparsers, lint_command)

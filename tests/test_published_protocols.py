@@ -1,5 +1,6 @@
 "Published protocols (published.PUBLISHED) on hand-made annotation files in both layouts, each answer counted by hand; the CLI."
-import argparse, json
+import argparse, json, os
+from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
@@ -88,3 +89,27 @@ def test_cli_protocol(files, capsys):
     assert "[pair-filter] 2 action(s)" in capsys.readouterr().out
     with pytest.raises(HoiAuditError, match="drop --windows"):
         cli("--protocol", "rulstm-ek100", "--annotations", str(files / "val.csv"), "--windows", "w.csv", "--out", str(out))
+
+ANCHORS = Path(os.environ.get("HOI_AUDIT_ANCHORS") or Path(__file__).resolve().parents[2] / "shared" / "anchors")
+REAL = {"val": ANCHORS / "epic-kitchens-100" / "EPIC_100_validation.csv", "info": ANCHORS / "epic-kitchens-100" / "EPIC_100_video_info.csv",
+        "val_rulstm": ANCHORS / "rulstm-ek100" / "validation.csv", "train": ANCHORS / "rulstm-ek100" / "training.csv"}
+
+@pytest.mark.skipif(not all(p.is_file() for p in REAL.values()), reason=f"EPIC-KITCHENS-100's files are not in {ANCHORS} (never shipped)")
+def test_real_counts_match_an_independent_count():
+    "On the real files, where they are: the lint's counts against plain pandas on the raw CSVs, with no hoi_audit reader."
+    ev, tr = pd.read_csv(REAL["val"]), pd.read_csv(REAL["train"], header=None)
+    pairs = set(zip(tr[4], tr[5]))
+    seen = np.array([(v, n) in pairs for v, n in zip(ev.verb_class, ev.noun_class)])
+    secs = lambda s: pd.to_timedelta(s).dt.total_seconds()
+    longer = ((secs(ev.stop_timestamp) - secs(ev.start_timestamp)).round(3) > 1.0).to_numpy()
+    r = lint_published("vjepa2-ek100", REAL["val"], REAL["train"], REAL["info"])
+    assert r.n_annotated - r.n_scored == (~seen).sum() == 372
+    a = read_actions(REAL["val"], read_video_info(REAL["info"]))
+    pos = window_positions(protocol_windows(PUBLISHED["vjepa2-ek100"], a), a)
+    assert pos.ends_inside[seen].sum() == (longer & seen).sum()            # every scored action longer than 1 s: 7,659
+    info = pd.read_csv(REAL["info"]).set_index("video_id").fps
+    va = pd.read_csv(REAL["val_rulstm"], header=None)
+    fast = (va[1].map(info) > 60).sum()                                     # 30 half-rate frames are under 1 s only above 60 fps
+    rr = lint_published("rulstm-ek100", REAL["val_rulstm"], REAL["train"], REAL["info"])
+    assert fast == 42 and rr.finding("window-anchor")["n_actions"] == fast + 20   # + the 20 early actions padded with a later frame
+    assert rr.n_scored == len(va) == 9668
