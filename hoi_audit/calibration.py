@@ -15,8 +15,9 @@ from .synthetic import synthetic_dataset, SyntheticDataset
 
 # %% auto #0
 __all__ = ['CALIBRATION_SEED', 'CALIBRATION_SEEDS', 'PAPER_TARGETS', 'REAL_LABEL_FEATURES', 'TARGET_MEASURES', 'AUDIT_TARGETS',
-           'CalibrationResult', 'calibrate_knob', 'calibration_split', 'real_label_calibration_videos',
-           'calibrate_feature_spec', 'real_label_feature_spec', 'AuditTarget', 'full_scale_scoreboard']
+           'KNOWN_MISSES', 'MISS_REASONS', 'CalibrationResult', 'calibrate_knob', 'calibration_split',
+           'real_label_calibration_videos', 'calibrate_feature_spec', 'real_label_feature_spec', 'AuditTarget',
+           'full_scale_scoreboard', 'shortfall_table']
 
 # %% ../nbs/12d_calibration.ipynb #ec3c8c02
 CALIBRATION_SEED = 1000  # dataset / feature seed of the calibration split (experiments use 0: the values are not fitted on them)
@@ -396,3 +397,58 @@ def full_scale_scoreboard(
             }
         )
     return pd.DataFrame(rows)
+
+# %% ../nbs/12d_calibration.ipynb #8e1753ba
+KNOWN_MISSES = {  # (quantity, dataset) -> the measured miss and why: calibrated targets the committed results/full files miss
+    # the window knobs were searched on split 1 of one draw (CALIBRATION_SEED); the generator seed sets most of the difficulty
+    # (50 Salads at the full size, split means at the frozen knob: seed 0 81.3, seed 1 82.3, seed 2 76.7, seed 1000 76.0; real-label
+    # Breakfast at the knobs chosen on seed 1000 (45.6): seeds 0/1/2 40.8/40.4/44.5), so these are fixed by searching on the mean over
+    # CALIBRATION_SEEDS and regenerating over three draws (12d "The generator seed sets the difficulty"; issue 33, item 6)
+    (
+        "window_acc",
+        "synthetic_50salads",
+    ): "81.3 against 74.7 +/- 2 (calibrated to 73.8 on split 1 of the calibration seed)",
+    (
+        "window_acc",
+        "50salads_labels",
+    ): "80.9 against 74.7 +/- 2 (calibrated to 75.3 on split 1 of the calibration seed)",
+    (
+        "window_acc",
+        "breakfast_labels",
+    ): "41.3 against 44.4 +/- 2 (calibrated to 45.2 on split 1 of the calibration seed)",
+    (
+        "video_only_act1",
+        "breakfast_labels",
+    ): "17.7 against 21.7 +/- 3 (calibrated to 21.0 on split 1 of the calibration seed)",
+}
+
+MISS_REASONS = {  # quantity -> why a target no knob is set to meet can miss (what the planted family does not model)
+    "ba_act1": "not calibrated: the presets are calibrated on the window recognizer and video only, not on what a half-right "
+    "history is worth downstream",
+    "gt_minus_context_act1": "not calibrated: in the planted family the window says nothing the full history does not (the GT "
+    "row sits at the generator's Bayes accuracy), where the paper's window adds a few points",
+    "video_only_act1": "not calibrated for this preset: its video channel was set for Breakfast's",
+    "gap_act1_ba": "not calibrated: the gap follows from the recognizer and the grammar of the preset",
+}
+
+
+def shortfall_table(
+    results_dir,  # a folder of results JSON (e.g. results/full)
+    targets: Sequence[AuditTarget] = AUDIT_TARGETS,  # the targets to measure
+) -> pd.DataFrame:  # source, quantity, dataset, paper, tolerance, measured, met, why
+    "Every target beside its measured value, met or missed, and why a miss is one (`KNOWN_MISSES`, the target's own note, `MISS_REASONS`)."
+    board = full_scale_scoreboard(results_dir, targets)
+
+    def why(r):
+        if r["met"]:
+            return ""
+        if (r["quantity"], r["dataset"]) in KNOWN_MISSES:
+            return "calibrated, missed: " + KNOWN_MISSES[r["quantity"], r["dataset"]]
+        if r["unreachable"]:
+            return "no feature knob reaches it: " + r["unreachable"]
+        if r["calibrated"]:
+            return "calibrated, missed: not explained yet"
+        return MISS_REASONS.get(r["quantity"], "not calibrated")
+
+    board["why"] = board.apply(why, axis=1)
+    return board[["source", "quantity", "dataset", "paper", "tolerance", "measured", "met", "why"]]

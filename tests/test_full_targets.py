@@ -1,22 +1,13 @@
 "The committed full-scale results against the paper's numbers that the presets are calibrated to (calibration.AUDIT_TARGETS)."
 import pytest
-from hoi_audit.calibration import AUDIT_TARGETS, full_scale_scoreboard
+from hoi_audit.calibration import AUDIT_TARGETS, KNOWN_MISSES, full_scale_scoreboard
 from conftest import REPO
 
 FULL = REPO / "results" / "full"
 
-# Calibrated targets the committed full-scale results miss, each with its measured value and why. A miss not listed here fails;
-# a listed one that is met fails too (strict xfail), so the list cannot outlive the regeneration that fixes it (issue 33, item 6).
-KNOWN_MISSES = {
-    # the window knobs were searched on split 1 of one draw (CALIBRATION_SEED); the generator seed sets most of the difficulty
-    # (50 Salads at the full size, split means at the frozen knob: seed 0 81.3, seed 1 82.3, seed 2 76.7, seed 1000 76.0; real-label
-    # Breakfast at the knobs chosen on seed 1000 (45.6): seeds 0/1/2 40.8/40.4/44.5), so these are fixed by searching on the mean over
-    # calibration.CALIBRATION_SEEDS and regenerating over three draws (12d "The generator seed sets the difficulty"; issue 33, item 6)
-    ("window_acc", "synthetic_50salads"): "81.3 against 74.7 +/- 2 (calibrated to 73.8 on split 1 of the calibration seed)",
-    ("window_acc", "50salads_labels"): "80.9 against 74.7 +/- 2 (calibrated to 75.3 on split 1 of the calibration seed)",
-    ("window_acc", "breakfast_labels"): "41.3 against 44.4 +/- 2 (calibrated to 45.2 on split 1 of the calibration seed)",
-    ("video_only_act1", "breakfast_labels"): "17.7 against 21.7 +/- 3 (calibrated to 21.0 on split 1 of the calibration seed)",
-}
+# Calibrated targets the committed full-scale results miss live in calibration.KNOWN_MISSES, each with its measured value and why.
+# A miss not listed there fails; a listed one that is met fails too (strict xfail), so the list cannot outlive the regeneration
+# that fixes it (issue 33, item 6).
 
 CALIBRATED = [t for t in AUDIT_TARGETS if t.calibrated]
 
