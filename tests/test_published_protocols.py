@@ -86,7 +86,9 @@ def test_cli_protocol(files, capsys):
                "--out", str(out)) == 1
     report = json.loads((out / "results" / "lint.json").read_text())
     assert report["protocol"]["name"] == "vjepa2-ek100" and report["n_scored"] == 5
-    assert "[pair-filter] 2 action(s)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "[pair-filter] 2 action(s)" in printed and str(out / "results" / "lint.json") in printed   # says what it wrote
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()] == ["results/lint.json"]   # and only there
     with pytest.raises(HoiAuditError, match="drop --windows"):
         cli("--protocol", "rulstm-ek100", "--annotations", str(files / "val.csv"), "--windows", "w.csv", "--out", str(out))
 
