@@ -81,3 +81,15 @@ def test_a_stopped_run_continues_in_a_fresh_clone_byte_for_byte(tmp_path, no_bud
     written = [p.name for p in (fresh / "raw" / "shared").iterdir()]
     assert len(written) == 1, written  # only the stopped draw was written again (and its features released)
     assert not any((fresh / "raw" / "shared" / w / "features").exists() for w in written)
+
+
+def test_reproduce_with_a_spent_budget_stops_cleanly_and_says_what_is_pending(tmp_path, no_budget, capsys):
+    "The command: a budget spent before the first unit stops the experiment between units, writes no results and no failure."
+    from hoi_audit.runner import main
+    assert main(["reproduce", "--only", "four_condition", "--out", str(tmp_path), "--budget", "0.001s", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "four_condition: stopped, the budget is spent" in out and "the same command continues" in out
+    assert not (tmp_path / "results" / "four_condition.json").exists()
+    assert (tmp_path / "runs" / "four_condition.stopped.ipynb").exists()
+    assert not list((tmp_path / "store").rglob(".failed/*"))  # nothing recorded as failed
+    assert BUDGET_ENV not in os.environ  # the deadline does not outlive the command
