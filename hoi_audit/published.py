@@ -478,7 +478,7 @@ def _inflation_rows(seed, metric, y, sc_start, sc_end, participants, inside, n_b
         iv = stats.cluster_bootstrap(metric, y, sc, clusters=participants, n_boot=n_boot, seed=0)
         out.append(
             {
-                "seed": seed,
+                "planted_seed": seed,
                 "metric": name,
                 "value": iv.estimate,
                 "ci_low": iv.low,
@@ -490,7 +490,7 @@ def _inflation_rows(seed, metric, y, sc_start, sc_end, participants, inside, n_b
     )
     out.append(
         {
-            "seed": seed,
+            "planted_seed": seed,
             "metric": "inflation_recall5",
             "value": iv.estimate,
             "ci_low": iv.low,
@@ -499,7 +499,7 @@ def _inflation_rows(seed, metric, y, sc_start, sc_end, participants, inside, n_b
     )
     out.append(
         {
-            "seed": seed,
+            "planted_seed": seed,
             "metric": "share_windows_inside_action",
             "value": float(np.mean(inside)),
             "ci_low": None,
@@ -513,7 +513,7 @@ def anchoring_inflation(
     seeds=(0, 1, 2),  # the planted data's seeds
     n_boot: int = 1000,  # bootstrap replicates
     **planted,  # planted_windows' settings
-) -> pd.DataFrame:  # seed ("pooled" for all), metric, value, ci_low, ci_high
+) -> pd.DataFrame:  # planted_seed ("pooled" for all), metric, value, ci_low, ci_high
     "Class-mean recall@5 of the same LOPO probe on start- and end-anchored windows, and end minus start with paired intervals."
     metric = stats.topk(5, stats.mean_topk_recall)
     rows, pooled = [], {"y": [], "start": [], "end": [], "participants": [], "inside": []}

@@ -113,10 +113,22 @@ METRIC_KINDS = {
     "mean_top1_recall": "fraction",
     "mean_top5_recall": "fraction",
     "seen_class_fraction": "fraction",
+    # case_studies: the end-anchored window's inflation on planted data, and what the lint of a published protocol counts
+    "start_anchored_recall5": "fraction",
+    "end_anchored_recall5": "fraction",
+    "inflation_recall5": "fraction_diff",
+    "share_windows_inside_action": "fraction",
+    "share_windows_end_inside_action": "fraction",
+    "median_observed_share": "fraction",
+    "median_observed_share_when_inside": "fraction",
+    "window_lead_median_s": "real",
+    "heads_selected_on_reported_split": "count",
+    "epochs_selected_on_reported_split": "count",
 }  # metric -> its VALUE_KINDS kind
 
 METRIC_FAMILIES = {
     "substitution_": "count",
+    "n_": "count",  # a count of actions, windows or videos (case_studies' lint findings)
     "damaged_frames_": "count",
 }  # metric prefix -> kind (epic's decode audit)
 DIFFERENCE_PREFIXES = (
