@@ -230,16 +230,20 @@ def test_a_failing_unit_is_named_and_the_others_are_done(tiny, tmp_path, monkeyp
     with pytest.raises(ValueError, match="workers must be"): four_condition_audit(tiny, seeds=(42,), workers=0)
 
 def test_finished_audit_reopens_without_reading_features(tiny, tmp_path, monkeypatch):
-    import os
+    import os, shutil
+    ds = read_mstcn(shutil.copytree(tiny.root, tmp_path / "data"), name=tiny.name)   # a copy: its features are rewritten below
     kw = dict(splits=[1], seeds=(42,), conditions=("video_only", "gt_history"), config=CFG, store=ResultStore(tmp_path / "store"))
-    first = four_condition_audit(tiny, **kw)
+    first = four_condition_audit(ds, **kw)
     def no_pooling(*a, **k): raise AssertionError("pooled window tokens although every unit is done")
     monkeypatch.setattr(engine, "video_window_tokens", no_pooling)
-    pd.testing.assert_frame_equal(four_condition_audit(tiny, **kw).all_records, first.all_records)
-    # a rewritten feature file changes the video units' identity: they are stale and must pool again
-    f = tiny.video(tiny.splits[1]["test"][0]).feature_path
+    pd.testing.assert_frame_equal(four_condition_audit(ds, **kw).all_records, first.all_records)
+    # the same content with another modification time (written again, or on another machine): the same inputs, nothing pooled
+    f = ds.video(ds.splits[1]["test"][0]).feature_path
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
-    with pytest.raises(AssertionError, match="pooled window tokens"): four_condition_audit(tiny, **kw)
+    pd.testing.assert_frame_equal(four_condition_audit(ds, **kw).all_records, first.all_records)
+    # another content changes the video units' identity: they are stale and must pool again
+    np.save(f, np.load(f) + 1)
+    with pytest.raises(AssertionError, match="pooled window tokens"): four_condition_audit(ds, **kw)
 
 def test_committed_full_scale_results_against_the_planted_ceiling_and_a_reference_interval():
     """results/full/four_condition.json (the Breakfast-sized preset): its rows sit where the generator puts them, its gap is the
