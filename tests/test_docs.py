@@ -12,7 +12,7 @@ import docs_sources
 
 LIBRARY = sorted((REPO / "nbs").glob("[0-9]*.ipynb"))
 EXPERIMENTS = sorted(p.stem for p in (REPO / "nbs" / "experiments").glob("*.ipynb") if not p.name.startswith((".", "_")))
-SECTIONS = ["Start", "Library stages", "Experiments", "Running on your data", "Running on a cluster", "Reliability"]
+SECTIONS = ["Start", "Library stages", "Experiments", "Running on your data", "Case studies", "Running on a cluster", "Reliability"]
 SOURCES = [*(REPO / "nbs").rglob("*.ipynb"), *(REPO / "docs").rglob("*.*"), REPO / "tools" / "docs_sources.py", REPO / "settings.ini"]
 
 @pytest.fixture(scope="module")
