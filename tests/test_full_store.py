@@ -52,20 +52,24 @@ def _committed_copy(src: Path, dst: Path) -> list:
 
 
 @pytest.fixture
-def no_budget(monkeypatch):
-    monkeypatch.delenv(BUDGET_ENV, raising=False)
-    monkeypatch.delenv(ARM, raising=False)
+def no_budget():
+    "No deadline before the test, and none after it: a deadline the test spends must not reach the next test of this process."
+    before = {k: os.environ.pop(k, None) for k in (BUDGET_ENV, ARM)}
+    yield
+    for k, v in before.items():
+        os.environ.pop(k, None)
+        if v is not None:
+            os.environ[k] = v
 
 
-def test_a_stopped_run_continues_in_a_fresh_clone_byte_for_byte(tmp_path, no_budget, monkeypatch):
+def test_a_stopped_run_continues_in_a_fresh_clone_byte_for_byte(tmp_path, no_budget):
     whole = _run(tmp_path / "whole").read_bytes()
 
     first = tmp_path / "first"
-    monkeypatch.setenv(ARM, "synthetic_gtea_g1")  # the second draw runs out of budget half-way
+    os.environ[ARM] = "synthetic_gtea_g1"  # the second draw runs out of budget half-way
     with pytest.raises(BudgetSpent, match="was not started"):
         _run(first)
-    monkeypatch.delenv(ARM)
-    monkeypatch.delenv(BUDGET_ENV)
+    del os.environ[ARM], os.environ[BUDGET_ENV]
     assert not (first / "results" / "full" / "demo.json").exists()  # no results JSON before its units are complete
     store = first / "results" / "full" / "store" / "demo" / "units"
     assert (store / "records=demo" / "dataset=synthetic_gtea" / "generator_seed=0" / "result.json").exists()
