@@ -190,9 +190,12 @@ SLURM_SETTINGS = "tasks = 2\ntimeout_min = 20\npoll_s = 1.0\n"
 def recompute_through_slurm_arrays(name, clone, stores, expected, env, tmp_path):
     "Delete the last SLURM_UNITS units of `stores` in `clone`, recompute them with `--backend slurm --cluster local`; `expected`: results file -> bytes."
     if not stores or name in SLURM_NOT_YET: return   # no stores: computed in the notebook itself, no backend has anything to do
-    planned = [store / "units" / m["path"] for store in stores for m in json.loads((store / "plan.json").read_text())]
-    redo = planned[-SLURM_UNITS:]
+    grid = [(store / "units" / m["path"], m["path"].startswith("records=")) for store in stores
+            for m in json.loads((store / "plan.json").read_text())]
+    # a draw's records unit (`datasets.draw_records`) sums up that draw's units: it goes too, so that the deleted units are read again
+    redo = [unit for unit, summary in grid if not summary][-SLURM_UNITS:]
     for unit in redo: shutil.rmtree(unit)
+    for unit in (unit for unit, summary in grid if summary): shutil.rmtree(unit, ignore_errors=True)
     (tmp_path / "cluster.toml").write_text(SLURM_SETTINGS)
     r = hoi_audit("reproduce", "--only", name, "--scale", "small", "--out", ".", "--quiet", "--backend", "slurm", "--cluster", "local",
                   "--cluster-config", str(tmp_path / "cluster.toml"), cwd=clone, env=env)
