@@ -217,6 +217,32 @@ class SeededDatasets:
         return tuple(sorted(self.by_seed))
 
 # %% ../nbs/12e_datasets.ipynb #gs0c005
+def _stacked(
+    data,  # the `SeededDatasets` the frames come from, one per generator seed in `data.seeds`' order
+    frames,  # each draw's records (a `dataset` column each)
+    what,  # names the record function in an error
+) -> pd.DataFrame:
+    "The draws' records as one family's: named by the family, with a `generator_seed` column after `dataset`."
+    parts = []
+    for seed, r in zip(data.seeds, frames):
+        if "dataset" not in r.columns:
+            raise DataError(f"{what}: its records have no dataset column")
+        r = r.copy()
+        r["dataset"] = data.name
+        r.insert(r.columns.get_loc("dataset") + 1, "generator_seed", int(seed))
+        parts.append(r)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _draws(family, what: str):
+    "A `DataError` unless every draw of `family` is a `Draw` (`SeededDatasets.draw(..., lazy=True)`)."
+    eager = [s for s in family.seeds if not isinstance(family.by_seed[s], Draw)]
+    if eager:
+        raise DataError(
+            f"{family.name}: {what} needs Draws (SeededDatasets.draw(..., lazy=True)); seeds {eager} are datasets"
+        )
+
+
 def over_generator_seeds(
     fn: Callable,  # a record function of one dataset, e.g. `engine.audit_records`; its first argument is the dataset
     data,  # a `ProceduralDataset`, or `SeededDatasets`
@@ -229,13 +255,8 @@ def over_generator_seeds(
     parts = []
     for seed in data.seeds:
         draw = data.by_seed[seed]
-        r = fn(draw.dataset() if isinstance(draw, Draw) else draw, *args, **kw).copy()
-        if "dataset" not in r.columns:
-            raise DataError(f"{getattr(fn, '__name__', fn)}: its records have no dataset column")
-        r["dataset"] = data.name
-        r.insert(r.columns.get_loc("dataset") + 1, "generator_seed", int(seed))
-        parts.append(r)
-    return pd.concat(parts, ignore_index=True)
+        parts.append(fn(draw.dataset() if isinstance(draw, Draw) else draw, *args, **kw))
+    return _stacked(data, parts, getattr(fn, "__name__", fn))
 
 # %% ../nbs/12e_datasets.ipynb #fb80f7df
 def _frame_json(frame: pd.DataFrame) -> dict:
@@ -264,11 +285,7 @@ def draw_records(
     "Every step's records for every draw, each draw one store unit: a done draw is read back without writing its data."
     if not isinstance(data, SeededDatasets):  # a user's folder: nothing to draw, nothing to release
         return {name: fn(data) for name, fn in steps.items()}
-    eager = [s for s in data.seeds if not isinstance(data.by_seed[s], Draw)]
-    if eager:
-        raise DataError(
-            f"{data.name}: draw_records needs Draws (SeededDatasets.draw(..., lazy=True)); seeds {eager} are datasets"
-        )
+    _draws(data, "draw_records")
 
     def compute(unit, workdir):
         draw = data.by_seed[unit.key["generator_seed"]]
@@ -294,18 +311,10 @@ def draw_records(
         for s in data.seeds
     ]
     stored = store.run(units, compute, progress=False)
-    out = {}
-    for name in steps:
-        parts = []
-        for s, r in zip(data.seeds, stored):
-            frame = _json_frame(r[name])
-            if "dataset" not in frame.columns:
-                raise DataError(f"step {name}: its records have no dataset column")
-            frame["dataset"] = data.name
-            frame.insert(frame.columns.get_loc("dataset") + 1, "generator_seed", int(s))
-            parts.append(frame)
-        out[name] = pd.concat(parts, ignore_index=True)
-    return out
+    return {
+        name: _stacked(data, [_json_frame(r[name]) for r in stored], f"step {name}")
+        for name in steps
+    }
 
 # %% ../nbs/12e_datasets.ipynb #1d3fde96
 def data_recipes(
@@ -314,11 +323,7 @@ def data_recipes(
     "What a results JSON records of the generated data it was computed on: each draw's recipe (preset or labels, knobs, dtype, seed)."
     out = {"generator_version": GENERATOR_VERSION}
     for name, family in families.items():
-        eager = [s for s in family.seeds if not isinstance(family.by_seed[s], Draw)]
-        if eager:
-            raise DataError(
-                f"{name}: data_recipes needs Draws (SeededDatasets.draw(..., lazy=True)); seeds {eager} are datasets"
-            )
+        _draws(family, "data_recipes")
         out[name] = {str(s): family.by_seed[s].recipe for s in family.seeds}
     return out
 
