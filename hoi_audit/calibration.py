@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
-from .core import DataError, read_results
+from .core import DataError
+from .results import read_results
 from .procedural import read_splits
 from .features import _rng, FeatureSpec
 from .synthetic import synthetic_dataset, SyntheticDataset

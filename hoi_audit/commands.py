@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 import pandas as pd
-from .core import HoiAuditError, sha256_file, sha256_json, write_results
+from .core import HoiAuditError, sha256_file, sha256_json
+from .results import write_results
 from .store import CommandOutput, ResultStore
 from .cli import add_command, parse_list
 from hoi_audit.conditions import (

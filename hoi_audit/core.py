@@ -16,8 +16,7 @@ __all__ = ['BUDGET_ENV', 'PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', '
            'seed_everything', 'atomic_path', 'WriteLog', 'recording_writes', 'claim_output', 'to_jsonable',
            'canonical_json', 'write_bytes', 'write_text', 'write_json', 'read_json', 'write_npy', 'write_npz',
            'write_table', 'save_figure', 'sha256_bytes', 'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json',
-           'sha256_of', 'verify', 'numeric_environment', 'write_results', 'read_results', 'predating', 'protocol_note',
-           'RegistryError', 'Registry', 'registries']
+           'sha256_of', 'verify', 'numeric_environment', 'RegistryError', 'Registry', 'registries']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -482,34 +481,6 @@ def verify(
 # %% ../nbs/00_core.ipynb #0cbaa32d
 SCALES = ("small", "full")  # experiment scales: small runs in CI, full reproduces the seeds' sizes
 
-# %% ../nbs/00_core.ipynb #8776a147
-def _record_rows(records) -> list[dict]:
-    if isinstance(records, pd.DataFrame):
-        records = records.to_dict("records")
-    rows = []
-    for i, r in enumerate(records):
-        r = dict(r)
-        if "metric" not in r or "value" not in r:
-            raise ValueError(f"record {i} needs 'metric' and 'value': {r}")
-        if ("ci_low" in r) != ("ci_high" in r):
-            raise ValueError(f"record {i} has only one of ci_low/ci_high: {r}")
-        keep = {}
-        for k, v in r.items():
-            if (
-                k != "value"
-                and isinstance(v, (float, np.floating))
-                and np.isnan(v)
-                and k not in ("ci_low", "ci_high")
-            ):
-                continue
-            keep[k] = v
-        if not isinstance(
-            keep["value"], (int, float, np.integer, np.floating, type(None))
-        ) or isinstance(keep["value"], bool):
-            raise ValueError(f"record {i}: value must be a number or None, got {keep['value']!r}")
-        rows.append(keep)
-    return rows
-
 # %% ../nbs/00_core.ipynb #1afdd207
 def numeric_environment() -> dict:
     "What floating-point results depend on besides the code, the seeds and the inputs: CPU dispatch, BLAS kernels, library versions."
@@ -534,91 +505,6 @@ def numeric_environment() -> dict:
             name: md.version(name) for name in ("numpy", "scipy", "scikit-learn", "pandas", "torch")
         },
     }
-
-# %% ../nbs/00_core.ipynb #c49c19eb
-def write_results(
-    path,  # results/<experiment>.json
-    experiment: str,  # the experiment's name
-    records,  # a tidy DataFrame or a list of dicts with `metric` and `value`
-    scale: str = "small",  # one of SCALES
-    config: dict | None = None,  # every setting the numbers depend on (no paths)
-    pins: dict | None = None,  # SHA-256 of the inputs, by name
-    extra: dict | None = None,  # more top-level entries (what a reader needs besides the records, e.g. the conditions' labels)
-) -> Path:
-    "Write the results JSON canonically and atomically, with its `numeric_environment`; the same inputs there give byte-identical files."
-    if scale not in SCALES:
-        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    clash = sorted(set(extra or {}) & {"experiment", "scale", "config", "pins", "records", "environment"})
-    if clash:
-        raise ValueError(f"write_results: extra entries {clash} would replace the payload's own")
-    payload = {
-        **(extra or {}),
-        "experiment": experiment,
-        "scale": scale,
-        "config": {"protocol": PROTOCOL, **(config or {})},  # the caller may name another protocol (a file of the first engine)
-        "pins": pins or {},
-        "records": _record_rows(records),
-        "environment": numeric_environment(),
-    }
-    return write_json(path, payload)
-
-# %% ../nbs/00_core.ipynb #e8592253
-def read_results(path) -> dict:
-    "Read a results JSON; `records` comes back as a DataFrame."
-    payload = read_json(path)
-    missing = {"experiment", "scale", "config", "pins", "records"} - set(payload)
-    if missing:
-        raise DataError(f"{path}: not a results JSON (missing {sorted(missing)})")
-    payload["records"] = pd.DataFrame(payload["records"])
-    return payload
-
-# %% ../nbs/00_core.ipynb #80a73793
-def predating(
-    folder,  # a folder of results JSONs, e.g. results/full
-    names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
-    current: Mapping | None = None,  # name -> {config key: the value this code records}: a file recording another value predates it too
-) -> list[dict]:  # {"file", "name", "protocol", "differs"} of each file made by other code, in `names`' order (else by name)
-    "The results JSONs in `folder` another protocol than `PROTOCOL` made (none named: protocol 1), or that record other settings than `current`."
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    names = [names] if isinstance(names, str) else names
-    files = sorted(folder.glob("*.json")) if names is None else [folder / f"{n}.json" for n in names]
-    out = []
-    for f in files:
-        if not f.is_file():
-            continue
-        payload = read_json(f)
-        if not isinstance(payload, dict) or not isinstance(payload.get("config"), dict):
-            raise DataError(f"{f}: not a results JSON (no config)")
-        protocol = payload["config"].get("protocol", 1)
-        want = (current or {}).get(f.stem, {})
-        differs = [k for k, v in want.items() if k not in payload["config"] or payload["config"][k] != to_jsonable(v)]
-        if protocol != PROTOCOL or differs:
-            out.append({"file": f, "name": f.stem, "protocol": protocol, "differs": differs})
-    return out
-
-# %% ../nbs/00_core.ipynb #077874a8
-def protocol_note(
-    folder,  # a folder of results JSONs, e.g. results/full
-    names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
-    shown: str | None = None,  # how the note names the folder (default: its last two parts, e.g. results/full)
-    current: Mapping | None = None,  # name -> {config key: the value this code records} (`predating`)
-) -> str:  # a line per predating file, or "" when every file is current or the folder does not exist
-    "Which results JSONs in `folder` predate this code (its `PROTOCOL`, or the settings in `current`), and what regenerates them; generated from the files."
-    shown = shown or "/".join(Path(os.path.abspath(folder)).parts[-2:])
-
-    def made_by(r):
-        if r["protocol"] != PROTOCOL:
-            return f"was made by protocol {r['protocol']}" + (" (the first engine)" if r["protocol"] == 1 else "") + \
-                f"; this code is protocol {PROTOCOL}"
-        return f"records other {' and '.join(r['differs'])} than this code ({', '.join('config.' + k for k in r['differs'])})"
-
-    return "\n".join(
-        f"`{shown}/{r['file'].name}` {made_by(r)}: its numbers predate the current code until "
-        "`make reproduce SCALE=full` regenerates it."
-        for r in predating(folder, names, current)
-    )
 
 # %% ../nbs/00_core.ipynb #ee809988
 class RegistryError(DataError, KeyError):

@@ -19,9 +19,9 @@ from hoi_audit.core import (
     sha256_json,
     write_json,
     write_npz,
-    write_results,
     sha256_array,
 )
+from .results import write_results
 from .provenance import Block, Condition, derive_block
 from .store import CommandOutput
 from .cli import add_command

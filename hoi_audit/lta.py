@@ -19,9 +19,9 @@ from hoi_audit.core import (
     seed_everything,
     sha256_json,
     write_text,
-    write_results,
     write_npz,
 )
+from .results import write_results
 from .store import CommandOutput, ResultStore, Unit
 from .cluster import current_backend
 from .recovery import WindowRecognizer, feature_windows, window_starts

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
-from .core import DataError, sha256_json, write_results
+from .core import DataError, sha256_json
+from .results import write_results
 from .store import CommandOutput, ResultStore
 from hoi_audit.conditions import (
     CONDITIONS,

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
-from .core import DataError, HoiAuditError, write_results
+from .core import DataError, HoiAuditError
+from .results import write_results
 from .store import CommandOutput
 from .cli import add_command
 from hoi_audit.procedural import (

@@ -21,8 +21,8 @@ from hoi_audit.core import (
     sha256_json,
     verify,
     write_npz,
-    write_results,
 )
+from .results import write_results
 from .store import CommandOutput, ExperimentPaths, Unit
 from .cluster import current_backend
 from .cli import add_command

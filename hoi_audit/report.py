@@ -324,7 +324,7 @@ def results_problems(payload, # a results JSON as parsed (records still a list)
                      required:dict|None=None, # metric prefix ('' for all) -> fields a reader needs (always: metric, value)
                      config:dict|None=None, # config key -> FIELD_CHECKS kind, checked where present
                     ) -> list[str]: # one line per problem, [] when the payload is a valid results JSON
-    "Every way `payload` departs from the results-JSON schema (`core.write_results`): its shape, then each record."
+    "Every way `payload` departs from the results-JSON schema (`results.write_results`): its shape, then each record."
     sections = ("experiment", "scale", "config", "pins", "records")
     if not isinstance(payload, dict): return [f"expected a JSON object with {', '.join(sections)}; got a {type(payload).__name__}"]
     missing = [k for k in sections if k not in payload]
@@ -379,7 +379,7 @@ def read_checked(
     experiment: str | None = None,  # the experiment the reader expects (None: any)
     required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
     config: dict | None = None,  # config key -> FIELD_CHECKS kind
-) -> dict:  # the payload, records as a DataFrame (as `core.read_results` returns it)
+) -> dict:  # the payload, records as a DataFrame (as `results.read_results` returns it)
     "Read a results JSON and `check_results` it before anything reads its records: every failure is a `DataError` naming the file."
     path = Path(path)
     if not path.is_file():

@@ -16,8 +16,8 @@ from hoi_audit.core import (
     read_json,
     sha256_json,
     write_json,
-    write_results,
 )
+from .results import write_results
 from .store import CommandOutput, ResultStore
 from .conditions import AuditConfig, training_options
 from .tables import AuditResult, audit_results_records, four_condition_audit

@@ -39,8 +39,8 @@ def format_interval(
 class Quote:
     "Numbers for prose, read from a results JSON's records: one record's value, an interval, or the mean of the records a filter names."
 
-    def __init__(self, results):  # a results JSON's path, a payload of `core.read_results`, or its records (DataFrame)
-        from hoi_audit.core import read_results
+    def __init__(self, results):  # a results JSON's path, a payload of `results.read_results`, or its records (DataFrame)
+        from hoi_audit.results import read_results
 
         self.source = str(results) if not isinstance(results, (dict, pd.DataFrame)) else "records"
         payload = results if isinstance(results, (dict, pd.DataFrame)) else read_results(results)

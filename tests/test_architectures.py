@@ -75,7 +75,7 @@ def test_committed_full_scale_table19_against_the_planted_ceiling_a_reference_in
     exact Bayes accuracy, every gap is the paired Student-t interval of its own per-split records (scipy as the reference), and the
     transformer's rows are four_condition's (the same units, trained again in another store: the same numbers)."""
     from scipy import stats as st
-    from hoi_audit.core import read_results
+    from hoi_audit.results import read_results
     from hoi_audit.grammar import bayes_accuracy
     from hoi_audit.synthetic import synthetic_dataset
     r = read_results(REPO / "results" / "full" / "architectures.json")

@@ -7,7 +7,8 @@ from hoi_audit.core import HoiAuditError
 from hoi_audit.conditions import AuditConfig, CONDITIONS
 from hoi_audit.tables import four_condition_audit, intervention_2x2
 from hoi_audit.commands import add_subcommands
-from hoi_audit.core import DataError, read_results, write_results
+from hoi_audit.core import DataError
+from hoi_audit.results import read_results, write_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn, write_mstcn

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from hoi_audit import epic, ranking, success
 from hoi_audit.contracts import ContractError, as_context_forecaster, build, check_world_model
-from hoi_audit.core import HoiAuditError, read_results
+from hoi_audit.core import HoiAuditError
+from hoi_audit.results import read_results
 from hoi_audit.encoder import train_context_forecaster
 from hoi_audit.episodes import COMMAND_DIM, make_episodes
 from hoi_audit.worldmodel import LinearExtrapolationModel, PersistenceModel, train_forecaster

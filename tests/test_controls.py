@@ -10,7 +10,8 @@ from hoi_audit.datasets import *
 from hoi_audit.pairing import *
 from hoi_audit.controls import *
 from hoi_audit.sweeps import *
-from hoi_audit.core import DataError, HoiAuditError, ProvenanceError, read_results
+from hoi_audit.core import DataError, HoiAuditError, ProvenanceError
+from hoi_audit.results import read_results
 from hoi_audit.provenance import Block
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig

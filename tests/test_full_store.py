@@ -6,7 +6,8 @@ from functools import partial
 from pathlib import Path
 import pandas as pd
 import pytest
-from hoi_audit.core import BUDGET_ENV, BudgetSpent, write_results
+from hoi_audit.core import BUDGET_ENV, BudgetSpent
+from hoi_audit.results import write_results
 from hoi_audit.conditions import AuditConfig
 from hoi_audit.datasets import SeededDatasets, draw_records, preset_audit_dataset
 from hoi_audit.engine import audit_records, history_quality, window_accuracy_records

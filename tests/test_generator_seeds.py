@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 from scipy import stats
-from hoi_audit.core import read_results
+from hoi_audit.results import read_results
 from conftest import REPO
 
 COVERAGE = 0.90   # the least share of intervals that cover the across-draw mean gap

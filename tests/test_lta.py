@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from hoi_audit.core import DataError, read_results
+from hoi_audit.core import DataError
+from hoi_audit.results import read_results
 from hoi_audit.lta import (LTAConfig, add_subcommand, class_counts, horizon_end, lta_counts, lta_gap, mean_over_classes, moc_records,
                            observed_end, read_prediction_file, recognized_frame_labels, score_prediction_folder, write_prediction_file)
 from hoi_audit.procedural import read_mstcn

@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.linear_model import LogisticRegression
-from hoi_audit.core import DataError, read_results
+from hoi_audit.core import DataError
+from hoi_audit.results import read_results
 from hoi_audit.procedural import read_mstcn, write_mstcn
 from hoi_audit.queries import split_queries
 from hoi_audit.probes import (PREDICTORS, MajorityPredictor, BigramPredictor, latest_action_predictor, completed_set_predictor,

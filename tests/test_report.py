@@ -6,7 +6,8 @@ from scipy import stats
 import hoi_audit
 from hoi_audit import report
 from hoi_audit.runner import main
-from hoi_audit.core import DataError, write_results
+from hoi_audit.core import DataError
+from hoi_audit.results import write_results
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
 from conftest import REPO
 

@@ -11,7 +11,8 @@ from scipy import stats as sps
 
 from hoi_audit.conditions import AuditConfig
 from hoi_audit.tables import four_condition_audit
-from hoi_audit.core import DataError, HoiAuditError, read_results
+from hoi_audit.core import DataError, HoiAuditError
+from hoi_audit.results import read_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn

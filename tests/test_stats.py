@@ -8,7 +8,8 @@ from sklearn import metrics as skm
 from sklearn.calibration import calibration_curve
 
 import hoi_audit.stats as hs
-from hoi_audit.core import DataError, write_results, read_results
+from hoi_audit.core import DataError
+from hoi_audit.results import write_results, read_results
 from hoi_audit.stats import (Interval, auroc, average_precision, balanced_accuracy, bootstrap_interval, brier, cluster_bootstrap,
                              ece, gap_table, mean_std, mean_topk_recall, nll, paired_bootstrap_delta, paired_gap, probe_metrics,
                              probe_metric_intervals, student_t_from_summary, student_t_interval, topk, topk_accuracy)

@@ -8,7 +8,8 @@ from sklearn.metrics import average_precision_score, brier_score_loss, log_loss,
 from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import StandardScaler
 
-from hoi_audit.core import DataError, PinMismatch, ProvenanceError, read_results
+from hoi_audit.core import DataError, PinMismatch, ProvenanceError
+from hoi_audit.results import read_results
 from hoi_audit.provenance import TrackedArray, assert_never_read
 from hoi_audit.episodes import Episodes, make_episodes, write_episodes
 from hoi_audit.success import (FEATURE_CONDITIONS, FEATURE_SETS, ProbeInputs, add_subcommand, assemble, feature_blocks, fit_probe,
