@@ -112,6 +112,8 @@ class AuditCondition:
     label: str # the row's name in Table 1
     inputs: tuple # subset of models.INPUTS
     history: str|None = None # a HISTORY_SOURCES name, or None (no history: the state is elapsed time only)
+    control: str|None = None # what running it shows, where it is a control: the verdict lists it as run or not run (None: not a control)
+    control_rank: int|None = None # its place among the controls the verdict lists, lower first (None: after the ranked ones, in registration order)
 
     def __post_init__(self):
         if self.history is not None and self.history not in HISTORY_SOURCES:
@@ -154,29 +156,56 @@ def register_condition(
 
 # %% ../nbs/17a_conditions.ipynb #56b24ba4
 for _c in [
-    AuditCondition("video_only", "Video only", ("video", "state")),
     AuditCondition(
-        "recognizer_bfr", "Recognizer history, boundary-free", ("video", "history", "state"), "bfr"
+        "video_only",
+        "Video only",
+        ("video", "state"),
+        control="Video only: the floor without any history",
+        control_rank=6,
+    ),
+    AuditCondition(
+        "recognizer_bfr",
+        "Recognizer history, boundary-free",
+        ("video", "history", "state"),
+        "bfr",
+        control="Boundary-free recognizer history: a history that also never reads annotated boundaries",
+        control_rank=4,
     ),
     AuditCondition(
         "recognizer_ba", "Recognizer history, boundary-aware", ("video", "history", "state"), "ba"
     ),
     AuditCondition("gt_history", "GT transcript (oracle)", ("video", "history", "state"), "gt"),
-    AuditCondition("context_only", "Context-only (oracle context)", ("history", "state"), "gt"),
     AuditCondition(
-        "context_only_recognizer", "Context-only (recognizer context)", ("history", "state"), "ba"
+        "context_only",
+        "Context-only (oracle context)",
+        ("history", "state"),
+        "gt",
+        control="Context-only (oracle history and state, no window video): how much of the score needs no video",
+        control_rank=1,
+    ),
+    AuditCondition(
+        "context_only_recognizer",
+        "Context-only (recognizer context)",
+        ("history", "state"),
+        "ba",
+        control="Context-only with recognizer context: the deployable counterpart of the context-only row",
+        control_rank=2,
     ),
     AuditCondition(
         "context_only_elapsed_fraction",
         "Context-only + elapsed fraction (oracle length)",
         ("history", "state", "elapsed_fraction"),
         "gt",
+        control="Elapsed fraction (needs the video's length: oracle): what a length leak is worth",
+        control_rank=3,
     ),
     AuditCondition(
         "noisy_gt_history",
         "Noisy GT history (oracle-derived)",
         ("video", "history", "state"),
         "noisy_gt",
+        control="GT history with 20% edits (oracle-derived): sensitivity to history quality",
+        control_rank=5,
     ),
 ]:
     register_condition(_c)
