@@ -144,9 +144,8 @@ def atomic_path(
     try:
         yield tmp
         _fsync_path(tmp)
-        os.chmod(
-            tmp, 0o666 & ~_umask()
-        )  # mkstemp makes 0600; a published file gets the usual permissions
+        # mkstemp makes 0600; a published file gets the usual permissions
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
         _fsync_path(folder, directory=True)
     except BaseException as e:
@@ -240,6 +239,63 @@ def _other_run(claim: Path) -> str | None:
     claim.unlink(missing_ok=True)
     return None
 
+# %% ../nbs/00_core.ipynb #d077847c
+def _refuse_others(
+    folder: Path,  # the output folder, locked by the caller
+    name: str,  # the output's name
+    mine: Path,  # this run's claim (other runs with the same settings share it)
+):
+    """Raise `OutputError` naming a run that holds a claim on `name` with other settings.
+    A killed run's leftover claim is removed."""
+    for claim in _claims(folder, name):
+        if claim == mine:
+            continue
+        other = _other_run(claim)
+        if other:
+            raise OutputError(
+                f"{folder}: another run with other settings is writing {name} here ({other}); "
+                "wait for it to end, or give this run another output folder"
+            )
+
+# %% ../nbs/00_core.ipynb #9d828fc1
+def _take_claim(
+    mine: Path,  # this run's claim file
+):
+    """Open `mine`, hold a shared `flock` on it and add this run's line (pid, command, start):
+    runs with the same settings share a claim."""
+    handle = open(mine, "a+", encoding="utf-8")
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    row = {
+        "pid": os.getpid(),
+        "command": " ".join(sys.argv),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    handle.write(json.dumps(row) + "\n")
+    handle.flush()  # a run sharing the claim adds its own line
+    return handle
+
+# %% ../nbs/00_core.ipynb #cee87d06
+def _release_claim(
+    mine: Path,  # this run's claim file
+    handle,  # its open handle, from `_take_claim`
+):
+    """Remove `mine` when this run is the last to hold it; otherwise take out only this run's
+    line (the latest of this process). Closes `handle`."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        mine.unlink(missing_ok=True)  # the last run with these settings
+    except BlockingIOError:  # another run still shares it
+        handle.seek(0)
+        lines = handle.read().splitlines(keepends=True)
+        # this run's line (the latest of this process)
+        ours = [i for i, l in enumerate(lines) if f'"pid": {os.getpid()},' in l][-1:]
+        handle.seek(0)
+        handle.truncate()
+        handle.write("".join(l for i, l in enumerate(lines) if i not in ours))
+        handle.flush()
+    finally:
+        handle.close()
+
 # %% ../nbs/00_core.ipynb #14d9d201
 @contextlib.contextmanager
 def claim_output(
@@ -249,53 +305,18 @@ def claim_output(
 ):
     "Hold an advisory lock on output `name` in `folder` for the block: a run with the same settings shares it, one with other settings is refused (`OutputError` naming it). Folders it created and the run left empty are removed."
     folder = Path(folder).absolute()
-    created = [
-        p for p in (folder, *folder.parents) if not p.exists()
-    ]  # removed again when the run leaves them empty
+    # removed again when the run leaves them empty
+    created = [p for p in (folder, *folder.parents) if not p.exists()]
     _ensure_folder(folder)
     mine = folder / f".hoi-audit.{name}.{sha256_json(settings)[:16]}.claim"
     with _folder_locked(folder):
-        for claim in _claims(folder, name):
-            if claim == mine:
-                continue
-            other = _other_run(claim)
-            if other:
-                raise OutputError(
-                    f"{folder}: another run with other settings is writing {name} here ({other}); "
-                    "wait for it to end, or give this run another output folder"
-                )
-        handle = open(mine, "a+", encoding="utf-8")
-        fcntl.flock(handle, fcntl.LOCK_SH)
-        handle.write(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "command": " ".join(sys.argv),
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                }
-            )
-            + "\n"
-        )
-        handle.flush()  # a run sharing the claim adds its own line
+        _refuse_others(folder, name, mine)
+        handle = _take_claim(mine)
     try:
         yield mine
     finally:
         with _folder_locked(folder):
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                mine.unlink(missing_ok=True)  # the last run with these settings
-            except BlockingIOError:  # another run still shares it
-                handle.seek(0)
-                lines = handle.read().splitlines(keepends=True)
-                ours = [i for i, l in enumerate(lines) if f'"pid": {os.getpid()},' in l][
-                    -1:
-                ]  # this run's line (the latest of this process)
-                handle.seek(0)
-                handle.truncate()
-                handle.write("".join(l for i, l in enumerate(lines) if i not in ours))
-                handle.flush()
-            finally:
-                handle.close()
+            _release_claim(mine, handle)
         for p in created:
             with contextlib.suppress(OSError):
                 p.rmdir()
@@ -444,9 +465,8 @@ def sha256_array(array) -> str:
     if a.dtype.hasobject:
         raise TypeError("sha256_array: object arrays have no stable bytes; convert them first")
     h = hashlib.sha256(f"{a.dtype.str}|{a.shape}|".encode())
-    h.update(
-        memoryview(a).cast("B") if a.size else b""
-    )  # no copy of a contiguous (or memory-mapped) array
+    # no copy of a contiguous (or memory-mapped) array
+    h.update(memoryview(a).cast("B") if a.size else b"")
     return h.hexdigest()
 
 # %% ../nbs/00_core.ipynb #bc11afa7
