@@ -303,11 +303,47 @@ def _damage_video(path, plan, p: ClipPreset, n: int, seed: int) -> dict:
         frames = damage_samples(path, [f if f % 24 else f + 1 for f in wanted], seed=seed)
         return {"frames": frames, "corrupted": corrupted_frames(clean, path, p.fps)}
 
+# %% ../nbs/31_clips.ipynb #d4884b95
+def _narration_rows(
+    plan: dict,  # a video's plan (`plan_video`): verbs, start and stop frames
+    vid: str,  # the video's id (`P01_01`)
+    pid: str,  # its participant's id (`P01`)
+    *,
+    p: ClipPreset,  # the preset (its fps)
+    names: list,  # the verb names (`verb_names`)
+) -> list[dict]:
+    "One EPIC-100 narration row per planned action of a video: ids, times, frames, verb and noun."
+    rows = []
+    for j, v in enumerate(plan["verbs"]):
+        a, b = plan["start_frame"][j], plan["stop_frame"][j]
+        noun = int(v % len(NOUNS))
+        rows.append(
+            {
+                "narration_id": f"{vid}_{j}",
+                "participant_id": pid,
+                "video_id": vid,
+                "narration_timestamp": timestamp(a / p.fps),
+                "start_timestamp": timestamp(a / p.fps),
+                "stop_timestamp": timestamp(b / p.fps),
+                "start_frame": a + 1,
+                "stop_frame": b,
+                "narration": f"{names[v]} {NOUNS[noun]}",
+                "verb": names[v],
+                "verb_class": int(v),
+                "noun": NOUNS[noun],
+                "noun_class": noun,
+                "all_nouns": f"['{NOUNS[noun]}']",
+                "all_noun_classes": f"[{noun}]",
+            }
+        )
+    return rows
+
 # %% ../nbs/31_clips.ipynb #ef52e8c1
 def write_epic_like(
     folder,  # output folder (videos and annotations)
     preset="tiny",  # a CLIP_PRESETS name or a ClipPreset
     seed: int = 0,  # scenes and verb sequences
+    *,
     damaged_participant: int = 1,  # index of the participant whose video is damaged (None: none)
     damaged_frames: int = 3,  # frames whose packets are damaged
 ) -> dict:  # paths, config and the damage record
@@ -321,28 +357,7 @@ def write_epic_like(
         frames = render_actions(plan["verbs"], plan["durations"], plan["scene"], p, rng)
         path = folder / pid / "videos" / f"{vid}.MP4" if i % 2 == 0 else folder / f"{vid}.mp4"
         encode_mp4(frames, path, p.fps)
-        for j, v in enumerate(plan["verbs"]):
-            a, b = plan["start_frame"][j], plan["stop_frame"][j]
-            noun = int(v % len(NOUNS))
-            rows.append(
-                {
-                    "narration_id": f"{vid}_{j}",
-                    "participant_id": pid,
-                    "video_id": vid,
-                    "narration_timestamp": timestamp(a / p.fps),
-                    "start_timestamp": timestamp(a / p.fps),
-                    "stop_timestamp": timestamp(b / p.fps),
-                    "start_frame": a + 1,
-                    "stop_frame": b,
-                    "narration": f"{names[v]} {NOUNS[noun]}",
-                    "verb": names[v],
-                    "verb_class": int(v),
-                    "noun": NOUNS[noun],
-                    "noun_class": noun,
-                    "all_nouns": f"['{NOUNS[noun]}']",
-                    "all_noun_classes": f"[{noun}]",
-                }
-            )
+        rows += _narration_rows(plan, vid, pid, p=p, names=names)
         if damaged_participant is not None and i == damaged_participant:
             damage = {"video_id": vid, **_damage_video(path, plan, p, damaged_frames, seed)}
         videos[vid] = path.relative_to(folder).as_posix()
