@@ -19,6 +19,7 @@ from hoi_audit.core import (
     sha256_json,
     write_text,
 )
+from .results import check_results, field_kind, is_number, read_checked, shown_value
 from .cli import add_command
 from .procedural import layout_fingerprint
 from .conditions import CONDITIONS
@@ -26,374 +27,11 @@ from .tables import METRICS
 from .stats import LEAD_WITH_DRAWS, audit_interval, mean_std, student_t_interval
 
 # %% auto #0
-__all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 'DIFFERENCE_PREFIXES', 'FIELD_CHECKS',
-           'RECORD_FIELDS', 'MAX_PROBLEMS', 'AUDIT_REQUIRED', 'INTERVENTION_REQUIRED', 'AUDIT_CONFIG',
-           'CONDITION_FIELDS', 'NO_DATASET', 'METRIC_NAMES', 'RECOVERY_NAMES', 'CONTROL_ROWS', 'REPORT_SECTIONS',
-           'DATASET_SECTIONS', 'metric_kind', 'field_kind', 'results_problems', 'check_results', 'read_checked',
-           'load_intervention', 'recorded_conditions', 'condition_info', 'with_dataset', 'load_audit',
-           'table1_intervals', 'recovery_quality', 'verdict_facts', 'verdict_text', 'data_fingerprints', 'pin_rows',
-           'verdicts', 'report_html', 'report_path', 'write_report', 'report_command', 'add_subcommand']
-
-# %% ../nbs/19_report.ipynb #df567de4
-VALUE_KINDS = {
-    "percent": (0, 100, False, "a percentage in [0, 100]"),
-    "percent_diff": (-100, 100, False, "a difference of percentages in [-100, 100]"),
-    "fraction": (0, 1, False, "a fraction in [0, 1]"),
-    "fraction_diff": (-1, 1, False, "a difference of fractions in [-1, 1]"),
-    "count": (0, None, True, "a non-negative integer count"),
-    "count_diff": (None, None, True, "an integer difference of counts"),
-    "nonnegative": (0, None, False, "a non-negative number"),
-    "rank": (1, None, False, "a mean rank >= 1"),
-    "real": (None, None, False, "a finite number"),
-}  # kind -> (low, high, integer, what it is); None: unbounded
-
-DIFFERENCE_KIND = {
-    "percent": "percent_diff",
-    "fraction": "fraction_diff",
-    "count": "count_diff",
-    "nonnegative": "real",
-    "rank": "real",
-}  # kind of a metric -> kind of a difference of two of its values (the others are their own)
-
-# %% ../nbs/19_report.ipynb #72aea38b
-METRIC_KINDS = {
-    # audit: four_condition, intervention_2x2 and the experiments built on them (architectures, controls, horizons, scope, ...)
-    "act1": "percent",
-    "act5": "percent",
-    "verb1": "percent",
-    "window_acc": "percent",
-    "act1_ba": "percent",
-    "act1_bfr": "percent",
-    "act1_gt": "percent",
-    "act1_video": "percent",
-    "act1_mean_over_splits": "percent",
-    "act1_std_over_splits": "percent",
-    "history_edit_rate": "nonnegative",  # edits / reference items: 0 when identical, above 1 possible
-    "history_item_acc": "fraction",  # reference items recovered in order / reference items
-    # analysis: Act@1 of the full model and with one stream blanked; each stream's mean share of grad x input (%)
-    "full": "percent",
-    "zero_video": "percent",
-    "zero_history": "percent",
-    "zero_state": "percent",
-    "zero_video_raw": "percent",
-    "zero_state_raw": "percent",
-    "grad_x_input_video": "percent",
-    "grad_x_input_history": "percent",
-    "grad_x_input_state": "percent",
-    # decomposition and lta
-    "bayes": "percent",
-    "bayes_act1": "percent",
-    "test_ceiling": "percent",
-    "moc": "percent",
-    # success_probes: binary success forecasts
-    "auroc": "fraction",
-    "auprc": "fraction",
-    "balanced_accuracy": "fraction",
-    "brier": "fraction",
-    "ece": "fraction",
-    "nll": "nonnegative",
-    # candidate_ranking
-    "r_at_1": "fraction",
-    "r_at_5": "fraction",
-    "mrr": "fraction",
-    "win_rate": "fraction",
-    "mean_rank": "rank",
-    # generator_seeds: how often nominal 95% intervals cover the across-draw mean gap, and the gap's spread (Act@1 points)
-    "coverage_one_draw": "fraction",
-    "coverage_two_draws": "fraction",
-    "coverage_two_draws_over_draws": "fraction",
-    "coverage_three_draws": "fraction",
-    "coverage_three_draws_over_units": "fraction",
-    "between_draw_sd": "nonnegative",
-    "within_draw_sd": "nonnegative",
-    "draw_mean_sd_from_splits": "nonnegative",
-    # epic_anticipation (its decode audit's counts are the families below)
-    "top1_accuracy": "fraction",
-    "top5_accuracy": "fraction",
-    "mean_top1_recall": "fraction",
-    "mean_top5_recall": "fraction",
-    "seen_class_fraction": "fraction",
-    # case_studies: the end-anchored window's inflation on planted data, and what the lint of a published protocol counts
-    "start_anchored_recall5": "fraction",
-    "end_anchored_recall5": "fraction",
-    "inflation_recall5": "fraction_diff",
-    "share_windows_inside_action": "fraction",
-    "share_windows_end_inside_action": "fraction",
-    "median_observed_share": "fraction",
-    "median_observed_share_when_inside": "fraction",
-    "window_lead_median_s": "real",
-    "heads_selected_on_reported_split": "count",
-    "epochs_selected_on_reported_split": "count",
-}  # metric -> its VALUE_KINDS kind
-
-METRIC_FAMILIES = {
-    "substitution_": "count",
-    "n_": "count",  # a count of actions, windows or videos (case_studies' lint findings)
-    "damaged_frames_": "count",
-}  # metric prefix -> kind (epic's decode audit)
-DIFFERENCE_PREFIXES = (
-    "gap_",
-    "contrast_",
-    "drop_",
-    "delta_",
-)  # a difference of its base metric (and the suffix "_gap")
-
-# %% ../nbs/19_report.ipynb #a5fd65a9
-def metric_kind(metric:str, # the record's metric
-                record:dict|None=None, # the record (a `comparison` field or a `*_delta` statistic makes it a difference)
-               ) -> str|None: # a VALUE_KINDS key, None for a metric the package does not write
-    "The kind of a metric's value: listed (METRIC_KINDS, METRIC_FAMILIES) or the difference kind of its base metric."
-    diff = lambda kind: DIFFERENCE_KIND.get(kind, kind)
-    for prefix in DIFFERENCE_PREFIXES:
-        if metric.startswith(prefix): return diff(metric_kind(metric[len(prefix):]))
-    if metric.endswith("_gap"): return diff(metric_kind(metric[:-len("_gap")]))
-    kind = METRIC_KINDS.get(metric) or next((k for p, k in METRIC_FAMILIES.items() if metric.startswith(p)), None)
-    compared = record is not None and ("comparison" in record or str(record.get("statistic", "")).endswith("_delta"))
-    return diff(kind) if kind and compared else kind
-
-# %% ../nbs/19_report.ipynb #3fd693b6
-def _is_number(v) -> bool:
-    "A finite JSON number; JSON true and false are not numbers here."
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-# %% ../nbs/19_report.ipynb #82b0bd36
-FIELD_CHECKS = {
-    "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "number": (_is_number, "a finite number"),
-    "interval": (lambda v: v is None or _is_number(v), "a finite number or null"),
-    "count": (
-        lambda v: _is_number(v) and float(v).is_integer() and v >= 0,
-        "a non-negative integer",
-    ),
-    "integer": (lambda v: _is_number(v) and float(v).is_integer(), "an integer"),
-    "split": (
-        lambda v: (
-            (_is_number(v) and float(v).is_integer() and v >= 0) or (isinstance(v, str) and v != "")
-        ),
-        "a split number or 'all'",
-    ),
-    "flag": (lambda v: isinstance(v, bool), "true or false"),
-    "nonnegative": (lambda v: _is_number(v) and v >= 0, "a non-negative number"),
-    "object": (lambda v: isinstance(v, dict), "an object"),
-    "scalar": (
-        lambda v: v is None or isinstance(v, str) or isinstance(v, bool) or _is_number(v),
-        "a string, finite number, boolean or null",
-    ),
-}  # kind -> (test, what is expected)
-
-RECORD_FIELDS = {
-    **dict.fromkeys(
-        (
-            "metric",
-            "dataset",
-            "condition",
-            "control",
-            "compared",
-            "comparison",
-            "oracle",
-            "non_oracle",
-            "history",
-            "part",
-            "train_history",
-            "test_history",
-            "statistic",
-            "setting",
-            "scope",
-            "backbone",
-            "architecture",
-            "feature_set",
-            "test_set",
-            "subset",
-            "method",
-            "energy",
-            "predictor",
-            "probe_input",
-            "recovery",
-            "side",
-            "factor",
-            "bin",
-        ),
-        "label",
-    ),
-    **dict.fromkeys(("value", "beta", "observed", "noise_rate", "bin_mean"), "number"),
-    **dict.fromkeys(("n", "horizon", "history_length"), "count"),
-    "seed": "integer",
-    "generator_seed": "count",  # the draw of a generated dataset (`datasets.SeededDatasets`)
-    "split": "split",
-    "std": "nonnegative",
-    "deployable": "flag",
-    "primary": "flag",
-}  # field -> FIELD_CHECKS kind; n_* are counts, ci_low*/ci_high* intervals, *_std non-negative, the rest scalars
-
-# %% ../nbs/19_report.ipynb #972f92b9
-def field_kind(field: str) -> str:
-    "The FIELD_CHECKS kind of a record's field: listed in RECORD_FIELDS, else by its name's pattern, else any JSON scalar."
-    if field in RECORD_FIELDS:
-        return RECORD_FIELDS[field]
-    if field.startswith("n_"):
-        return "count"
-    if field.startswith(("ci_low", "ci_high")):
-        return "interval"
-    if field.endswith("_std"):
-        return "nonnegative"
-    return "scalar"
-
-# %% ../nbs/19_report.ipynb #1f767ac3
-def _shown(v) -> str:
-    "A value as the problem list shows it: its JSON repr, cut to 40 characters."
-    s = (
-        json.dumps(v, ensure_ascii=False)
-        if isinstance(v, (str, bool, type(None), int, float))
-        else repr(v)
-    )
-    return s if len(s) <= 40 else s[:37] + "..."
-
-# %% ../nbs/19_report.ipynb #6f0960cf
-def _interval_problems(where: str, r: dict) -> list[str]:
-    "Each ci_low*/ci_high* pair: both present, both numbers or both null, low <= high, and the value inside (ci_low, ci_high)."
-    out = []
-    for low_f, high_f in [(f, "ci_high" + f[6:]) for f in r if f.startswith("ci_low")] + [
-        ("ci_low" + f[7:], f) for f in r if f.startswith("ci_high") and "ci_low" + f[7:] not in r
-    ]:
-        if low_f not in r or high_f not in r:
-            out.append(
-                f"{where}: field {(high_f if low_f in r else low_f)!r} missing; expected beside "
-                f"{(low_f if low_f in r else high_f)!r} (an interval has both ends)"
-            )
-            continue
-        low, high = r[low_f], r[high_f]
-        if (low is None) != (high is None):
-            null, other = (low_f, high_f) if low is None else (high_f, low_f)
-            out.append(
-                f"{where}: field {null!r} is null but {other!r} is not; expected both numbers, or both null (no interval)"
-            )
-        elif _is_number(low) and _is_number(high):
-            tol = 1e-9 * max(
-                1.0, abs(low), abs(high)
-            )  # the JSON's floats are rounded to 12 significant digits
-            value = r.get("value")
-            if low > high + tol:
-                out.append(
-                    f"{where}: field {low_f!r} is {_shown(low)} > {high_f} {_shown(high)}; "
-                    f"expected {low_f} <= {high_f}"
-                )
-            elif low_f == "ci_low" and _is_number(value) and not low - tol <= value <= high + tol:
-                out.append(
-                    f"{where}: field 'value' is {_shown(value)}; expected within its interval [{_shown(low)}, {_shown(high)}]"
-                )
-    return out
-
-# %% ../nbs/19_report.ipynb #cc875548
-def _record_problems(i: int, r: dict, required: dict) -> list[str]:
-    "The problems of record i: missing required fields, each field's type, the value's range, then its intervals."
-    metric = r.get("metric")
-    named = isinstance(metric, str) and metric != ""
-    where = f"record {i}" + (f" (metric {metric!r})" if named else "")
-    need = dict.fromkeys(
-        f
-        for prefix, fields in required.items()
-        if not prefix or (named and metric.startswith(prefix))
-        for f in fields
-    )
-    out = [
-        f"{where}: field {f!r} missing; expected {FIELD_CHECKS[field_kind(f)][1]}"
-        for f in need
-        if f not in r
-    ]
-    for f, v in r.items():
-        test, what = FIELD_CHECKS[field_kind(f)]
-        if not test(v):
-            out.append(f"{where}: field {f!r} is {_shown(v)}; expected {what}")
-    value, kind = r.get("value"), metric_kind(metric, r) if named else None
-    if kind and _is_number(value):
-        low, high, integer, what = VALUE_KINDS[kind]
-        if (
-            (low is not None and value < low)
-            or (high is not None and value > high)
-            or (integer and not float(value).is_integer())
-        ):
-            out.append(f"{where}: field 'value' is {_shown(value)}; expected {what}")
-    said = [
-        f"{where}: field {f!r} missing" for f in need if f not in r
-    ]  # a required end of an interval: reported once
-    return out + [p for p in _interval_problems(where, r) if not p.startswith(tuple(said))]
-
-# %% ../nbs/19_report.ipynb #c56f28d8
-def results_problems(payload, # a results JSON as parsed (records still a list)
-                     experiment:str|None=None, # the experiment the reader expects (None: any)
-                     required:dict|None=None, # metric prefix ('' for all) -> fields a reader needs (always: metric, value)
-                     config:dict|None=None, # config key -> FIELD_CHECKS kind, checked where present
-                    ) -> list[str]: # one line per problem, [] when the payload is a valid results JSON
-    "Every way `payload` departs from the results-JSON schema (`results.write_results`): its shape, then each record."
-    sections = ("experiment", "scale", "config", "pins", "records")
-    if not isinstance(payload, dict): return [f"expected a JSON object with {', '.join(sections)}; got a {type(payload).__name__}"]
-    missing = [k for k in sections if k not in payload]
-    if missing: return [f"not a results JSON: missing {missing} (expected {', '.join(sections)})"]
-    name, out = payload["experiment"], []
-    if not isinstance(name, str) or not name: out.append(f"field 'experiment' is {_shown(name)}; expected the experiment's name")
-    elif experiment is not None and name != experiment:
-        return [f"field 'experiment': a results JSON of experiment {name!r}; expected {experiment!r}"]
-    if payload["scale"] not in SCALES: out.append(f"field 'scale' is {_shown(payload['scale'])}; expected one of {list(SCALES)}")
-    out += [f"field {k!r} is {_shown(payload[k])}; expected an object" for k in ("config", "pins") if not isinstance(payload[k], dict)]
-    if isinstance(payload["pins"], dict):
-        out += [f"pins: field {k!r} is {_shown(v)}; expected a SHA-256 string, or an object of them by dataset"
-                for k, v in payload["pins"].items()
-                if not (isinstance(v, str) or (isinstance(v, dict) and all(isinstance(x, str) for x in v.values())))]
-    if isinstance(payload["config"], dict):
-        out += [f"config: field {k!r} is {_shown(payload['config'][k])}; expected {FIELD_CHECKS[kind][1]}"
-                for k, kind in (config or {}).items() if k in payload["config"] and not FIELD_CHECKS[kind][0](payload["config"][k])]
-    records = payload["records"]
-    if not isinstance(records, list): return out + [f"field 'records' is {_shown(records)}; expected a list of records"]
-    if not records: return out + ["field 'records' is []; expected at least one record"]
-    required = {"": ("metric", "value")} | (required or {})
-    for i, r in enumerate(records):
-        if not isinstance(r, dict): out.append(f"record {i} is {_shown(r)}; expected an object with metric and value"); continue
-        out += _record_problems(i, r, required)
-    return out
-
-# %% ../nbs/19_report.ipynb #97074731
-MAX_PROBLEMS = 20  # problems listed in one DataError; the rest are counted
-
-# %% ../nbs/19_report.ipynb #fdffcfe0
-def check_results(
-    payload,  # a results JSON as parsed (records still a list)
-    path,  # the file it came from (named in the error)
-    experiment: str | None = None,  # the experiment the reader expects (None: any)
-    required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
-    config: dict | None = None,  # config key -> FIELD_CHECKS kind
-) -> dict:  # payload, unchanged, when it is valid
-    "Raise one `DataError` naming `path` and listing every problem of `payload` (the first MAX_PROBLEMS, then a count)."
-    problems = results_problems(payload, experiment, required, config)
-    if not problems:
-        return payload
-    more = len(problems) - MAX_PROBLEMS
-    lines = problems[:MAX_PROBLEMS] + (
-        [f"... and {more} more problem{'s' * (more > 1)}"] if more > 0 else []
-    )
-    head = f"{path}: not a valid results JSON ({len(problems)} problem{'s' * (len(problems) > 1)})"
-    raise DataError(head + ":\n  " + "\n  ".join(lines))
-
-# %% ../nbs/19_report.ipynb #cda28f4c
-def read_checked(
-    path,  # a results JSON
-    experiment: str | None = None,  # the experiment the reader expects (None: any)
-    required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
-    config: dict | None = None,  # config key -> FIELD_CHECKS kind
-) -> dict:  # the payload, records as a DataFrame (as `results.read_results` returns it)
-    "Read a results JSON and `check_results` it before anything reads its records: every failure is a `DataError` naming the file."
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such results JSON")
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise DataError(
-            f"{path}: not a readable results JSON ({e})"
-        ) from None  # truncated, or not UTF-8
-    except OSError as e:
-        raise DataError(f"{path}: cannot read the results JSON ({e.strerror})") from None
-    check_results(payload, path, experiment, required, config)
-    return payload | {"records": pd.DataFrame(payload["records"])}
+__all__ = ['AUDIT_REQUIRED', 'INTERVENTION_REQUIRED', 'AUDIT_CONFIG', 'CONDITION_FIELDS', 'NO_DATASET', 'METRIC_NAMES',
+           'RECOVERY_NAMES', 'CONTROL_ROWS', 'REPORT_SECTIONS', 'DATASET_SECTIONS', 'load_intervention',
+           'recorded_conditions', 'condition_info', 'with_dataset', 'load_audit', 'table1_intervals',
+           'recovery_quality', 'verdict_facts', 'verdict_text', 'data_fingerprints', 'pin_rows', 'verdicts',
+           'report_html', 'report_path', 'write_report', 'report_command', 'add_subcommand']
 
 # %% ../nbs/19_report.ipynb #3b3a2255
 def _companions(results: Path, experiment: str) -> list[Path]:
@@ -433,7 +71,7 @@ def load_intervention(payload:dict, # the audit's results JSON as parsed
     if "intervention" in payload:
         iv = payload["intervention"]
         if not (isinstance(iv, dict) and isinstance(iv.get("records"), list)):
-            raise DataError(f"{path}: field 'intervention' is {_shown(iv)}; expected an object with the 2x2's records")
+            raise DataError(f"{path}: field 'intervention' is {shown_value(iv)}; expected an object with the 2x2's records")
         shell = {"experiment": "intervention_2x2", "scale": payload["scale"], "config": payload["config"], "pins": {}}
         checked = check_results(shell | {"records": iv["records"]}, f"{path} (its embedded 2x2)", "intervention_2x2",
                                 INTERVENTION_REQUIRED)
@@ -441,7 +79,7 @@ def load_intervention(payload:dict, # the audit's results JSON as parsed
     if "intervention_ref" in payload:
         ref = payload["intervention_ref"]
         if not (isinstance(ref, dict) and isinstance(ref.get("path"), str) and isinstance(ref.get("sha256"), str)):
-            raise DataError(f"{path}: field 'intervention_ref' is {_shown(ref)}; expected "
+            raise DataError(f"{path}: field 'intervention_ref' is {shown_value(ref)}; expected "
                             "{'path': the 2x2's results JSON relative to this file, 'sha256': its SHA-256}")
         file = path.parent / ref["path"]
         if not file.is_file(): raise DataError(f"{file}: no such file; {path.name} references it as its 2x2 (intervention_ref)")
@@ -492,20 +130,20 @@ def recorded_conditions(
     conds = payload["conditions"]
     if not isinstance(conds, dict):
         raise DataError(
-            f"{path}: field 'conditions' is {_shown(conds)}; expected an object: name -> "
+            f"{path}: field 'conditions' is {shown_value(conds)}; expected an object: name -> "
             "{label, inputs, history, sources, deployable}"
         )
     problems = []
     for name, c in conds.items():
         if not isinstance(c, dict):
-            problems.append(f"conditions.{name} is {_shown(c)}; expected an object")
+            problems.append(f"conditions.{name} is {shown_value(c)}; expected an object")
             continue
         for k, (test, what) in CONDITION_FIELDS.items():
             if k not in c:
                 problems.append(f"conditions.{name}: field {k!r} missing; expected {what}")
             elif not test(c[k]):
                 problems.append(
-                    f"conditions.{name}: field {k!r} is {_shown(c[k])}; expected {what}"
+                    f"conditions.{name}: field {k!r} is {shown_value(c[k])}; expected {what}"
                 )
         if c.get("deployable") is True and "oracle" in (c.get("sources") or []):
             problems.append(
@@ -1019,7 +657,7 @@ def _cell(v, integer: bool = False, digits: int = 1) -> str:
         return "yes" if v else "no"
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    if _is_number(v):
+    if is_number(v):
         return str(int(v)) if integer and float(v).is_integer() else f"{v:.{digits}f}"
     return str(v)
 

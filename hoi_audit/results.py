@@ -4,7 +4,7 @@
 
 # %% ../nbs/00a_results.ipynb #201c0e32
 from __future__ import annotations
-import os
+import json, math, os
 from pathlib import Path
 from typing import Mapping
 import numpy as np
@@ -13,6 +13,7 @@ from hoi_audit.core import (
     PROTOCOL,
     SCALES,
     DataError,
+    Registry,
     numeric_environment,
     read_json,
     to_jsonable,
@@ -20,7 +21,392 @@ from hoi_audit.core import (
 )
 
 # %% auto #0
-__all__ = ['write_results', 'read_results', 'predating', 'protocol_note']
+__all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 'DIFFERENCE_PREFIXES', 'FIELD_CHECKS',
+           'RECORD_FIELDS', 'MAX_PROBLEMS', 'register_metric', 'metric_kind', 'is_number', 'field_kind', 'shown_value',
+           'results_problems', 'check_results', 'read_checked', 'write_results', 'read_results', 'predating',
+           'protocol_note']
+
+# %% ../nbs/00a_results.ipynb #df567de4
+VALUE_KINDS = {
+    "percent": (0, 100, False, "a percentage in [0, 100]"),
+    "percent_diff": (-100, 100, False, "a difference of percentages in [-100, 100]"),
+    "fraction": (0, 1, False, "a fraction in [0, 1]"),
+    "fraction_diff": (-1, 1, False, "a difference of fractions in [-1, 1]"),
+    "count": (0, None, True, "a non-negative integer count"),
+    "count_diff": (None, None, True, "an integer difference of counts"),
+    "nonnegative": (0, None, False, "a non-negative number"),
+    "rank": (1, None, False, "a mean rank >= 1"),
+    "real": (None, None, False, "a finite number"),
+}  # kind -> (low, high, integer, what it is); None: unbounded
+
+DIFFERENCE_KIND = {
+    "percent": "percent_diff",
+    "fraction": "fraction_diff",
+    "count": "count_diff",
+    "nonnegative": "real",
+    "rank": "real",
+}  # kind of a metric -> kind of a difference of two of its values (the others are their own)
+
+# %% ../nbs/00a_results.ipynb #72aea38b
+METRIC_KINDS = Registry("metric kinds")  # metric -> its VALUE_KINDS kind (`register_metric`)
+METRIC_FAMILIES = Registry(
+    "metric families"
+)  # metric prefix -> its VALUE_KINDS kind (`register_metric(..., family=True)`)
+DIFFERENCE_PREFIXES = (
+    "gap_",
+    "contrast_",
+    "drop_",
+    "delta_",
+)  # a difference of its base metric (and the suffix "_gap")
+
+# %% ../nbs/00a_results.ipynb #e0d9688f
+def register_metric(
+    name: str,  # the metric as records name it (with family=True: a prefix, e.g. "substitution_")
+    kind: str,  # its VALUE_KINDS kind: the range its values are checked against
+    family: bool = False,  # `name` is a prefix: every metric it starts is of this kind (METRIC_FAMILIES)
+    replace: bool = False,  # replace another kind registered under that name
+) -> str:  # the kind
+    "Register a metric's kind (or a family's, by prefix), so that results JSONs holding it are range-checked when written and read."
+    if kind not in VALUE_KINDS:
+        raise ValueError(f"metric {name!r}: unknown kind {kind!r}; kinds are {list(VALUE_KINDS)}")
+    return (METRIC_FAMILIES if family else METRIC_KINDS).register(name, kind, replace)
+
+# %% ../nbs/00a_results.ipynb #6d863919
+for _m, _k in {
+    # audit: four_condition, intervention_2x2 and the experiments built on them (architectures, controls, horizons, scope, ...)
+    "act1": "percent",
+    "act5": "percent",
+    "verb1": "percent",
+    "window_acc": "percent",
+    "act1_ba": "percent",
+    "act1_bfr": "percent",
+    "act1_gt": "percent",
+    "act1_video": "percent",
+    "act1_mean_over_splits": "percent",
+    "act1_std_over_splits": "percent",
+    "history_edit_rate": "nonnegative",  # edits / reference items: 0 when identical, above 1 possible
+    "history_item_acc": "fraction",  # reference items recovered in order / reference items
+    # analysis: Act@1 of the full model and with one stream blanked; each stream's mean share of grad x input (%)
+    "full": "percent",
+    "zero_video": "percent",
+    "zero_history": "percent",
+    "zero_state": "percent",
+    "zero_video_raw": "percent",
+    "zero_state_raw": "percent",
+    "grad_x_input_video": "percent",
+    "grad_x_input_history": "percent",
+    "grad_x_input_state": "percent",
+    # decomposition and lta
+    "bayes": "percent",
+    "bayes_act1": "percent",
+    "test_ceiling": "percent",
+    "moc": "percent",
+    # success_probes: binary success forecasts
+    "auroc": "fraction",
+    "auprc": "fraction",
+    "balanced_accuracy": "fraction",
+    "brier": "fraction",
+    "ece": "fraction",
+    "nll": "nonnegative",
+    # candidate_ranking
+    "r_at_1": "fraction",
+    "r_at_5": "fraction",
+    "mrr": "fraction",
+    "win_rate": "fraction",
+    "mean_rank": "rank",
+    # generator_seeds: how often nominal 95% intervals cover the across-draw mean gap, and the gap's spread (Act@1 points)
+    "coverage_one_draw": "fraction",
+    "coverage_two_draws": "fraction",
+    "coverage_two_draws_over_draws": "fraction",
+    "coverage_three_draws": "fraction",
+    "coverage_three_draws_over_units": "fraction",
+    "between_draw_sd": "nonnegative",
+    "within_draw_sd": "nonnegative",
+    "draw_mean_sd_from_splits": "nonnegative",
+    # epic_anticipation (its decode audit's counts are the families below)
+    "top1_accuracy": "fraction",
+    "top5_accuracy": "fraction",
+    "mean_top1_recall": "fraction",
+    "mean_top5_recall": "fraction",
+    "seen_class_fraction": "fraction",
+    # case_studies: the end-anchored window's inflation on planted data, and what the lint of a published protocol counts
+    "start_anchored_recall5": "fraction",
+    "end_anchored_recall5": "fraction",
+    "inflation_recall5": "fraction_diff",
+    "share_windows_inside_action": "fraction",
+    "share_windows_end_inside_action": "fraction",
+    "median_observed_share": "fraction",
+    "median_observed_share_when_inside": "fraction",
+    "window_lead_median_s": "real",
+    "heads_selected_on_reported_split": "count",
+    "epochs_selected_on_reported_split": "count",
+}.items():  # metric -> its VALUE_KINDS kind
+    register_metric(_m, _k)
+for _m, _k in {
+    "substitution_": "count",
+    "n_": "count",  # a count of actions, windows or videos (case_studies' lint findings)
+    "damaged_frames_": "count",
+}.items():  # metric prefix -> kind (epic's decode audit, case_studies' lint)
+    register_metric(_m, _k, family=True)
+
+# %% ../nbs/00a_results.ipynb #a5fd65a9
+def metric_kind(metric:str, # the record's metric
+                record:dict|None=None, # the record (a `comparison` field or a `*_delta` statistic makes it a difference)
+               ) -> str|None: # a VALUE_KINDS key, None for a metric the package does not write
+    "The kind of a metric's value: listed (METRIC_KINDS, METRIC_FAMILIES) or the difference kind of its base metric."
+    diff = lambda kind: DIFFERENCE_KIND.get(kind, kind)
+    for prefix in DIFFERENCE_PREFIXES:
+        if metric.startswith(prefix): return diff(metric_kind(metric[len(prefix):]))
+    if metric.endswith("_gap"): return diff(metric_kind(metric[:-len("_gap")]))
+    kind = METRIC_KINDS.get(metric) or next((k for p, k in METRIC_FAMILIES.items() if metric.startswith(p)), None)
+    compared = record is not None and ("comparison" in record or str(record.get("statistic", "")).endswith("_delta"))
+    return diff(kind) if kind and compared else kind
+
+# %% ../nbs/00a_results.ipynb #3fd693b6
+def is_number(v) -> bool:
+    "A finite JSON number; JSON true and false are not numbers here."
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+# %% ../nbs/00a_results.ipynb #82b0bd36
+FIELD_CHECKS = {
+    "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "number": (is_number, "a finite number"),
+    "interval": (lambda v: v is None or is_number(v), "a finite number or null"),
+    "count": (
+        lambda v: is_number(v) and float(v).is_integer() and v >= 0,
+        "a non-negative integer",
+    ),
+    "integer": (lambda v: is_number(v) and float(v).is_integer(), "an integer"),
+    "split": (
+        lambda v: (
+            (is_number(v) and float(v).is_integer() and v >= 0) or (isinstance(v, str) and v != "")
+        ),
+        "a split number or 'all'",
+    ),
+    "flag": (lambda v: isinstance(v, bool), "true or false"),
+    "nonnegative": (lambda v: is_number(v) and v >= 0, "a non-negative number"),
+    "object": (lambda v: isinstance(v, dict), "an object"),
+    "scalar": (
+        lambda v: v is None or isinstance(v, str) or isinstance(v, bool) or is_number(v),
+        "a string, finite number, boolean or null",
+    ),
+}  # kind -> (test, what is expected)
+
+RECORD_FIELDS = {
+    **dict.fromkeys(
+        (
+            "metric",
+            "dataset",
+            "condition",
+            "control",
+            "compared",
+            "comparison",
+            "oracle",
+            "non_oracle",
+            "history",
+            "part",
+            "train_history",
+            "test_history",
+            "statistic",
+            "setting",
+            "scope",
+            "backbone",
+            "architecture",
+            "feature_set",
+            "test_set",
+            "subset",
+            "method",
+            "energy",
+            "predictor",
+            "probe_input",
+            "recovery",
+            "side",
+            "factor",
+            "bin",
+        ),
+        "label",
+    ),
+    **dict.fromkeys(("value", "beta", "observed", "noise_rate", "bin_mean"), "number"),
+    **dict.fromkeys(("n", "horizon", "history_length"), "count"),
+    "seed": "integer",
+    "generator_seed": "count",  # the draw of a generated dataset (`datasets.SeededDatasets`)
+    "split": "split",
+    "std": "nonnegative",
+    "deployable": "flag",
+    "primary": "flag",
+}  # field -> FIELD_CHECKS kind; n_* are counts, ci_low*/ci_high* intervals, *_std non-negative, the rest scalars
+
+# %% ../nbs/00a_results.ipynb #972f92b9
+def field_kind(field: str) -> str:
+    "The FIELD_CHECKS kind of a record's field: listed in RECORD_FIELDS, else by its name's pattern, else any JSON scalar."
+    if field in RECORD_FIELDS:
+        return RECORD_FIELDS[field]
+    if field.startswith("n_"):
+        return "count"
+    if field.startswith(("ci_low", "ci_high")):
+        return "interval"
+    if field.endswith("_std"):
+        return "nonnegative"
+    return "scalar"
+
+# %% ../nbs/00a_results.ipynb #1f767ac3
+def shown_value(v) -> str:
+    "A value as the problem list shows it: its JSON repr, cut to 40 characters."
+    s = (
+        json.dumps(v, ensure_ascii=False)
+        if isinstance(v, (str, bool, type(None), int, float))
+        else repr(v)
+    )
+    return s if len(s) <= 40 else s[:37] + "..."
+
+# %% ../nbs/00a_results.ipynb #6f0960cf
+def _interval_problems(where: str, r: dict) -> list[str]:
+    "Each ci_low*/ci_high* pair: both present, both numbers or both null, low <= high, and the value inside (ci_low, ci_high)."
+    out = []
+    for low_f, high_f in [(f, "ci_high" + f[6:]) for f in r if f.startswith("ci_low")] + [
+        ("ci_low" + f[7:], f) for f in r if f.startswith("ci_high") and "ci_low" + f[7:] not in r
+    ]:
+        if low_f not in r or high_f not in r:
+            out.append(
+                f"{where}: field {(high_f if low_f in r else low_f)!r} missing; expected beside "
+                f"{(low_f if low_f in r else high_f)!r} (an interval has both ends)"
+            )
+            continue
+        low, high = r[low_f], r[high_f]
+        if (low is None) != (high is None):
+            null, other = (low_f, high_f) if low is None else (high_f, low_f)
+            out.append(
+                f"{where}: field {null!r} is null but {other!r} is not; expected both numbers, or both null (no interval)"
+            )
+        elif is_number(low) and is_number(high):
+            tol = 1e-9 * max(
+                1.0, abs(low), abs(high)
+            )  # the JSON's floats are rounded to 12 significant digits
+            value = r.get("value")
+            if low > high + tol:
+                out.append(
+                    f"{where}: field {low_f!r} is {shown_value(low)} > {high_f} {shown_value(high)}; "
+                    f"expected {low_f} <= {high_f}"
+                )
+            elif low_f == "ci_low" and is_number(value) and not low - tol <= value <= high + tol:
+                out.append(
+                    f"{where}: field 'value' is {shown_value(value)}; expected within its interval [{shown_value(low)}, {shown_value(high)}]"
+                )
+    return out
+
+# %% ../nbs/00a_results.ipynb #cc875548
+def _record_problems(i: int, r: dict, required: dict, writing: bool = False) -> list[str]:
+    "The problems of record i: missing required fields, each field's type (a null value passes when `writing`), the value's range, then its intervals."
+    metric = r.get("metric")
+    named = isinstance(metric, str) and metric != ""
+    where = f"record {i}" + (f" (metric {metric!r})" if named else "")
+    need = dict.fromkeys(
+        f
+        for prefix, fields in required.items()
+        if not prefix or (named and metric.startswith(prefix))
+        for f in fields
+    )
+    out = [
+        f"{where}: field {f!r} missing; expected {FIELD_CHECKS[field_kind(f)][1]}"
+        for f in need
+        if f not in r
+    ]
+    for f, v in r.items():
+        test, what = FIELD_CHECKS[field_kind(f)]
+        if not test(v) and not (writing and f == "value" and v is None):
+            out.append(f"{where}: field {f!r} is {shown_value(v)}; expected {what}")
+    value, kind = r.get("value"), metric_kind(metric, r) if named else None
+    if kind and is_number(value):
+        low, high, integer, what = VALUE_KINDS[kind]
+        if (
+            (low is not None and value < low)
+            or (high is not None and value > high)
+            or (integer and not float(value).is_integer())
+        ):
+            out.append(f"{where}: field 'value' is {shown_value(value)}; expected {what}")
+    said = [
+        f"{where}: field {f!r} missing" for f in need if f not in r
+    ]  # a required end of an interval: reported once
+    return out + [p for p in _interval_problems(where, r) if not p.startswith(tuple(said))]
+
+# %% ../nbs/00a_results.ipynb #c56f28d8
+def results_problems(payload, # a results JSON as parsed (records still a list)
+                     experiment:str|None=None, # the experiment the reader expects (None: any)
+                     required:dict|None=None, # metric prefix ('' for all) -> fields a reader needs (always: metric, value)
+                     config:dict|None=None, # config key -> FIELD_CHECKS kind, checked where present
+                     writing:bool=False, # checked before writing: no records, or a null value (an undefined metric), is a result too
+                    ) -> list[str]: # one line per problem, [] when the payload is a valid results JSON
+    "Every way `payload` departs from the results-JSON schema (`results.write_results`): its shape, then each record."
+    sections = ("experiment", "scale", "config", "pins", "records")
+    if not isinstance(payload, dict): return [f"expected a JSON object with {', '.join(sections)}; got a {type(payload).__name__}"]
+    missing = [k for k in sections if k not in payload]
+    if missing: return [f"not a results JSON: missing {missing} (expected {', '.join(sections)})"]
+    name, out = payload["experiment"], []
+    if not isinstance(name, str) or not name: out.append(f"field 'experiment' is {shown_value(name)}; expected the experiment's name")
+    elif experiment is not None and name != experiment:
+        return [f"field 'experiment': a results JSON of experiment {name!r}; expected {experiment!r}"]
+    if payload["scale"] not in SCALES: out.append(f"field 'scale' is {shown_value(payload['scale'])}; expected one of {list(SCALES)}")
+    out += [f"field {k!r} is {shown_value(payload[k])}; expected an object" for k in ("config", "pins") if not isinstance(payload[k], dict)]
+    if isinstance(payload["pins"], dict):
+        out += [f"pins: field {k!r} is {shown_value(v)}; expected a SHA-256 string, or an object of them by dataset"
+                for k, v in payload["pins"].items()
+                if not (isinstance(v, str) or (isinstance(v, dict) and all(isinstance(x, str) for x in v.values())))]
+    if isinstance(payload["config"], dict):
+        out += [f"config: field {k!r} is {shown_value(payload['config'][k])}; expected {FIELD_CHECKS[kind][1]}"
+                for k, kind in (config or {}).items() if k in payload["config"] and not FIELD_CHECKS[kind][0](payload["config"][k])]
+    records = payload["records"]
+    if not isinstance(records, list): return out + [f"field 'records' is {shown_value(records)}; expected a list of records"]
+    if not records and not writing: return out + ["field 'records' is []; expected at least one record"]
+    required = {"": ("metric", "value")} | (required or {})
+    for i, r in enumerate(records):
+        if not isinstance(r, dict): out.append(f"record {i} is {shown_value(r)}; expected an object with metric and value"); continue
+        out += _record_problems(i, r, required, writing)
+    return out
+
+# %% ../nbs/00a_results.ipynb #97074731
+MAX_PROBLEMS = 20  # problems listed in one DataError; the rest are counted
+
+# %% ../nbs/00a_results.ipynb #fdffcfe0
+def check_results(
+    payload,  # a results JSON as parsed (records still a list)
+    path,  # the file it came from (named in the error)
+    experiment: str | None = None,  # the experiment the reader expects (None: any)
+    required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
+    config: dict | None = None,  # config key -> FIELD_CHECKS kind
+    writing: bool = False,  # checked before writing it (`write_results`): the error says it was not written
+) -> dict:  # payload, unchanged, when it is valid
+    "Raise one `DataError` naming `path` and listing every problem of `payload` (the first MAX_PROBLEMS, then a count)."
+    problems = results_problems(payload, experiment, required, config, writing)
+    if not problems:
+        return payload
+    more = len(problems) - MAX_PROBLEMS
+    lines = problems[:MAX_PROBLEMS] + (
+        [f"... and {more} more problem{'s' * (more > 1)}"] if more > 0 else []
+    )
+    head = f"{path}: {'not written, ' * writing}not a valid results JSON ({len(problems)} problem{'s' * (len(problems) > 1)})"
+    raise DataError(head + ":\n  " + "\n  ".join(lines))
+
+# %% ../nbs/00a_results.ipynb #cda28f4c
+def read_checked(
+    path,  # a results JSON
+    experiment: str | None = None,  # the experiment the reader expects (None: any)
+    required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
+    config: dict | None = None,  # config key -> FIELD_CHECKS kind
+) -> dict:  # the payload, records as a DataFrame (as `results.read_results` returns it)
+    "Read a results JSON and `check_results` it before anything reads its records: every failure is a `DataError` naming the file."
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such results JSON")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise DataError(
+            f"{path}: not a readable results JSON ({e})"
+        ) from None  # truncated, or not UTF-8
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the results JSON ({e.strerror})") from None
+    check_results(payload, path, experiment, required, config)
+    return payload | {"records": pd.DataFrame(payload["records"])}
 
 # %% ../nbs/00a_results.ipynb #8776a147
 def _record_rows(records) -> list[dict]:
@@ -60,13 +446,13 @@ def write_results(
     pins: dict | None = None,  # SHA-256 of the inputs, by name
     extra: dict | None = None,  # more top-level entries (what a reader needs besides the records, e.g. the conditions' labels)
 ) -> Path:
-    "Write the results JSON canonically and atomically, with its `numeric_environment`; the same inputs there give byte-identical files."
+    "Check the results JSON against the schema (`check_results`), then write it canonically and atomically, with its `numeric_environment`; the same inputs give byte-identical files, and a payload the schema refuses is never written."
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     clash = sorted(set(extra or {}) & {"experiment", "scale", "config", "pins", "records", "environment"})
     if clash:
         raise ValueError(f"write_results: extra entries {clash} would replace the payload's own")
-    payload = {
+    payload = to_jsonable({
         **(extra or {}),
         "experiment": experiment,
         "scale": scale,
@@ -74,7 +460,8 @@ def write_results(
         "pins": pins or {},
         "records": _record_rows(records),
         "environment": numeric_environment(),
-    }
+    })  # as it will be written: plain JSON types
+    check_results(payload, path, writing=True)  # a DataError naming the file and every problem: nothing is written
     return write_json(path, payload)
 
 # %% ../nbs/00a_results.ipynb #e8592253

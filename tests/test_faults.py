@@ -14,7 +14,7 @@ from hoi_audit.decode import open_decord
 from hoi_audit.epic import NOTE_KINDS, extract, read_narrations
 from hoi_audit.procedural import read_for_command, read_mstcn, safe_name, write_mstcn
 from hoi_audit.provenance import Block, Condition
-from hoi_audit.report import check_results, metric_kind
+from hoi_audit.results import check_results, metric_kind, write_results
 from hoi_audit.runner import main
 from hoi_audit.store import ResultStore, Unit
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
@@ -1019,4 +1019,14 @@ def test_committed_results_validate(path):
     "every committed results/*.json -> valid, and every metric in it has a kind (none is unknown)"
     payload = json.loads(path.read_text())
     check_results(payload, path)
+    check_results(payload, path, writing=True)   # and `write_results` would write it again
     assert not {r["metric"] for r in payload["records"] if metric_kind(r["metric"], r) is None}
+
+def test_a_refused_record_is_never_written(tmp_path):
+    "a stage writing an accuracy of 250 -> DataError naming the file and the record; no file where there was none, an old file unchanged"
+    good = write_results(tmp_path / "old.json", "four_condition", AUDIT["records"][:3])
+    before = good.read_bytes()
+    for path in (good, tmp_path / "new.json"):
+        with pytest.raises(DataError, match=r"not written, not a valid results JSON \(1 problem\):\n  record 1 \(metric '\w+'\): field 'value' is 250.0"):
+            write_results(path, "four_condition", AUDIT["records"][:1] + [AUDIT["records"][1] | {"value": 250.0}])
+    assert good.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
