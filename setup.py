@@ -32,7 +32,8 @@ setuptools.setup(
     include_package_data=True,
     # the real labels (segment tables, splits, mappings, provenance): procedural.SHIPPED_LABELS; their folders hold no .py files,
     # hence find_namespace_packages (find_packages would warn that they 'would be ignored')
-    package_data={cfg['lib_path']: ['data/labels/*/*']},
+    # presets.toml: every preset's settings, read by presets.read_presets (see nbs/12b_presets.ipynb)
+    package_data={cfg['lib_path']: ['data/labels/*/*', 'presets.toml']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     python_requires='>=' + min_python,

@@ -4,7 +4,7 @@
 
 # %% ../nbs/12d_calibration.ipynb #694b3b32
 from __future__ import annotations
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import pandas as pd
@@ -12,6 +12,7 @@ from .core import DataError
 from .results import read_results
 from .procedural import read_splits
 from .features import _rng, FeatureSpec
+from .presets import PRESETS, PRESETS_FILE, knob_table, read_settings
 from .synthetic import synthetic_dataset, SyntheticDataset
 
 # %% auto #0
@@ -181,70 +182,41 @@ def calibrate_feature_spec(
     )
     return result, replace(base, **{knob: result.value})
 
+# %% ../nbs/12d_calibration.ipynb #9d8aad4a
+def _real_label_features(
+    path=PRESETS_FILE,  # the presets' settings file
+) -> dict:  # dataset -> size -> FeatureSpec knobs (with dim)
+    "Real-label mode's knobs from the settings file: per dataset and size, the size's D, the preset's `features`, then its `real_labels` knobs."
+    out, order = {}, [f.name for f in fields(FeatureSpec)]
+    for name, table in read_settings(path).items():
+        if not isinstance(table, dict) or "real_labels" not in table:
+            continue
+        if name not in PRESETS or not isinstance(table["real_labels"], dict):
+            raise DataError(
+                f"{path}: {name}.real_labels: "
+                + ("expected a table" if name in PRESETS else f"no preset {name!r}")
+            )
+        p = PRESETS[name]
+        for size, knobs in table["real_labels"].items():
+            where = f"{name}.real_labels.{size}"
+            if size not in p.sizes:
+                raise DataError(f"{path}: {where}: no such size; sizes are {list(p.sizes)}")
+            knobs = {
+                "dim": p.sizes[size].feature_dim,
+                **p.features,
+                **knob_table(knobs, where, path),
+            }
+            out.setdefault(name, {})[size] = {
+                k: knobs[k] for k in order if k in knobs
+            }  # in FeatureSpec's order
+            try:
+                FeatureSpec(**out[name][size])
+            except ValueError as e:
+                raise DataError(f"{path}: {where}: {e}") from None
+    return out
+
 # %% ../nbs/12d_calibration.ipynb #f0b18cde
-REAL_LABEL_FEATURES = {  # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
-    "breakfast": {
-        "small": dict(
-            dim=64,
-            current_signal=1.0,
-            next_signal=0.36,
-            segment_noise=1.1,
-            frame_noise=4.003747,
-            participant_shift=0.5,
-            camera_shift=0.3,
-        ),
-        "full": dict(
-            dim=2048,
-            current_signal=1.0,
-            next_signal=0.0,
-            end_fade=0.35,
-            segment_noise=1.1,
-            frame_noise=2.1,
-            participant_shift=0.5,
-            camera_shift=0.3,
-        ),
-    },
-    "50salads": {
-        "small": dict(
-            dim=64,
-            current_signal=1.0,
-            next_signal=0.25,
-            segment_noise=1.1,
-            frame_noise=2.0,
-            participant_shift=0.3,
-            camera_shift=0.0,
-        ),
-        "full": dict(
-            dim=2048,
-            current_signal=1.0,
-            next_signal=0.25,
-            segment_noise=1.1,
-            frame_noise=1.561416,
-            participant_shift=0.3,
-            camera_shift=0.0,
-        ),
-    },
-    "gtea": {
-        "small": dict(
-            dim=64,
-            current_signal=4.0,
-            next_signal=0.25,
-            segment_noise=0.05,
-            frame_noise=0.5,
-            participant_shift=0.2,
-            camera_shift=0.0,
-        ),
-        "full": dict(
-            dim=2048,
-            current_signal=4.0,
-            next_signal=0.25,
-            segment_noise=0.05,
-            frame_noise=0.5,
-            participant_shift=0.2,
-            camera_shift=0.0,
-        ),
-    },
-}
+REAL_LABEL_FEATURES = _real_label_features()  # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
 
 
 def real_label_feature_spec(

@@ -4,13 +4,24 @@
 
 # %% ../nbs/12b_presets.ipynb #e02b3633
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from importlib import resources
+from pathlib import Path
 from typing import Sequence
 from .core import DataError
+from .features import FeatureSpec
 from .grammar import Grammar, Task, any_order, choice, maybe, seq
 
+try:
+    import tomllib  # Python 3.11 on
+except (
+    ModuleNotFoundError
+):  # Python 3.10: the same parser as the package tomli (settings.ini requires it there)
+    import tomli as tomllib
+
 # %% auto #0
-__all__ = ['SIZES', 'PRESETS', 'SizeSpec', 'Preset', 'preset', 'HeldOutPreset']
+__all__ = ['SIZES', 'PRESETS_FILE', 'PRESETS', 'SizeSpec', 'Preset', 'HeldOutPreset', 'read_settings', 'knob_table',
+           'read_presets', 'preset']
 
 # %% ../nbs/12b_presets.ipynb #740c11ce
 _BREAKFAST_CLASSES = (
@@ -286,243 +297,19 @@ def _groups(ids: Sequence, n: int) -> tuple:
     k = len(ids) // n
     return tuple(tuple(ids[i * k : (i + 1) * k]) for i in range(n))
 
-# %% ../nbs/12b_presets.ipynb #6fce6833
-_BREAKFAST_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(3, 55))
-
-_SALADS_PARTICIPANTS = tuple(f"{i:02d}" for i in range(1, 28) if i not in (8, 12))
-
-_BREAKFAST_DURATIONS = dict(
-    SIL=78,
-    take_bowl=105,
-    pour_cereals=282,
-    pour_milk=208,
-    stir_cereals=116,
-    take_cup=98,
-    pour_coffee=244,
-    pour_oil=208,
-    crack_egg=345,
-    fry_egg=1567,
-    put_egg2plate=235,
-    spoon_powder=298,
-    stir_milk=220,
-    take_knife=97,
-    cut_fruit=597,
-    put_fruit2bowl=104,
-    peel_fruit=732,
-    stir_fruit=182,
-    cut_bun=277,
-    take_butter=74,
-    smear_butter=617,
-    take_topping=197,
-    put_toppingOnTop=369,
-    add_teabag=204,
-    pour_water=227,
-    take_plate=169,
-    spoon_flour=346,
-    stir_dough=689,
-    pour_dough2pan=399,
-    fry_pancake=2488,
-    put_pancake2plate=226,
-    put_bunTogether=63,
-    stir_egg=338,
-    pour_egg2pan=310,
-    stirfry_egg=910,
-    add_saltnpepper=266,
-    pour_sugar=156,
-    cut_orange=149,
-    take_squeezer=85,
-    squeeze_orange=688,
-    pour_juice=199,
-    take_eggs=200,
-    take_glass=116,
-    butter_pan=526,
-    pour_flour=306,
-    spoon_sugar=276,
-    stir_coffee=153,
-    stir_tea=104,
-)
-
-_SALADS_DURATIONS = dict(
-    action_start=600,
-    cut_tomato=1040,
-    place_tomato_into_bowl=230,
-    cut_cheese=930,
-    place_cheese_into_bowl=233,
-    cut_lettuce=812,
-    place_lettuce_into_bowl=253,
-    add_salt=230,
-    add_vinegar=457,
-    add_oil=536,
-    add_pepper=259,
-    mix_dressing=371,
-    action_end=1026,
-    peel_cucumber=1231,
-    cut_cucumber=849,
-    place_cucumber_into_bowl=286,
-    add_dressing=530,
-    mix_ingredients=407,
-    serve_salad_onto_plate=696,
-)
-
-_GTEA_DURATIONS = dict(
-    background=14,
-    take=34,
-    open=43,
-    put=26,
-    pour=67,
-    close=29,
-    scoop=35,
-    stir=91,
-    fold=65,
-    spread=134,
-    shake=313,
-)
-
-
-def _make_presets() -> dict:
-    b = _BREAKFAST_PARTICIPANTS
-    breakfast = Preset(
-        "breakfast",
-        _breakfast_grammar(),
-        sizes={
-            "tiny": SizeSpec((b[0], b[13], b[26], b[39]), ("cam01",), 200, 16),
-            "small": SizeSpec(
-                b,
-                ("cam01",),
-                400,
-                64,
-                features=dict(frame_noise=2.38752, next_signal=0.0, end_fade=0.4),
-            ),
-            "full": SizeSpec(
-                b,
-                ("cam01", "cam02", "webcam01", "webcam02", "stereo01"),
-                2097,
-                2048,
-                n_videos=1712,
-                features=dict(frame_noise=1.623913, next_signal=0.0, end_fade=0.35),
-            ),
-        },
-        split_groups=_groups(b, 4),
-        video_name="{participant}_{camera}_{participant}_{task}",
-        repetitions=1,
-        durations=_BREAKFAST_DURATIONS,
-        start_background="SIL",
-        end_background="SIL",
-        end_background_p=0.93,
-        features=dict(
-            current_signal=1.0,
-            next_signal=0.25,
-            segment_noise=1.1,
-            frame_noise=2.3,
-            participant_shift=0.5,
-            camera_shift=0.3,
-        ),
-    )
-    s = _SALADS_PARTICIPANTS
-    salads = Preset(
-        "50salads",
-        _salads_grammar(),
-        sizes={
-            "tiny": SizeSpec(s[0:2] + s[5:7] + s[10:12] + s[15:17] + s[20:22], ("rgb",), 400, 16),
-            "small": SizeSpec(s, ("rgb",), 2000, 64, features=dict(frame_noise=0.8)),
-            "full": SizeSpec(s, ("rgb",), 11552, 2048, features=dict(frame_noise=1.4)),
-        },
-        split_groups=_groups(s, 5),
-        video_name="{camera}-{participant}-{repetition}",
-        repetitions=2,
-        durations=_SALADS_DURATIONS,
-        start_background="action_start",
-        end_background="action_end",
-        features=dict(
-            current_signal=1.0,
-            next_signal=0.25,
-            segment_noise=1.1,
-            frame_noise=2.0,
-            participant_shift=0.3,
-            camera_shift=0.0,
-        ),
-    )
-    g = ("S1", "S2", "S3", "S4")
-    gtea = Preset(
-        "gtea",
-        _gtea_grammar(),
-        sizes={
-            "tiny": SizeSpec(g, ("C1",), 300, 16),
-            "small": SizeSpec(g, ("C1",), 700, 64, features=dict(current_signal=4.0)),
-            "full": SizeSpec(g, ("C1",), 1115, 2048, features=dict(current_signal=4.0)),
-        },
-        split_groups=_groups(g, 4),
-        video_name="{participant}_{task}_{camera}",
-        repetitions=1,
-        durations=_GTEA_DURATIONS,
-        start_background="background",
-        end_background="background",
-        gap_background="background",
-        gap_p=0.9,
-        features=dict(
-            current_signal=1.0,
-            next_signal=0.25,
-            segment_noise=0.05,
-            frame_noise=0.5,
-            participant_shift=0.2,
-            camera_shift=0.0,
-        ),
-    )
-    return {p.name: p for p in (breakfast, salads, gtea)}
-
-# %% ../nbs/12b_presets.ipynb #b2aa41cb
-PRESETS = _make_presets()
-
-
-def preset(
-    name: str,  # "breakfast", "50salads" or "gtea"
-) -> Preset:
-    "The preset called `name`."
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; presets are {sorted(PRESETS)}")
-    return PRESETS[name]
-
 # %% ../nbs/12b_presets.ipynb #c8ed4762
 _ASSEMBLY_VERBS = ("attach", "detach", "screw", "unscrew", "position")
 
-_ASSEMBLY_PARTS = (
-    "cabin",
-    "chassis",
-    "wheel",
-    "arm",
-    "boom",
-    "bucket",
-    "roof",
-    "bumper",
-    "base",
-    "blade",
-    "basket",
-    "track",
-    "interior",
-    "body",
-    "ladder",
-    "rod",
-    "light",
+_ASSEMBLY_PARTS = tuple(
+    "cabin chassis wheel arm boom bucket roof bumper base blade basket track interior body ladder rod light".split()
 )
 
 _ASSEMBLY_CLASSES = ("background",) + tuple(
     f"{v}_{p}" for p in _ASSEMBLY_PARTS for v in _ASSEMBLY_VERBS
 )
 
-_ASSEMBLY_TOYS = (
-    "excavator",
-    "dumper",
-    "crane",
-    "loader",
-    "bulldozer",
-    "firetruck",
-    "mixer",
-    "roller",
-    "tractor",
-    "transporter",
-    "garbagetruck",
-    "pickup",
-    "digger",
+_ASSEMBLY_TOYS = tuple(
+    "excavator dumper crane loader bulldozer firetruck mixer roller tractor transporter garbagetruck pickup digger".split()
 )
 
 
@@ -543,51 +330,10 @@ def _assembly_grammar() -> Grammar:
     return Grammar(_ASSEMBLY_CLASSES, ("background",), tasks)
 
 # %% ../nbs/12b_presets.ipynb #7834b80c
-_EPIC_VERBS = (
-    "take",
-    "put",
-    "wash",
-    "open",
-    "close",
-    "cut",
-    "mix",
-    "pour",
-    "turnon",
-    "dry",
-    "peel",
-)
+_EPIC_VERBS = tuple("take put wash open close cut mix pour turnon dry peel".split())
 
-_EPIC_NOUNS = (
-    "plate",
-    "knife",
-    "pan",
-    "spoon",
-    "bowl",
-    "cup",
-    "lid",
-    "tap",
-    "fridge",
-    "drawer",
-    "onion",
-    "pot",
-    "board",
-    "sponge",
-    "bag",
-    "glass",
-    "fork",
-    "cupboard",
-    "oil",
-    "water",
-    "salt",
-    "garlic",
-    "tomato",
-    "bread",
-    "cheese",
-    "rice",
-    "milk",
-    "egg",
-    "potato",
-    "carrot",
+_EPIC_NOUNS = tuple(
+    "plate knife pan spoon bowl cup lid tap fridge drawer onion pot board sponge bag glass fork cupboard oil water salt garlic tomato bread cheese rice milk egg potato carrot".split()
 )
 
 _EPIC_CLASSES = ("background",) + tuple(f"{v}_{n}" for n in _EPIC_NOUNS for v in _EPIC_VERBS)
@@ -619,85 +365,213 @@ class HeldOutPreset(Preset):
         "1 for a held-out participant, 0 (train in every split) otherwise."
         return 1 if any(participant in g for g in self.split_groups) else 0
 
-# %% ../nbs/12b_presets.ipynb #5d265d23
-_ASSEMBLY_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(1, 29))
+# %% ../nbs/12b_presets.ipynb #a6016541
+# the package's presets, shipped beside the code
+PRESETS_FILE = Path(str(resources.files("hoi_audit") / "presets.toml"))
 
-_EPIC_PARTICIPANTS = tuple(f"P{i:02d}" for i in range(1, 33))
+# %% ../nbs/12b_presets.ipynb #b6fa8b3a
+def read_settings(
+    path=PRESETS_FILE,  # a TOML settings file
+) -> dict:  # preset name -> its table, as written
+    "The tables of a settings file; a missing file or one that is not TOML is an error naming it."
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: settings file not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise DataError(f"{path}: not valid TOML ({e})") from None
 
-_ASSEMBLY_DURATIONS = {
-    "background": 60,
-    **{
-        f"{v}_{p}": d
-        for p in _ASSEMBLY_PARTS
-        for v, d in zip(_ASSEMBLY_VERBS, (240, 200, 420, 380, 150))
-    },
-}
-
-_EPIC_DURATIONS = {
-    "background": 80,
-    **{
-        f"{v}_{n}": d
-        for n in _EPIC_NOUNS
-        for v, d in zip(_EPIC_VERBS, (60, 60, 200, 50, 45, 250, 180, 120, 40, 150, 300))
-    },
-}
+# %% ../nbs/12b_presets.ipynb #b79bb7ac
+_TEXT = ("text", lambda v: isinstance(v, str))
+_NUMBER = ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+_INT = ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+_BOOL = ("true or false", lambda v: isinstance(v, bool))
+_TABLE = ("a table", lambda v: isinstance(v, dict))
+_TEXTS = ("a list of text", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v))
+_INTS = ("a list of integers", lambda v: isinstance(v, list) and all(_INT[1](x) for x in v))
 
 
-def _make_diagnostic_presets() -> dict:
-    a, e = _ASSEMBLY_PARTICIPANTS, _EPIC_PARTICIPANTS
-    assembly = Preset(
-        "assembly101",
-        _assembly_grammar(),
-        sizes={
-            "tiny": SizeSpec((a[0], a[7], a[14], a[21]), ("cam01",), 200, 16),
-            "small": SizeSpec(a[0:3] + a[7:10] + a[14:17] + a[21:24], ("cam01",), 400, 64),
-            "full": SizeSpec(a, ("cam01",), 2400, 2048),
-        },
-        split_groups=_groups(a, 4),
-        video_name="{participant}_{camera}_{participant}_{task}",
-        repetitions=1,
-        durations=_ASSEMBLY_DURATIONS,
-        start_background="background",
-        end_background="background",
-        gap_background="background",
-        gap_p=0.5,
-        fps=30.0,
-        features=dict(
-            current_signal=1.0,
-            next_signal=0.1,
-            segment_noise=1.1,
-            frame_noise=3.5,
-            participant_shift=0.5,
-            camera_shift=0.0,
-        ),
+def _checked(
+    table,  # a table of the settings file
+    where: str,  # its key in the file, e.g. "breakfast.sizes.tiny"
+    path,  # the file
+    kinds: dict,  # key -> (description, check) of the keys the table may hold
+    required: Sequence = (),  # the keys it must hold
+) -> dict:
+    "`table`, after checking that it is a table of known keys, each of its kind, with every required key."
+    if not isinstance(table, dict):
+        raise DataError(f"{path}: {where}: expected a table, got {table!r}")
+    for k, v in table.items():
+        if k not in kinds:
+            known = sorted(kinds)[:12] + ["..."] * (len(kinds) > 12)
+            raise DataError(f"{path}: {where}.{k}: unknown key; keys are {known}")
+        if not kinds[k][1](v):
+            raise DataError(f"{path}: {where}.{k}: expected {kinds[k][0]}, got {v!r}")
+    missing = [k for k in required if k not in table]
+    if missing:
+        raise DataError(f"{path}: {where}: missing key(s) {missing}")
+    return table
+
+# %% ../nbs/12b_presets.ipynb #06d72b60
+def knob_table(
+    table,  # a table of FeatureSpec knobs from the settings file
+    where: str,  # its key in the file
+    path,  # the file
+) -> dict:  # knob -> value, as written
+    "A table of `FeatureSpec` knobs, checked: each a field of `FeatureSpec` (not `dim` or `seed`), a number (`equal_norms`: true or false)."
+    kinds = {f.name: _NUMBER for f in fields(FeatureSpec) if f.name not in ("dim", "seed")}
+    return dict(_checked(table, where, path, {**kinds, "equal_norms": _BOOL}))
+
+# %% ../nbs/12b_presets.ipynb #b75698d8
+# participant ids: format(i) for first <= i <= last, i not in skip
+_PATTERN = {"format": _TEXT, "first": _INT, "last": _INT, "skip": _INTS}
+
+
+def _participants(table, where: str, path) -> tuple:
+    "The participant ids of a `{format, first, last, skip}` table, each once."
+    t = _checked(table, where, path, _PATTERN, ("format", "first", "last"))
+    numbers = [i for i in range(t["first"], t["last"] + 1) if i not in t.get("skip", ())]
+    try:
+        ids = tuple(t["format"].format(i) for i in numbers)
+    except (ValueError, IndexError, KeyError) as e:
+        raise DataError(f"{path}: {where}.format: cannot format a number ({e!r})") from None
+    if not ids or len(set(ids)) < len(ids):
+        raise DataError(f"{path}: {where}: {len(set(ids))} distinct ids for {len(ids)} numbers")
+    return ids
+
+# %% ../nbs/12b_presets.ipynb #0d3cdd81
+def _size_spec(table, where: str, path, everyone: tuple, base: dict, base_where: str) -> SizeSpec:
+    "A size of a preset whose participants are `everyone` and whose `features` (at key `base_where`) are `base`."
+    kinds = {
+        "participants": _TEXTS,
+        "cameras": _TEXTS,
+        "mean_frames": _NUMBER,
+        "feature_dim": _INT,
+        "n_videos": _INT,
+        "features": _TABLE,
+    }
+    t = _checked(table, where, path, kinds, ("cameras", "mean_frames", "feature_dim"))
+    ids = tuple(t.get("participants", everyone))
+    stray = sorted(set(ids) - set(everyone))
+    if stray:
+        raise DataError(f"{path}: {where}.participants: {stray} are not the preset's participants")
+    knobs = knob_table(t.get("features", {}), f"{where}.features", path)
+    # the knobs that make a FeatureSpec invalid, named: the preset's, else the size's
+    for at, over in ((base_where, {}), (f"{where}.features", knobs)):
+        try:
+            FeatureSpec(**{"dim": t["feature_dim"], **base, **over})
+        except ValueError as e:
+            raise DataError(f"{path}: {at}: {e}") from None
+    return SizeSpec(
+        ids, tuple(t["cameras"]), t["mean_frames"], t["feature_dim"], t.get("n_videos"), knobs
     )
-    epic = HeldOutPreset(
-        "epic100",
-        _epic_grammar(),
-        sizes={
-            "tiny": SizeSpec((e[0], e[6], e[7], e[8]), ("head",), 200, 16),
-            "small": SizeSpec(e[0:2] + e[6:14], ("head",), 300, 64),
-            "full": SizeSpec(e, ("head",), 1500, 1024),
-        },
-        split_groups=(e[0:6],),
-        video_name="{participant}_{camera}_{participant}_{task}",
-        repetitions=1,
-        durations=_EPIC_DURATIONS,
-        start_background="background",
-        end_background="background",
-        gap_background="background",
-        gap_p=0.5,
-        fps=30.0,
-        features=dict(
-            current_signal=1.0,
-            next_signal=0.1,
-            segment_noise=1.1,
-            frame_noise=3.0,
-            participant_shift=0.5,
-            camera_shift=0.0,
-        ),
+
+# %% ../nbs/12b_presets.ipynb #6c08a46b
+def _durations(table, verbs, where: str, path, classes: Sequence) -> dict:
+    "Class -> mean duration in frames at full size, from a preset's `durations` and `verb_durations` tables."
+    verb = lambda c: c.split("_")[0]  # an action verb_object's verb
+    own = _checked(table, f"{where}.durations", path, dict.fromkeys(classes, _NUMBER))
+    by_verb = _checked(
+        verbs, f"{where}.verb_durations", path, {verb(c): _NUMBER for c in classes if "_" in c}
     )
-    return {p.name: p for p in (assembly, epic)}
+    out = dict(own)  # as written
+    if by_verb:  # in the grammar's order
+        duration = lambda c: own[c] if c in own else by_verb.get(verb(c))
+        out = {c: duration(c) for c in classes if duration(c) is not None}
+    missing = [c for c in classes if c not in out]
+    if missing:
+        raise DataError(f"{path}: {where}.durations: no duration for {missing}")
+    return out
+
+# %% ../nbs/12b_presets.ipynb #96796f05
+_SCALARS = {  # the Preset fields with a default (text or a number): a preset's table may leave them out
+    f.name: _TEXT if f.default is None else _NUMBER
+    for f in fields(Preset)
+    if f.default is not MISSING
+}
+_PRESET_KEYS = {
+    "participants": _TABLE,
+    "split_groups": _INT,
+    "held_out": _TEXTS,
+    "video_name": _TEXT,
+    "repetitions": _INT,
+    **_SCALARS,
+    "features": _TABLE,
+    "sizes": _TABLE,
+    "durations": _TABLE,
+    "verb_durations": _TABLE,
+    "real_labels": _TABLE,  # real-label mode's knobs: read by calibration.REAL_LABEL_FEATURES
+}
+_REQUIRED = ("participants", "video_name", "repetitions", "sizes", "durations")
 
 
-PRESETS.update(_make_diagnostic_presets())
+def _preset(name: str, table, grammar: Grammar, path) -> Preset:
+    "The preset `name` of a settings file, with its grammar."
+    t = _checked(table, name, path, _PRESET_KEYS, _REQUIRED)
+    held = "held_out" in t
+    if ("split_groups" in t) == held:
+        raise DataError(
+            f"{path}: {name}: split_groups or held_out, not {'both' if held else 'neither'}"
+        )
+    everyone = _participants(t["participants"], f"{name}.participants", path)
+    if held and (not t["held_out"] or set(t["held_out"]) - set(everyone)):
+        raise DataError(f"{path}: {name}.held_out: not a group of the preset's participants")
+    if not held and not 1 <= t["split_groups"] <= len(everyone):
+        raise DataError(
+            f"{path}: {name}.split_groups: {t['split_groups']} groups of {len(everyone)}"
+        )
+    for k in ("start_background", "end_background", "gap_background"):
+        if k in t and t[k] not in grammar.classes:
+            raise DataError(f"{path}: {name}.{k}: {t[k]!r} is not a class of the grammar")
+    base = knob_table(t.get("features", {}), f"{name}.features", path)
+    tables = _checked(t["sizes"], f"{name}.sizes", path, dict.fromkeys(SIZES, _TABLE), SIZES)
+    sizes = {
+        s: _size_spec(tables[s], f"{name}.sizes.{s}", path, everyone, base, f"{name}.features")
+        for s in SIZES
+    }
+    durations = _durations(t["durations"], t.get("verb_durations", {}), name, path, grammar.classes)
+    if held:
+        kind, groups = HeldOutPreset, (tuple(t["held_out"]),)
+    else:
+        kind, groups = Preset, _groups(everyone, t["split_groups"])
+    extra = {k: t[k] for k in (*_SCALARS, "video_name", "repetitions") if k in t}
+    return kind(name, grammar, sizes, groups, durations=durations, features=base, **extra)
+
+# %% ../nbs/12b_presets.ipynb #4462aa79
+def _builtin_grammars() -> dict:
+    "The grammars of the package's presets, by preset name."
+    return {
+        "breakfast": _breakfast_grammar(),
+        "50salads": _salads_grammar(),
+        "gtea": _gtea_grammar(),
+        "assembly101": _assembly_grammar(),
+        "epic100": _epic_grammar(),
+    }
+
+# %% ../nbs/12b_presets.ipynb #a069ad95
+def read_presets(
+    path=PRESETS_FILE,  # a TOML settings file (default: the package's)
+    grammars: dict | None = None,  # preset name -> Grammar (None: the package's grammars)
+) -> dict:  # name -> Preset, in the file's order
+    "The presets of a settings file, each with the grammar of its name; a malformed file is an error naming the file and the key."
+    grammars = _builtin_grammars() if grammars is None else grammars
+    settings = read_settings(path)
+    missing = sorted(set(settings) - set(grammars))
+    if missing:
+        raise DataError(
+            f"{path}: no grammar for preset(s) {missing}; grammars are {sorted(grammars)}"
+        )
+    return {name: _preset(name, table, grammars[name], path) for name, table in settings.items()}
+
+# %% ../nbs/12b_presets.ipynb #8cbdee2a
+PRESETS = read_presets()
+
+
+def preset(
+    name: str,  # "breakfast", "50salads", "gtea", "assembly101" or "epic100" (or a preset added to PRESETS)
+) -> Preset:
+    "The preset called `name`."
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; presets are {sorted(PRESETS)}")
+    return PRESETS[name]
