@@ -12,9 +12,9 @@ from hoi_audit.procedural import read_mstcn
 from hoi_audit.recovery import WindowRecognizer
 from dataclasses import replace
 from hoi_audit.features import FeatureSpec
-from hoi_audit.presets import PRESETS, preset
+from hoi_audit.presets import PRESETS, PRESETS_FILE, preset, read_presets, read_settings
 from hoi_audit.synthetic import synthesize_features_for_labels, synthetic_dataset, write_synthetic
-from hoi_audit.calibration import (CALIBRATION_SEED, PAPER_TARGETS, calibrate_feature_spec, calibrate_knob,
+from hoi_audit.calibration import (CALIBRATION_SEED, PAPER_TARGETS, REAL_LABEL_FEATURES, calibrate_feature_spec, calibrate_knob,
                                    calibration_split, real_label_feature_spec)
 from hoi_audit.grammar import PREDICTORS, Grammar, Task, bayes_accuracy, bayes_table, seq
 
@@ -227,6 +227,57 @@ def test_breakfast_splits_match_the_real_participant_groups():
     for n in range(1, 5):
         real_p = sorted({line[:3] for line in (real / f"test.split{n}.bundle").read_text().split()})
         assert sorted({ds.video(v).participant for v in ds.splits[n]["test"]}) == real_p
+
+
+# ---------------------------------------------------------------- the settings file
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_settings_file_ships_with_the_package():
+    "presets.toml lies in the package folder and setup.py / MANIFEST.in name it (the wheel holds it: `pip wheel` then `unzip -l`)."
+    assert PRESETS_FILE == REPO / "hoi_audit" / "presets.toml"
+    assert "'presets.toml'" in (REPO / "setup.py").read_text()
+    assert "include hoi_audit/presets.toml" in (REPO / "MANIFEST.in").read_text().splitlines()
+
+
+def test_calibrated_knobs_are_written_once():
+    "Every calibrated value with three or more decimals (2.38752, 1.623913, ...) is in presets.toml once and in no module's code."
+    text = PRESETS_FILE.read_text()
+    precise = sorted(set(re.findall(r"(?<![\w.])\d+\.\d{3,}(?![\w.])", text)))
+    assert len(precise) >= 4, precise   # the presets' breakfast small / full and real-label breakfast small / 50 Salads full
+    code = {m.name: m.read_text() for m in (REPO / "hoi_audit").glob("*.py")}
+    for value in precise:
+        assert len(re.findall(rf"(?<![\w.]){re.escape(value)}(?![\w.])", text)) == 1, value
+        assert not [n for n, c in code.items() if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w.])", c)], value
+
+
+def test_presets_and_real_label_knobs_come_from_the_file(tmp_path):
+    "A changed value in a copy of the file changes the preset built from it, and nothing else; real-label knobs sit on the preset's."
+    changed = tmp_path / "presets.toml"
+    changed.write_text(PRESETS_FILE.read_text().replace("end_background_p = 0.93", "end_background_p = 0.9", 1))
+    mine = read_presets(changed)
+    assert mine["breakfast"].end_background_p == 0.9 and replace(mine["breakfast"], end_background_p=0.93) == PRESETS["breakfast"]
+    assert all(mine[n] == PRESETS[n] for n in PRESETS if n != "breakfast")
+    for name, sizes in REAL_LABEL_FEATURES.items():
+        for size, knobs in sizes.items():
+            own = read_settings()[name]["real_labels"][size]
+            assert knobs == {"dim": preset(name).sizes[size].feature_dim, **preset(name).features, **own}, (name, size)
+
+
+def test_a_malformed_settings_file_names_the_file_and_the_key(tmp_path):
+    bad = tmp_path / "presets.toml"
+    for old, new, message in [("repetitions = 2", "repetitions = 2.5", "50salads.repetitions: expected an integer, got 2.5"),
+                              ("gap_p = 0.9", "gap_pp = 0.9", "gtea.gap_pp: unknown key"),
+                              ("take = 34", "takes = 34", "gtea.durations.takes: unknown key"),
+                              ("screw = 420", "screws = 420", "assembly101.verb_durations.screws: unknown key"),
+                              ('held_out = ["P01"', 'held_out = ["P00"', "epic100.held_out: not a group of the preset's participants"),
+                              ("[gtea.sizes.full]", "[gtea.sizes.huge]", "gtea.sizes.huge: unknown key"),
+                              ("[gtea]", "[gtea", "not valid TOML")]:
+        assert old in PRESETS_FILE.read_text(), old
+        bad.write_text(PRESETS_FILE.read_text().replace(old, new, 1))
+        with pytest.raises(DataError, match=re.escape(f"{bad}: ")) as e: read_presets(bad)
+        assert message in str(e.value), (message, str(e.value))
 
 
 # ---------------------------------------------------------------- real-label mode
