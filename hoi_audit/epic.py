@@ -205,15 +205,14 @@ class EpicFeatures:
 
 # %% ../nbs/45_epic.ipynb #981292a8
 def _stack_features(
-    df, context, target, records, with_target, n_bins: int, failed_videos: list
+    df, context, target, *, records, with_target, n_bins: int, failed_videos: list
 ) -> EpicFeatures:
     "Stack the per-narration arrays; a narration left out gets NaN (latents) or 0 (frames), shaped as the first used one."
     nan_like = lambda t: np.full_like(t, np.nan if t.dtype.kind == "f" else 0)
     template = next((c for c, r in zip(context, records) if c is not None and r.ok), None)
     if template is None:
-        template = np.zeros(
-            (n_bins, 0)
-        )  # nothing decoded: zero-width features; every record says why
+        # nothing decoded: zero-width features; every record says why
+        template = np.zeros((n_bins, 0))
     ctx = np.stack(
         [c if (c is not None and r.ok) else nan_like(template) for c, r in zip(context, records)]
     )
@@ -230,6 +229,7 @@ def _video_failure(
     video_id,  # the video that could not be used
     path,  # its file, None when it was not found
     error: BaseException,  # why
+    *,
     when: str = "",  # appended to the cause (where a decoder hung)
 ) -> dict:  # video_id, video, problem (short), cause (the underlying error's message)
     "The entry of a video in `failed_videos`: listed once, with its cause."
@@ -284,11 +284,165 @@ def _target_cut_note(start_s:float, stop_s:float, # the action segment (s)
                               f"frames the video declares decode): {cut}")
 
 
+# %% ../nbs/45_epic.ipynb #cc21c6d7
+def _failed_results(
+    narrations,  # (row index, narration_id) of each narration left out
+    failure: dict,  # the video's entry in failed_videos (`_video_failure`)
+    accept_concealed: bool = False,  # the rule the records name
+) -> dict:  # {row index: (record, None, None)}
+    "The results of narrations not read: each a record pointing to its video's failure, no features."
+    return {
+        i: (_failed_record(nid, failure, accept_concealed), None, None) for i, nid in narrations
+    }
+
+# %% ../nbs/45_epic.ipynb #ab79978c
+def _decode_narration(
+    row,  # the narration (narration_id, start_s, stop_s)
+    decoder: VideoDecoder,  # its video, open
+    path,  # the video's file (named in the notes)
+    *,
+    spec: BinSpec,  # the observation bins
+    with_target: bool,  # also decode the target segment
+    accept_concealed: bool,  # the rule the record names
+) -> tuple:  # (record, context frames, target frames); frames None where not decoded
+    """Decode a narration's observation bins (and its target segment): its record says what was
+    substituted or why it is left out. A `DecodeTimeout` is raised: the video is not asked again."""
+    where = f"{path}, narration {row.narration_id}"
+    cut = _target_cut_note(row.start_s, row.stop_s, decoder, with_target, where)
+    frames = tframes = None
+    try:
+        bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
+        frames, rec = decoder.read_bins(bins, spec.frames_per_bin, row.narration_id)
+        if rec.error:
+            rec.add_note("undecodable_bins", rec.error)
+        if with_target:
+            tb = target_bin(row.start_s, row.stop_s, decoder.fps, decoder.n_frames, where)
+            tframes, trec = decoder.read_bins([tb], spec.frames_per_bin, row.narration_id)
+            if trec.error:
+                trec.add_note("undecodable_bins", trec.error)
+            rec.absorb(trec, "target segment")
+    except DecodeTimeout:
+        raise
+    except Exception as e:  # this narration only: its record says why
+        msg = str(e) if isinstance(e, HoiAuditError) else f"{where}: {type(e).__name__}: {e}"
+        rec = SubstitutionRecord(
+            row.narration_id, str(path), error=msg, accept_concealed=accept_concealed
+        )
+        kind = e.kind if isinstance(e, WindowOutsideVideo) else "decode_error"
+        if kind == "window_past_end" and decoder.n_frames < decoder.declared_frames:
+            msg += (
+                f" (the video declares {decoder.declared_frames} frames; "
+                f"those from {decoder.n_frames} on do not decode)"
+            )
+        rec.add_note(kind, msg)
+    if cut:
+        rec.add_note(*cut)
+    return rec, frames, tframes
+
+# %% ../nbs/45_epic.ipynb #0e60cd6b
+def _encode_narration(
+    encoder,  # a FrameEncoder, or None (keep the frames)
+    narration_id: str,  # named if the encoder fails
+    frames,  # the context bins' frames
+    *,
+    tframes=None,  # the target segment's frames (one bin), None when not decoded
+) -> tuple:  # (context, target): the encoder's latents, or the frames without an encoder
+    "A decoded narration's features: its context bins and (where decoded) its target segment."
+    if encoder is None:
+        return frames, None if tframes is None else tframes[0]
+    name = type(encoder).__name__
+    context = call_user(encoder.encode, name, f"encode (narration {narration_id})", frames)
+    if tframes is None:
+        return context, None
+    return context, call_user(
+        encoder.encode, name, f"encode (narration {narration_id}, target)", tframes
+    )[0]
+
+# %% ../nbs/45_epic.ipynb #a977228e
+def _narration_features(
+    row,  # the narration
+    decoder: VideoDecoder,  # its video, open
+    path,  # the video's file
+    *,
+    encoder,  # a FrameEncoder, or None (keep the frames)
+    spec: BinSpec,  # the observation bins
+    with_target: bool,  # also decode and encode the target segment
+    accept_concealed: bool,  # the rule the record names
+) -> tuple:  # (record, context, target); no features when the record says it is left out
+    "Decode a narration, then encode what was decoded: its record and its features."
+    rec, frames, tframes = _decode_narration(
+        row, decoder, path, spec=spec, with_target=with_target, accept_concealed=accept_concealed
+    )
+    if not rec.ok:
+        return rec, None, None
+    return rec, *_encode_narration(encoder, row.narration_id, frames, tframes=tframes)
+
+# %% ../nbs/45_epic.ipynb #05f0f50c
+def _read_in_order(
+    rows: pd.DataFrame,  # a video's narrations
+    decoder,  # its open VideoDecoder (`damage` is set once damage is found in the video)
+    read,  # row -> (record, context, target)
+) -> tuple:  # ({row index: (record, context, target)}, None or (timeout, [(index, row) unread]))
+    """Read a video's narrations in order. When damage is first found, the narrations read before
+    took the fast path: they are read again. A decoder that hung is not asked again: the narrations
+    not (re)read by then are returned with the timeout."""
+    got, order, done, stale = {}, list(rows.iterrows()), [], []
+    try:
+        for k, (i, row) in enumerate(order):
+            known, stale = decoder.damage is not None, [(i, row)]
+            got[i] = read(row)
+            stale = []
+            if not known and decoder.damage:  # damage found just now
+                stale = list(done)
+                while stale:
+                    got[stale[0][0]] = read(stale[0][1])
+                    stale.pop(0)
+            done.append((i, row))
+    except DecodeTimeout as e:
+        return got, (e, stale + order[k + 1 :])
+    return got, None
+
+# %% ../nbs/45_epic.ipynb #8095b195
+def _read_video(
+    videos_dir,  # folder of videos (see find_video)
+    video_id: str,  # the video
+    rows: pd.DataFrame,  # its narrations
+    *,
+    decoding: dict,  # VideoDecoder's options (time_limit, accept_concealed, verify, isolate, ...)
+    options: dict,  # `_narration_features`'s options (encoder, spec, with_target, accept_concealed)
+) -> tuple:  # ({row index: (record, context, target)}, the video's entries in failed_videos)
+    """Open a video and read its narrations. A video that cannot be opened, or whose decoder hangs,
+    is listed once with its cause; each narration it leaves out points to it."""
+    path, concealed = None, decoding["accept_concealed"]
+    try:
+        path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
+        decoder = VideoDecoder(path, **decoding)
+    except Exception as e:
+        failure = _video_failure(video_id, path, e)
+        return _failed_results(zip(rows.index, rows.narration_id), failure, concealed), [failure]
+    try:
+        read = lambda row: _narration_features(row, decoder, path, **options)
+        got, timeout = _read_in_order(rows, decoder, read)
+    finally:
+        decoder.close()
+    if not timeout:
+        return got, []
+    e, lost = timeout
+    when = (
+        f" (at narration {lost[0][1].narration_id}; the video's {len(lost)} "
+        "narration(s) not read by then are left out)"
+    )
+    failure = _video_failure(video_id, path, e, when=when)
+    return {**got, **_failed_results([(j, r.narration_id) for j, r in lost], failure, concealed)}, [
+        failure
+    ]
+
 # %% ../nbs/45_epic.ipynb #e29a3025
 def extract(
     videos_dir,  # folder of videos (see find_video)
     narrations,  # the annotation CSV, or a DataFrame from read_narrations
     encoder=None,  # a FrameEncoder; None keeps the frames
+    *,
     spec: BinSpec = BinSpec(),  # the observation bins
     with_target: bool = False,  # also decode and encode the target segment (the oracle's input only)
     time_limit: float | None = 60.0,  # seconds per decode call
@@ -300,112 +454,30 @@ def extract(
     "Decode (and encode) the causal bins of every narration; every narration_id gets a record, used or with a note saying why not."
     df = narrations if isinstance(narrations, pd.DataFrame) else read_narrations(narrations)
     df = df.reset_index(drop=True)
-    n = len(df)
-    context, target, records, failed = [None] * n, [None] * n, [None] * n, []
+    decoding = dict(
+        time_limit=time_limit, accept_concealed=accept_concealed, verify=verify, isolate=isolate
+    )
+    decoding.update(decoder_kwargs or {})
+    options = dict(
+        encoder=encoder, spec=spec, with_target=with_target, accept_concealed=accept_concealed
+    )
+    # {row index: (record, context, target)}; the videos that could not be used
+    results, failed = {}, []
     for video_id, rows in df.groupby("video_id", sort=False):
-        path = None
-        try:
-            path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
-            decoder = VideoDecoder(
-                path,
-                time_limit=time_limit,
-                accept_concealed=accept_concealed,
-                verify=verify,
-                isolate=isolate,
-                **(decoder_kwargs or {}),
-            )
-        except (
-            Exception
-        ) as e:  # the whole video: listed once with its cause; each of its narrations points to it
-            failed.append(_video_failure(video_id, path, e))
-            for i, nid in zip(rows.index, rows.narration_id):
-                records[i] = _failed_record(nid, failed[-1], accept_concealed)
-            continue
-
-        def read(i, row):
-            where = f"{path}, narration {row.narration_id}"
-            cut = _target_cut_note(row.start_s, row.stop_s, decoder, with_target, where)
-            try:
-                bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
-                frames, rec = decoder.read_bins(bins, spec.frames_per_bin, row.narration_id)
-                if rec.error:
-                    rec.add_note("undecodable_bins", rec.error)
-                if with_target:
-                    tb = target_bin(row.start_s, row.stop_s, decoder.fps, decoder.n_frames, where)
-                    tframes, trec = decoder.read_bins([tb], spec.frames_per_bin, row.narration_id)
-                    if trec.error:
-                        trec.add_note("undecodable_bins", trec.error)
-                    rec.absorb(trec, "target segment")
-            except DecodeTimeout:
-                raise
-            except Exception as e:  # this narration only: its record says why
-                msg = (
-                    str(e) if isinstance(e, HoiAuditError) else f"{where}: {type(e).__name__}: {e}"
-                )
-                rec = SubstitutionRecord(
-                    row.narration_id, str(path), error=msg, accept_concealed=accept_concealed
-                )
-                kind = e.kind if isinstance(e, WindowOutsideVideo) else "decode_error"
-                if kind == "window_past_end" and decoder.n_frames < decoder.declared_frames:
-                    msg += f" (the video declares {decoder.declared_frames} frames; those from {decoder.n_frames} on do not decode)"
-                rec.add_note(kind, msg)
-            if cut:
-                rec.add_note(*cut)
-            records[i], context[i], target[i] = rec, None, None
-            if not rec.ok:
-                return
-            name = type(encoder).__name__
-            context[i] = (
-                call_user(encoder.encode, name, f"encode (narration {row.narration_id})", frames)
-                if encoder is not None
-                else frames
-            )
-            if with_target:
-                target[i] = (
-                    call_user(
-                        encoder.encode,
-                        name,
-                        f"encode (narration {row.narration_id}, target)",
-                        tframes,
-                    )[0]
-                    if encoder is not None
-                    else tframes[0]
-                )
-
-        order, done, stale = list(rows.iterrows()), [], []
-        try:
-            for k, (i, row) in enumerate(order):
-                known, stale = decoder.damage is not None, [(i, row)]
-                read(i, row)
-                stale = []
-                if (
-                    not known and decoder.damage
-                ):  # damage found just now: the narrations before took the fast path
-                    stale = list(done)
-                    while stale:
-                        read(*stale[0])
-                        stale.pop(0)
-                done.append((i, row))
-        except DecodeTimeout as e:  # a decoder that hung is not asked again: the narrations not (re)read yet point to the video
-            lost = stale + order[k + 1 :]
-            failed.append(
-                _video_failure(
-                    video_id,
-                    path,
-                    e,
-                    f" (at narration {lost[0][1].narration_id}; the video's {len(lost)} "
-                    "narration(s) not read by then are left out)",
-                )
-            )
-            for j, r in lost:
-                records[j], context[j], target[j] = (
-                    _failed_record(r.narration_id, failed[-1], accept_concealed),
-                    None,
-                    None,
-                )
-        finally:
-            decoder.close()
-    return _stack_features(df, context, target, records, with_target, spec.n_bins, failed)
+        got, failures = _read_video(videos_dir, video_id, rows, decoding=decoding, options=options)
+        results.update(got)
+        failed += failures
+    rows = [results[i] for i in range(len(df))]
+    records, context, target = ([r[k] for r in rows] for k in range(3))
+    return _stack_features(
+        df,
+        context,
+        target,
+        records=records,
+        with_target=with_target,
+        n_bins=spec.n_bins,
+        failed_videos=failed,
+    )
 
 # %% ../nbs/45_epic.ipynb #8cc701d7
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
@@ -590,7 +662,7 @@ def results_records(records: pd.DataFrame, seen_fraction: float, summary: dict) 
 
 # %% ../nbs/45_epic.ipynb #42c9bf2c
 def _forecasters(
-    forecaster, encoder, seeds, train_clips: str, train_steps: int, n_bins: int
+    forecaster, encoder, seeds, *, train_clips: str, train_steps: int, n_bins: int
 ) -> tuple[dict, dict, str]:
     "seed -> forecaster, seed -> fingerprint, name; seeds whose models answer identically (an object, a seed-free factory) are run once."
     from hoi_audit.encoder import train_context_forecaster, training_windows
@@ -618,11 +690,101 @@ def _forecasters(
             kept[s], prints[s] = f, fp
     return kept, prints, name
 
+# %% ../nbs/45_epic.ipynb #a167d42a
+def _epic_models(
+    encoder,  # "embedded", or an encoder / factory / "module:name"
+    forecaster,  # "embedded", or a forecaster or world model / factory / "module:name"
+    seeds: list,  # forecaster seeds
+    *,
+    spec: BinSpec,  # the observation bins (the checkers' inputs)
+    train_clips: str,  # clip preset of the embedded forecaster's training windows
+    train_steps: int,  # its training steps
+) -> dict:  # encoder, encoder_name, forecasters (seed -> model), forecaster_name, prints, training
+    """Build and check the encoder and the forecasters: their fingerprints go into the results,
+    and `training` names how the embedded forecaster was trained (empty for the user's own)."""
+    from hoi_audit.encoder import PooledMotionEncoder
+
+    encoder_name = "embedded" if encoder == "embedded" else identity(encoder)["model"]
+    model = PooledMotionEncoder() if encoder == "embedded" else build(encoder, "encoder")
+    prints = {"encoder": check_encoder(model, frames=(spec.n_bins, spec.frames_per_bin, 32, 32))}
+    forecasters, fprints, forecaster_name = _forecasters(
+        forecaster,
+        model,
+        seeds,
+        train_clips=train_clips,
+        train_steps=train_steps,
+        n_bins=spec.n_bins,
+    )
+    prints.update({f"forecaster_{s}": fp for s, fp in fprints.items()})
+    trained = forecaster == "embedded"
+    return {
+        "encoder": model,
+        "encoder_name": encoder_name,
+        "forecasters": forecasters,
+        "forecaster_name": forecaster_name,
+        "prints": prints,
+        "training": {"train_clips": train_clips, "train_steps": train_steps} if trained else {},
+    }
+
+# %% ../nbs/45_epic.ipynb #daf6bb1d
+def _usable(
+    feats: EpicFeatures,  # the extracted narrations
+    narrations,  # the annotation CSV (named in the error)
+) -> EpicFeatures:
+    """The narrations the protocol can use; `DataError` (with the accounting) when fewer than
+    two participants have any."""
+    usable = feats.subset(feats.ok)
+    if len(np.unique(usable.participants)) < 2:
+        need = f"{narrations}: leave-one-participant-out needs two participants with usable actions"
+        raise DataError("\n".join([need, *accounting_lines(feats.summary, feats.records)]))
+    return usable
+
+# %% ../nbs/45_epic.ipynb #9ebcff0f
+def _epic_config(
+    models: dict,  # from `_epic_models`
+    feats: EpicFeatures,  # the extracted narrations (their accounting and notes)
+    *,
+    n_boot: int,  # bootstrap replicates
+    spec: BinSpec,  # the observation bins
+    oracle: bool,  # was the target segment encoded?
+) -> dict:
+    "The results' config: the run's settings, the models' names, each narration's exclusion and notes."
+    forecasters = models["forecasters"]
+    adapter = as_context_forecaster(next(iter(forecasters.values())))
+    return {
+        "seeds": [int(s) for s in forecasters],
+        "n_boot": n_boot,
+        "spec": asdict(spec),
+        "oracle": oracle,
+        "encoder": models["encoder_name"],
+        "latent_dim": int(models["encoder"].latent_dim),
+        "forecaster": models["forecaster_name"],
+        "forecaster_adapter": getattr(adapter, "adapter", "predict"),
+        **models["training"],
+        "substitution_summary": feats.summary,
+        "excluded": {r.action_id: r.error for r in feats.records if r.error},
+        "notes": {r.action_id: r.notes for r in feats.records if r.notes},
+    }
+
+# %% ../nbs/45_epic.ipynb #7dc1084a
+def _epic_pins(
+    narrations,  # the annotation CSV, or a DataFrame
+    prints: dict,  # the models' fingerprints (`_epic_models`)
+) -> dict:
+    """The results' pins: the annotations' hash (of the file, or of the DataFrame's JSON) and
+    each model's fingerprint."""
+    if isinstance(narrations, pd.DataFrame):
+        digest = sha256_json(narrations.to_json())
+    else:
+        digest = sha256_file(narrations)
+    return {"narrations": digest, **{f"fingerprint_{k}": v for k, v in prints.items()}}
+
 # %% ../nbs/45_epic.ipynb #8bd50d3c
 def run_epic(
     videos_dir,  # folder of videos (see find_video)
     narrations,  # EPIC-100 annotation CSV
     out,  # a folder or a .json path (store.CommandOutput)
+    *,
     encoder="embedded",  # "embedded", or an encoder / factory / "module:name"
     forecaster="embedded",  # "embedded", or a forecaster or world model / factory / "module:name"
     seeds: Sequence[int] = PROTOCOL_SEEDS,  # forecaster seeds
@@ -634,67 +796,29 @@ def run_epic(
     **extract_kwargs,  # passed to `extract` (time_limit, accept_concealed, verify, isolate)
 ) -> dict:  # results (path), records, table, summary, paths (the CommandOutput), action_records (one per narration)
     "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON."
-    from hoi_audit.encoder import PooledMotionEncoder
-
     paths = out if isinstance(out, CommandOutput) else CommandOutput.parse(out, "epic_anticipation")
-    encoder_name = "embedded" if encoder == "embedded" else identity(encoder)["model"]
-    encoder = PooledMotionEncoder() if encoder == "embedded" else build(encoder, "encoder")
-    prints = {"encoder": check_encoder(encoder, frames=(spec.n_bins, spec.frames_per_bin, 32, 32))}
-    forecasters, fprints, forecaster_name = _forecasters(
-        forecaster, encoder, list(seeds), train_clips, train_steps, spec.n_bins
+    models = _epic_models(
+        encoder,
+        forecaster,
+        list(seeds),
+        spec=spec,
+        train_clips=train_clips,
+        train_steps=train_steps,
     )
-    prints.update({f"forecaster_{s}": fp for s, fp in fprints.items()})
-    feats = extract(videos_dir, narrations, encoder, spec, with_target=oracle, **extract_kwargs)
-    usable = feats.subset(feats.ok)
-    if len(np.unique(usable.participants)) < 2:
-        raise DataError(
-            "\n".join(
-                [
-                    f"{narrations}: leave-one-participant-out needs two participants with usable actions",
-                    *accounting_lines(feats.summary, feats.records),
-                ]
-            )
-        )
-    records, seen = protocol_over_seeds(usable, forecasters, n_boot=n_boot)
+    feats = extract(
+        videos_dir, narrations, models["encoder"], spec=spec, with_target=oracle, **extract_kwargs
+    )
+    usable = _usable(feats, narrations)
+    records, seen = protocol_over_seeds(usable, models["forecasters"], n_boot=n_boot)
     summary = feats.summary
-    config = {
-        "seeds": [int(s) for s in forecasters],
-        "n_boot": n_boot,
-        "spec": asdict(spec),
-        "oracle": oracle,
-        "encoder": encoder_name,
-        "latent_dim": int(encoder.latent_dim),
-        "forecaster": forecaster_name,
-        "forecaster_adapter": getattr(
-            as_context_forecaster(next(iter(forecasters.values()))), "adapter", "predict"
-        ),
-        **(
-            {"train_clips": train_clips, "train_steps": train_steps}
-            if forecaster == "embedded"
-            else {}
-        ),
-        "substitution_summary": summary,
-        "excluded": {r.action_id: r.error for r in feats.records if r.error},
-        "notes": {r.action_id: r.notes for r in feats.records if r.notes},
-    }
-    pins = {
-        "narrations": sha256_file(narrations)
-        if not isinstance(narrations, pd.DataFrame)
-        else sha256_json(narrations.to_json()),
-        **{f"fingerprint_{k}": v for k, v in prints.items()},
-    }
-    path = paths.wrote(
-        write_results(
-            paths.results,
-            "epic_anticipation",
-            results_records(records, seen, summary),
-            scale="full",
-            config=config,
-            pins=pins,
-        )
+    config = _epic_config(models, feats, n_boot=n_boot, spec=spec, oracle=oracle)
+    pins = _epic_pins(narrations, models["prints"])
+    rows = results_records(records, seen, summary)
+    results = write_results(
+        paths.results, "epic_anticipation", rows, scale="full", config=config, pins=pins
     )
     return {
-        "results": path,
+        "results": paths.wrote(results),
         "records": records,
         "table": seed_mean_table(records),
         "summary": summary,
@@ -734,7 +858,7 @@ def extract_command(*,
     decode = decode_options(**decoding)
     spec = decode.pop("spec")
     paths = CommandOutput.parse(out, "epic_extract")
-    feats = extract(videos, narrations, model, spec, with_target=with_target, **decode)
+    feats = extract(videos, narrations, model, spec=spec, with_target=with_target, **decode)
     arrays = {"context": feats.context, "narration_id": feats.narrations.narration_id.to_numpy(str),
               "verb_class": feats.labels, "ok": feats.ok}
     if feats.target is not None: arrays["target_oracle"] = feats.target
