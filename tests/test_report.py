@@ -5,8 +5,9 @@ import numpy as np, pandas as pd, pytest
 from scipy import stats
 import hoi_audit
 from hoi_audit import report
+from hoi_audit.conditions import CONDITIONS
 from hoi_audit.runner import main
-from hoi_audit.core import DataError
+from hoi_audit.core import DataError, sha256_file
 from hoi_audit.results import write_results
 from hoi_audit.synthetic import synthetic_dataset, write_synthetic
 from conftest import REPO
@@ -87,7 +88,7 @@ def test_report_reads_what_the_results_json_records(tmp_path):
     payload = json.loads(small.read_text())
     datasets = sorted({r["dataset"] for r in payload["records"]})
     conditions = {name: {"label": f"{c.label} [recorded]", "inputs": list(c.inputs), "history": c.history,
-                         "sources": sorted(c.sources()), "deployable": c.deployable} for name, c in report.CONDITIONS.items()}
+                         "sources": sorted(c.sources()), "deployable": c.deployable} for name, c in CONDITIONS.items()}
     iv = json.loads((REPO / "results" / "intervention_2x2.json").read_text())["records"]
     pins = {"config_sha256": "c0" * 32, "data": {ds: f"{i:x}" * 64 for i, ds in enumerate(datasets, 10)}}
     html = report.write_report(_with(small, tmp_path, conditions=conditions, intervention={"records": iv}, pins=pins)).read_text()
@@ -100,7 +101,7 @@ def test_report_refuses_a_changed_2x2(tmp_path):
     "A 2x2 referenced with a SHA-256 that is not the file's: a DataError naming the file."
     small = REPO / "results" / "four_condition.json"
     (tmp_path / "iv.json").write_text((REPO / "results" / "intervention_2x2.json").read_text())
-    ok = _with(small, tmp_path, intervention_ref={"path": "iv.json", "sha256": report.sha256_file(tmp_path / "iv.json")})
+    ok = _with(small, tmp_path, intervention_ref={"path": "iv.json", "sha256": sha256_file(tmp_path / "iv.json")})
     assert "iv.json, referenced by four_condition.json, SHA-256 checked" in report.write_report(ok).read_text()
     changed = _with(small, tmp_path, intervention_ref={"path": "iv.json", "sha256": "0" * 64})
     with pytest.raises(DataError, match=r"iv.json: SHA-256 [0-9a-f]{64} is not the 0{64}"): report.write_report(changed)

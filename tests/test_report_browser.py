@@ -2,7 +2,9 @@
 import re, shutil, subprocess
 from html.parser import HTMLParser
 import numpy as np, pandas as pd, pytest
-from hoi_audit import report
+from hoi_audit import report, verdict
+from hoi_audit.conditions import CONDITIONS
+from hoi_audit.tables import METRICS
 from conftest import REPO
 
 COMMITTED = [REPO / "results" / "four_condition.json", REPO / "results" / "full" / "four_condition.json"]
@@ -37,7 +39,7 @@ def page(request, tmp_path_factory):
     "The report of a committed results JSON (written to a temporary folder), parsed, with the records it reads."
     out = report.write_report(request.param, tmp_path_factory.mktemp("page") / "report.html")
     parsed = _Page(); parsed.feed(out.read_text())
-    return out, parsed, report.load_audit(request.param)["records"]
+    return out, parsed, verdict.load_audit(request.param)["records"]
 
 def _mean_over_splits(r:pd.DataFrame) -> float:
     "Per split the mean over seeds, then the mean over splits (Table 1's estimate), straight from the records."
@@ -58,8 +60,8 @@ def test_every_table_names_its_dataset(page):
 def test_no_table_value_is_a_cross_dataset_mean(page):
     "Each Table 1 cell is its own dataset's mean over splits; where the pooled mean differs, it appears in no cell there."
     _, p, records = page
-    labels = {n: c.label for n, c in report.CONDITIONS.items()}
-    scored = records[records["metric"].isin(report.METRICS) & ~records["condition"].str.contains("-")]
+    labels = {n: c.label for n, c in CONDITIONS.items()}
+    scored = records[records["metric"].isin(METRICS) & ~records["condition"].str.contains("-")]
     checked = 0
     for t in p.tables:
         if not (t["section"] or "").endswith("-table1"): continue
@@ -68,7 +70,7 @@ def test_no_table_value_is_a_cross_dataset_mean(page):
         for row in rows:
             cond = next(c for c, l in labels.items() if l == row[0])
             for name, cell in zip(header[1:], row[1:]):
-                metric = next(m for m in report.METRICS if report.METRIC_NAMES[m] == name)
+                metric = next(m for m in METRICS if verdict.METRIC_NAMES[m] == name)
                 shown = cell.split(" [")[0]
                 mine = _mean_over_splits(own[(own["condition"] == cond) & (own["metric"] == metric)])
                 assert shown == f"{mine:.1f}", (t["dataset"], cond, metric)
@@ -98,8 +100,8 @@ def test_the_verdict_is_the_records(page):
         assert f"the interval {'excludes' if excludes else 'includes'} 0" in text and n in text
         ran = set(r["condition"])
         run, not_run = re.search(r"Controls run: (.*?)\. Not run: (.*?)\. ", text).groups()
-        assert {report.CONDITIONS[c].label for c in report.CONTROL_ROWS if c in ran} == set(run.split("; "))
-        assert {report.CONDITIONS[c].label for c in report.CONTROL_ROWS if c not in ran} == set(not_run.split("; "))
+        assert {CONDITIONS[c].label for c in verdict.control_rows() if c in ran} == set(run.split("; "))
+        assert {CONDITIONS[c].label for c in verdict.control_rows() if c not in ran} == set(not_run.split("; "))
 
 def test_integers_print_as_integers(page):
     _, p, _ = page
