@@ -289,14 +289,129 @@ def as_context_forecaster(
     )
 
 # %% ../nbs/42_contracts.ipynb #acb0a2d0
-CHECK_ROLES = (
-    "anticipator",
-    "world_model",
-    "encoder",
-    "forecaster",
-)  # the roles `hoi-audit check` can check
+# the roles `hoi-audit check` can check
+CHECK_ROLES = ("anticipator", "world_model", "encoder", "forecaster")
 
+# %% ../nbs/42_contracts.ipynb #94cf3d15
+def _check_step(
+    rows: list,  # the table's rows so far: this check's row is added
+    check: str,  # what is checked
+    fn,  # () -> the detail of a pass; raises a HoiAuditError (the contract's message) on a failure
+) -> bool:  # whether it passed
+    """Run one check of `check_model` and add its row: pass with its detail, or FAIL with the
+    broken contract's message."""
+    try:
+        detail = fn()
+    except HoiAuditError as e:
+        rows.append({"check": check, "result": "FAIL", "detail": str(e)})
+        return False
+    rows.append({"check": check, "result": "pass", "detail": detail})
+    return True
 
+# %% ../nbs/42_contracts.ipynb #1d483278
+def _identity_detail(
+    spec: str,  # the user's model
+) -> str:
+    "The identity row's detail: the model's code hash and its checkpoints (see `identity`)."
+    ident = identity(spec)
+    files = ident.get("checkpoints", {})
+    code = (ident.get("code_sha256") or ident["source_sha256"] or "interactive")[:12]
+    return f"code {code}, {len(files)} checkpoint(s)" + (f" ({', '.join(files)})" if files else "")
+
+# %% ../nbs/42_contracts.ipynb #b5c6a893
+def _check_anticipator(
+    rows: list,  # the table's rows so far
+    spec: str,  # the user's anticipator
+    size: str,  # unused: the anticipator's checker makes its own episodes
+):
+    "The anticipator's contract in one check; when it holds, one row per property it reports."
+    report = {}
+    contract = (
+        "contract (shapes, determinism, seeding, batch independence, learning, input subsets, "
+        "provenance)"
+    )
+    if _check_step(rows, contract, lambda: report.update(check_anticipator(spec)) or "all hold"):
+        rows += [{"check": k, "result": "pass", "detail": str(v)} for k, v in report.items()]
+
+# %% ../nbs/42_contracts.ipynb #6d3923c8
+def _check_encoder(
+    rows: list,  # the table's rows so far
+    spec: str,  # the user's encoder
+    size: str,  # unused: the encoder's checker makes its own frames
+):
+    "Build the encoder, then check `encode(bins)`: the second row only when it could be built."
+    built = {}
+    if _check_step(
+        rows, "construction", lambda: type(built.setdefault("m", build(spec, "encoder"))).__name__
+    ):
+        _check_step(
+            rows,
+            "encode(bins) (latent_dim, shape, dtype, finite, inputs unchanged, determinism, "
+            "batch independence)",
+            lambda: "fingerprint " + check_encoder(built["m"], name=spec)[:16],
+        )
+
+# %% ../nbs/42_contracts.ipynb #7ffd4a68
+def _check_forecaster(
+    rows: list,  # the table's rows so far
+    spec: str,  # the user's forecaster (or world model, used through the null plan)
+    size: str,  # unused: the forecaster's checker makes its own contexts
+):
+    """Build the forecaster as the protocols do (offered seed, the embedded encoder, latent_dim),
+    then check `predict(context)`."""
+    built, encoder = {}, PooledMotionEncoder()
+
+    def construct():
+        model = build(spec, "forecaster", seed=42, encoder=encoder, latent_dim=encoder.latent_dim)
+        return type(built.setdefault("m", model)).__name__
+
+    def predict():
+        fingerprint = check_forecaster(
+            as_context_forecaster(built["m"]), encoder.latent_dim, name=spec
+        )
+        return "fingerprint " + fingerprint[:16]
+
+    if _check_step(rows, "construction (offered seed, encoder, latent_dim)", construct):
+        _check_step(
+            rows,
+            "predict(context) (shape, dtype, finite, inputs unchanged, determinism, "
+            "batch independence)",
+            predict,
+        )
+
+# %% ../nbs/42_contracts.ipynb #8c3d7025
+def _check_world_model(
+    rows: list,  # the table's rows so far
+    spec: str,  # the user's world model
+    size: str,  # the embedded episodes it is built from and checked against
+):
+    """Build the world model from the embedded episodes' label-free training view, then check
+    `rollout(context, commands)`, causality in the commands included."""
+    episodes = make_episodes(size, seed=0)
+    K, D = episodes.n_bins, episodes.latent_dim
+    built = {}
+
+    def construct():
+        train = LabelFreeEpisodes(episodes.split_of("train_full"))
+        return type(
+            built.setdefault("m", build(spec, "world_model", seed=42, episodes=train))
+        ).__name__
+
+    def rollout():
+        fingerprint = check_world_model(
+            built["m"], D, context_bins=(K // 2,), horizon=K - K // 2, name=spec
+        )
+        return "fingerprint " + fingerprint[:16]
+
+    if _check_step(rows, "construction (offered seed, label-free training episodes)", construct):
+        _check_step(
+            rows,
+            "rollout(context, commands) (shape, dtype, finite, inputs unchanged, determinism, "
+            "batch independence, causality in the commands)",
+            rollout,
+        )
+
+# %% ../nbs/42_contracts.ipynb #ee47f42b
 def check_model(
     role: str,  # one of CHECK_ROLES
     spec: str,  # the user's model: package.module:factory or path/file.py:factory
@@ -306,100 +421,13 @@ def check_model(
     if role not in CHECK_ROLES:
         raise ContractError(f"role must be one of {CHECK_ROLES}, got {role!r}")
     rows = []
-
-    def step(check, fn):
-        try:
-            detail = fn()
-        except HoiAuditError as e:
-            rows.append({"check": check, "result": "FAIL", "detail": str(e)})
-            return False
-        rows.append({"check": check, "result": "pass", "detail": detail})
-        return True
-
-    def named():
-        ident = identity(spec)
-        files = ident.get("checkpoints", {})
-        return (
-            f"code {(ident.get('code_sha256') or ident['source_sha256'] or 'interactive')[:12]}, {len(files)} checkpoint(s)"
-            + (f" ({', '.join(files)})" if files else "")
-        )
-
-    if not step("identity (code, checkpoints)", named):
-        return pd.DataFrame(rows)
-    if role == "anticipator":
-        report = {}
-        if step(
-            "contract (shapes, determinism, seeding, batch independence, learning, input subsets, provenance)",
-            lambda: report.update(check_anticipator(spec)) or "all hold",
-        ):
-            rows += [{"check": k, "result": "pass", "detail": str(v)} for k, v in report.items()]
-        return pd.DataFrame(rows)
-    built = {}
-    if role == "encoder":
-        if step(
-            "construction", lambda: type(built.setdefault("m", build(spec, "encoder"))).__name__
-        ):
-            step(
-                "encode(bins) (latent_dim, shape, dtype, finite, inputs unchanged, determinism, batch independence)",
-                lambda: "fingerprint " + check_encoder(built["m"], name=spec)[:16],
-            )
-        return pd.DataFrame(rows)
-    if role == "forecaster":
-        encoder = PooledMotionEncoder()
-        if step(
-            "construction (offered seed, encoder, latent_dim)",
-            lambda: (
-                type(
-                    built.setdefault(
-                        "m",
-                        build(
-                            spec,
-                            "forecaster",
-                            seed=42,
-                            encoder=encoder,
-                            latent_dim=encoder.latent_dim,
-                        ),
-                    )
-                ).__name__
-            ),
-        ):
-            step(
-                "predict(context) (shape, dtype, finite, inputs unchanged, determinism, batch independence)",
-                lambda: (
-                    "fingerprint "
-                    + check_forecaster(
-                        as_context_forecaster(built["m"]), encoder.latent_dim, name=spec
-                    )[:16]
-                ),
-            )
-        return pd.DataFrame(rows)
-    episodes = make_episodes(size, seed=0)
-    K, D = episodes.n_bins, episodes.latent_dim
-    if step(
-        "construction (offered seed, label-free training episodes)",
-        lambda: (
-            type(
-                built.setdefault(
-                    "m",
-                    build(
-                        spec,
-                        "world_model",
-                        seed=42,
-                        episodes=LabelFreeEpisodes(episodes.split_of("train_full")),
-                    ),
-                )
-            ).__name__
-        ),
-    ):
-        step(
-            "rollout(context, commands) (shape, dtype, finite, inputs unchanged, determinism, batch independence, causality in the commands)",
-            lambda: (
-                "fingerprint "
-                + check_world_model(
-                    built["m"], D, context_bins=(K // 2,), horizon=K - K // 2, name=spec
-                )[:16]
-            ),
-        )
+    if _check_step(rows, "identity (code, checkpoints)", lambda: _identity_detail(spec)):
+        checks = {
+            "anticipator": _check_anticipator,
+            "encoder": _check_encoder,
+            "forecaster": _check_forecaster,
+        }
+        checks.get(role, _check_world_model)(rows, spec, size)
     return pd.DataFrame(rows)
 
 # %% ../nbs/42_contracts.ipynb #dc2e038e
