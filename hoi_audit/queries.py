@@ -237,11 +237,41 @@ def state_matrix(
     state[:, n_classes + 1] = elapsed[:, 0]
     return state
 
+# %% ../nbs/13_queries.ipynb #6e9e761a
+def _scheduled_query(
+    name: str,  # the video
+    t: int,  # the query time
+    actions: np.ndarray,  # its action segments (start, end, label), in order
+    *,
+    n: int,  # its frames
+    window: int,  # feature frames in the visual window
+    gap: int,  # feature frames between the window's end and the query
+    include_ongoing: bool,  # the action under way at t enters the history
+    short_window: str,  # 'clip' a window starting before frame 0, or 'drop' the query
+    horizons: int,  # multi-horizon targets
+) -> list | str:  # the query's row (columns as `next_action_queries`), or why it is dropped
+    """One fixed-time query: the first action starting at or after `t` is the target, the history
+    is what ended by `t` (or began before it, with `include_ongoing`), observed up to `t`."""
+    upcoming = np.flatnonzero(actions[:, 0] >= t)
+    if not len(upcoming):
+        return "no_next_action"
+    i = int(upcoming[0])
+    w0, w1 = _window(t, window, gap)
+    if w1 - w0 < window and short_window == "drop":
+        return "short_window"
+    seen = actions[(actions[:, 0] < t) if include_ongoing else (actions[:, 1] <= t)]
+    history = tuple(int(x) for x in seen[:, 2])
+    history_time = tuple(int(min(e, t)) for e in seen[:, 1])
+    target = int(actions[i, 2])
+    row = [name, t, int(actions[i, 0]), w0, w1, w1 - w0, target, history, history_time, n, t / n]
+    return row + _horizon_targets(actions[:, 2], i, horizons)
+
 # %% ../nbs/13_queries.ipynb #064e6039
 def scheduled_queries(
     dataset,  # a `ProceduralDataset`
     videos: Sequence[str] | None = None,  # video names; None: every video
     start: int = 64,  # first query frame
+    *,
     every: int = 60,  # frames between queries
     window: int = 32,  # feature frames in the visual window
     gap: int = 0,  # feature frames between the window's end and the query
@@ -254,37 +284,22 @@ def scheduled_queries(
     if start < 0 or every < 1:
         raise ValueError(f"start must be >= 0 and every >= 1, got start={start}, every={every}")
     rows, dropped = [], {"no_next_action": 0, "short_window": 0}
+    options = dict(
+        window=window,
+        gap=gap,
+        include_ongoing=include_ongoing,
+        short_window=short_window,
+        horizons=horizons,
+    )
     for name in _videos_of(dataset, videos):
         video = dataset.video(name)
-        n = video.n_frames
         actions = action_segments(video, dataset.background)
-        for t in range(start, n, every):
-            upcoming = np.flatnonzero(actions[:, 0] >= t)
-            if not len(upcoming):
-                dropped["no_next_action"] += 1
-                continue
-            i = int(upcoming[0])
-            w0, w1 = _window(t, window, gap)
-            if w1 - w0 < window and short_window == "drop":
-                dropped["short_window"] += 1
-                continue
-            seen = actions[(actions[:, 0] < t) if include_ongoing else (actions[:, 1] <= t)]
-            rows.append(
-                [
-                    name,
-                    t,
-                    int(actions[i, 0]),
-                    w0,
-                    w1,
-                    w1 - w0,
-                    int(actions[i, 2]),
-                    tuple(int(x) for x in seen[:, 2]),
-                    tuple(int(min(e, t)) for e in seen[:, 1]),
-                    n,
-                    t / n,
-                ]
-                + _horizon_targets(actions[:, 2], i, horizons)
-            )
+        for t in range(start, video.n_frames, every):
+            row = _scheduled_query(name, t, actions, n=video.n_frames, **options)
+            if isinstance(row, str):
+                dropped[row] += 1
+            else:
+                rows.append(row)
     out = _frame(rows, horizons, dropped, "gt")
     # not at boundaries: a recovered history's trailing run is still open at t
     out.attrs["query_times"] = "fixed"
@@ -364,81 +379,97 @@ def _history_counts(video, history, background, t: int) -> tuple:
         seg = seg[~np.isin(seg[:, 2], list(background))]
     return int(np.sum(seg[:, 0] < t)), int(np.sum(seg[:, 1] <= t))
 
+# %% ../nbs/13_queries.ipynb #8abcf1fd
+def _window_problems(
+    row,  # a query (t, window_start, window_end)
+    ts: int,  # its target's start
+    gap: int,  # frames required between the window's end and the target's start
+) -> list[tuple[str, str]]:  # (problem, detail) of each violation
+    """The window's violations: a non-empty window reaching into the gap before the target, or
+    past the query time."""
+    t, w0, w1 = int(row["t"]), int(row["window_start"]), int(row["window_end"])
+    out = []
+    if w1 > w0 and w1 + gap > ts:
+        out.append(
+            ("window_after_target", f"window ends at {w1}, target starts at {ts} (gap {gap})")
+        )
+    if w1 > t or w0 < 0 or w0 > w1:
+        out.append(("window_after_query", f"window [{w0}, {w1}) vs query time {t}"))
+    return out
 
+# %% ../nbs/13_queries.ipynb #fb8b103e
+def _history_problems(
+    row,  # a query (t, history, history_time when it has one)
+) -> list[tuple[str, str]]:  # (problem, detail) of each violation
+    """The history's violations the query itself shows: items observed after the query time, or
+    items without a time."""
+    if "history_time" not in row or row["history_time"] is None:
+        return []
+    t, times, out = int(row["t"]), row["history_time"], []
+    late = [x for x in times if x > t]
+    if late:
+        out.append(
+            ("history_after_query", f"history observed up to frame {max(late)} > query time {t}")
+        )
+    if len(times) != len(row["history"]):
+        out.append(
+            ("history_after_query", f"{len(row['history'])} history items but {len(times)} times")
+        )
+    return out
+
+# %% ../nbs/13_queries.ipynb #90db3a61
+def _label_problems(
+    row,  # a query (video, t, target, history)
+    ts: int,  # its target's start
+    dataset,  # the dataset: the labels are the reference
+    *,
+    gt_history: bool,  # the queries carry the GT history (a recovered one is not checked here)
+) -> list[tuple[str, str]]:  # (problem, detail) of each violation
+    """The violations the labels show: a target that is not the label at its start, a history with
+    more items than segments begun before `t`, or one whose last item is still under way at `t`."""
+    video, t, n_items, out = dataset.video(row["video"]), int(row["t"]), len(row["history"]), []
+    if not gt_history:
+        return out
+    if not 0 <= ts < video.n_frames or int(video.labels[ts]) != int(row["target"]):
+        out.append(
+            ("target_mismatch", f"label at frame {ts} is not the target {int(row['target'])}")
+        )
+    started, ended = _history_counts(video, row["history"], dataset.background, t)
+    if n_items > started:
+        out.append(
+            (
+                "history_after_query",
+                f"{n_items} history items, only {started} segments began before {t}",
+            )
+        )
+    elif n_items > ended:
+        out.append(
+            (
+                "history_open_at_query",
+                f"{n_items} history items, only {ended} segments ended by {t}: "
+                "the last is still under way, and its label depends on the annotated boundary",
+            )
+        )
+    return out
+
+# %% ../nbs/13_queries.ipynb #eae26b85
 def check_causality(
     queries: pd.DataFrame,  # queries from `next_action_queries` / `scheduled_queries` (or a user's)
     dataset=None,  # the dataset, to check targets (and history counts) against the labels
     gap: int = 0,  # frames required between the window's end and the target's start
+    *,
     raise_on_violation: bool = False,  # raise a DataError listing the violations instead of returning them
 ) -> pd.DataFrame:  # one row per violation (empty when the queries are causal)
     "Every violation of causality in a query set: windows reaching the target or the query time, history from after the query."
     out = []
-
-    def add(index, row, problem, detail):
-        out.append(
-            {
-                "index": index,
-                "video": row["video"],
-                "t": int(row["t"]),
-                "problem": problem,
-                "detail": detail,
-            }
-        )
-
     target_start = queries["target_start"] if "target_start" in queries else queries["t"]
+    gt_history = queries.attrs.get("history_source", "gt") == "gt"
     for (index, row), ts in zip(queries.iterrows(), target_start):
-        t, w0, w1 = int(row["t"]), int(row["window_start"]), int(row["window_end"])
-        if w1 > w0 and w1 + gap > ts:
-            add(
-                index,
-                row,
-                "window_after_target",
-                f"window ends at {w1}, target starts at {ts} (gap {gap})",
-            )
-        if w1 > t or w0 < 0 or w0 > w1:
-            add(index, row, "window_after_query", f"window [{w0}, {w1}) vs query time {t}")
-        if "history_time" in row and row["history_time"] is not None:
-            late = [x for x in row["history_time"] if x > t]
-            if late:
-                add(
-                    index,
-                    row,
-                    "history_after_query",
-                    f"history observed up to frame {max(late)} > query time {t}",
-                )
-            if len(row["history_time"]) != len(row["history"]):
-                add(
-                    index,
-                    row,
-                    "history_after_query",
-                    f"{len(row['history'])} history items but {len(row['history_time'])} times",
-                )
+        problems = _window_problems(row, ts, gap) + _history_problems(row)
         if dataset is not None:
-            video = dataset.video(row["video"])
-            if queries.attrs.get("history_source", "gt") == "gt":
-                if not 0 <= ts < video.n_frames or int(video.labels[ts]) != int(row["target"]):
-                    add(
-                        index,
-                        row,
-                        "target_mismatch",
-                        f"label at frame {ts} is not the target {int(row['target'])}",
-                    )
-                started, ended = _history_counts(video, row["history"], dataset.background, t)
-                if len(row["history"]) > started:
-                    add(
-                        index,
-                        row,
-                        "history_after_query",
-                        f"{len(row['history'])} history items, only {started} segments began before {t}",
-                    )
-                elif len(row["history"]) > ended:
-                    add(
-                        index,
-                        row,
-                        "history_open_at_query",
-                        f"{len(row['history'])} history items, only {ended} segments ended by {t}: "
-                        "the last is still under way, and its label depends on the annotated boundary",
-                    )
+            problems += _label_problems(row, ts, dataset, gt_history=gt_history)
+        head = {"index": index, "video": row["video"], "t": int(row["t"])}
+        out += [{**head, "problem": problem, "detail": detail} for problem, detail in problems]
     violations = pd.DataFrame(out, columns=["index", "video", "t", "problem", "detail"])
     if raise_on_violation and len(violations):
         shown = "\n  ".join(
