@@ -186,37 +186,32 @@ def calibrate_feature_spec(
 def _real_label_features(
     path=PRESETS_FILE,  # the presets' settings file
 ) -> dict:  # dataset -> size -> FeatureSpec knobs (with dim)
-    "Real-label mode's knobs from the settings file: per dataset and size, the size's D, the preset's `features`, then its `real_labels` knobs."
+    "Real-label knobs per dataset and size: the size's D, the preset's features, its real_labels."
     out, order = {}, [f.name for f in fields(FeatureSpec)]
     for name, table in read_settings(path).items():
         if not isinstance(table, dict) or "real_labels" not in table:
             continue
         if name not in PRESETS or not isinstance(table["real_labels"], dict):
-            raise DataError(
-                f"{path}: {name}.real_labels: "
-                + ("expected a table" if name in PRESETS else f"no preset {name!r}")
-            )
+            why = "expected a table" if name in PRESETS else f"no preset {name!r}"
+            raise DataError(f"{path}: {name}.real_labels: {why}")
         p = PRESETS[name]
-        for size, knobs in table["real_labels"].items():
-            where = f"{name}.real_labels.{size}"
+        for size, own in table["real_labels"].items():
+            where = f"{path}: {name}.real_labels.{size}"
             if size not in p.sizes:
-                raise DataError(f"{path}: {where}: no such size; sizes are {list(p.sizes)}")
-            knobs = {
-                "dim": p.sizes[size].feature_dim,
-                **p.features,
-                **knob_table(knobs, where, path),
-            }
+                raise DataError(f"{where}: no such size; sizes are {list(p.sizes)}")
+            knobs = {"dim": p.sizes[size].feature_dim, **p.features, **knob_table(own, where)}
             out.setdefault(name, {})[size] = {
                 k: knobs[k] for k in order if k in knobs
-            }  # in FeatureSpec's order
+            }  # FeatureSpec's order
             try:
-                FeatureSpec(**out[name][size])
+                FeatureSpec(**knobs)
             except ValueError as e:
-                raise DataError(f"{path}: {where}: {e}") from None
+                raise DataError(f"{where}: {e}") from None
     return out
 
 # %% ../nbs/12d_calibration.ipynb #f0b18cde
-REAL_LABEL_FEATURES = _real_label_features()  # real-label mode's calibrated knobs per dataset and size (bench/calibrate_presets.py; see the table above)
+# real-label mode's calibrated knobs, per dataset and size (bench/calibrate_presets.py)
+REAL_LABEL_FEATURES = _real_label_features()
 
 
 def real_label_feature_spec(

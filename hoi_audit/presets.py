@@ -301,7 +301,10 @@ def _groups(ids: Sequence, n: int) -> tuple:
 _ASSEMBLY_VERBS = ("attach", "detach", "screw", "unscrew", "position")
 
 _ASSEMBLY_PARTS = tuple(
-    "cabin chassis wheel arm boom bucket roof bumper base blade basket track interior body ladder rod light".split()
+    (
+        "cabin chassis wheel arm boom bucket roof bumper base "
+        "blade basket track interior body ladder rod light"
+    ).split()
 )
 
 _ASSEMBLY_CLASSES = ("background",) + tuple(
@@ -309,7 +312,10 @@ _ASSEMBLY_CLASSES = ("background",) + tuple(
 )
 
 _ASSEMBLY_TOYS = tuple(
-    "excavator dumper crane loader bulldozer firetruck mixer roller tractor transporter garbagetruck pickup digger".split()
+    (
+        "excavator dumper crane loader bulldozer firetruck mixer "
+        "roller tractor transporter garbagetruck pickup digger"
+    ).split()
 )
 
 
@@ -333,7 +339,11 @@ def _assembly_grammar() -> Grammar:
 _EPIC_VERBS = tuple("take put wash open close cut mix pour turnon dry peel".split())
 
 _EPIC_NOUNS = tuple(
-    "plate knife pan spoon bowl cup lid tap fridge drawer onion pot board sponge bag glass fork cupboard oil water salt garlic tomato bread cheese rice milk egg potato carrot".split()
+    (
+        "plate knife pan spoon bowl cup lid tap fridge drawer "
+        "onion pot board sponge bag glass fork cupboard oil water "
+        "salt garlic tomato bread cheese rice milk egg potato carrot"
+    ).split()
 )
 
 _EPIC_CLASSES = ("background",) + tuple(f"{v}_{n}" for n in _EPIC_NOUNS for v in _EPIC_VERBS)
@@ -394,55 +404,63 @@ _INTS = ("a list of integers", lambda v: isinstance(v, list) and all(_INT[1](x) 
 
 def _checked(
     table,  # a table of the settings file
-    where: str,  # its key in the file, e.g. "breakfast.sizes.tiny"
-    path,  # the file
+    where: str,  # the file and the table's key in it, e.g. "presets.toml: breakfast.sizes.tiny"
     kinds: dict,  # key -> (description, check) of the keys the table may hold
+    *,
     required: Sequence = (),  # the keys it must hold
 ) -> dict:
-    "`table`, after checking that it is a table of known keys, each of its kind, with every required key."
+    "`table`, checked: a table of known keys, each of its kind, with every required key."
     if not isinstance(table, dict):
-        raise DataError(f"{path}: {where}: expected a table, got {table!r}")
+        raise DataError(f"{where}: expected a table, got {table!r}")
     for k, v in table.items():
         if k not in kinds:
             known = sorted(kinds)[:12] + ["..."] * (len(kinds) > 12)
-            raise DataError(f"{path}: {where}.{k}: unknown key; keys are {known}")
+            raise DataError(f"{where}.{k}: unknown key; keys are {known}")
         if not kinds[k][1](v):
-            raise DataError(f"{path}: {where}.{k}: expected {kinds[k][0]}, got {v!r}")
+            raise DataError(f"{where}.{k}: expected {kinds[k][0]}, got {v!r}")
     missing = [k for k in required if k not in table]
     if missing:
-        raise DataError(f"{path}: {where}: missing key(s) {missing}")
+        raise DataError(f"{where}: missing key(s) {missing}")
     return table
 
 # %% ../nbs/12b_presets.ipynb #06d72b60
 def knob_table(
-    table,  # a table of FeatureSpec knobs from the settings file
-    where: str,  # its key in the file
-    path,  # the file
+    table,  # a table of FeatureSpec knobs from a settings file
+    where: str,  # the file and the table's key in it, e.g. "presets.toml: gtea.features"
 ) -> dict:  # knob -> value, as written
-    "A table of `FeatureSpec` knobs, checked: each a field of `FeatureSpec` (not `dim` or `seed`), a number (`equal_norms`: true or false)."
+    "A table of `FeatureSpec` knobs, checked: fields but `dim` and `seed`, each a number."
     kinds = {f.name: _NUMBER for f in fields(FeatureSpec) if f.name not in ("dim", "seed")}
-    return dict(_checked(table, where, path, {**kinds, "equal_norms": _BOOL}))
+    return dict(
+        _checked(table, where, {**kinds, "equal_norms": _BOOL})
+    )  # equal_norms: true or false
 
 # %% ../nbs/12b_presets.ipynb #b75698d8
 # participant ids: format(i) for first <= i <= last, i not in skip
 _PATTERN = {"format": _TEXT, "first": _INT, "last": _INT, "skip": _INTS}
 
 
-def _participants(table, where: str, path) -> tuple:
+def _participants(table, where: str) -> tuple:
     "The participant ids of a `{format, first, last, skip}` table, each once."
-    t = _checked(table, where, path, _PATTERN, ("format", "first", "last"))
+    t = _checked(table, where, _PATTERN, required=("format", "first", "last"))
     numbers = [i for i in range(t["first"], t["last"] + 1) if i not in t.get("skip", ())]
     try:
         ids = tuple(t["format"].format(i) for i in numbers)
     except (ValueError, IndexError, KeyError) as e:
-        raise DataError(f"{path}: {where}.format: cannot format a number ({e!r})") from None
+        raise DataError(f"{where}.format: cannot format a number ({e!r})") from None
     if not ids or len(set(ids)) < len(ids):
-        raise DataError(f"{path}: {where}: {len(set(ids))} distinct ids for {len(ids)} numbers")
+        raise DataError(f"{where}: {len(set(ids))} distinct ids for {len(ids)} numbers")
     return ids
 
 # %% ../nbs/12b_presets.ipynb #0d3cdd81
-def _size_spec(table, where: str, path, everyone: tuple, base: dict, base_where: str) -> SizeSpec:
-    "A size of a preset whose participants are `everyone` and whose `features` (at key `base_where`) are `base`."
+def _size_spec(
+    table,  # a size's table
+    where: str,  # the file and the table's key in it
+    *,
+    everyone: tuple,  # the preset's participants
+    base: dict,  # the preset's `features`
+    base_where: str,  # ... and where they are
+) -> SizeSpec:
+    "A size of a preset; its knobs over the preset's must make a valid `FeatureSpec`."
     kinds = {
         "participants": _TEXTS,
         "cameras": _TEXTS,
@@ -451,41 +469,41 @@ def _size_spec(table, where: str, path, everyone: tuple, base: dict, base_where:
         "n_videos": _INT,
         "features": _TABLE,
     }
-    t = _checked(table, where, path, kinds, ("cameras", "mean_frames", "feature_dim"))
+    t = _checked(table, where, kinds, required=("cameras", "mean_frames", "feature_dim"))
     ids = tuple(t.get("participants", everyone))
     stray = sorted(set(ids) - set(everyone))
     if stray:
-        raise DataError(f"{path}: {where}.participants: {stray} are not the preset's participants")
-    knobs = knob_table(t.get("features", {}), f"{where}.features", path)
+        raise DataError(f"{where}.participants: {stray} are not the preset's participants")
+    knobs = knob_table(t.get("features", {}), f"{where}.features")
     # the knobs that make a FeatureSpec invalid, named: the preset's, else the size's
     for at, over in ((base_where, {}), (f"{where}.features", knobs)):
         try:
             FeatureSpec(**{"dim": t["feature_dim"], **base, **over})
         except ValueError as e:
-            raise DataError(f"{path}: {at}: {e}") from None
+            raise DataError(f"{at}: {e}") from None
     return SizeSpec(
         ids, tuple(t["cameras"]), t["mean_frames"], t["feature_dim"], t.get("n_videos"), knobs
     )
 
 # %% ../nbs/12b_presets.ipynb #6c08a46b
-def _durations(table, verbs, where: str, path, classes: Sequence) -> dict:
-    "Class -> mean duration in frames at full size, from a preset's `durations` and `verb_durations` tables."
+def _durations(table, where: str, classes: Sequence) -> dict:
+    "Class -> mean duration in frames at full size: the class's `durations`, else its verb's."
     verb = lambda c: c.split("_")[0]  # an action verb_object's verb
-    own = _checked(table, f"{where}.durations", path, dict.fromkeys(classes, _NUMBER))
-    by_verb = _checked(
-        verbs, f"{where}.verb_durations", path, {verb(c): _NUMBER for c in classes if "_" in c}
-    )
+    own = _checked(table["durations"], f"{where}.durations", dict.fromkeys(classes, _NUMBER))
+    verbs = {verb(c): _NUMBER for c in classes if "_" in c}
+    by_verb = _checked(table.get("verb_durations", {}), f"{where}.verb_durations", verbs)
     out = dict(own)  # as written
     if by_verb:  # in the grammar's order
         duration = lambda c: own[c] if c in own else by_verb.get(verb(c))
         out = {c: duration(c) for c in classes if duration(c) is not None}
     missing = [c for c in classes if c not in out]
     if missing:
-        raise DataError(f"{path}: {where}.durations: no duration for {missing}")
+        raise DataError(f"{where}.durations: no duration for {missing}")
     return out
 
 # %% ../nbs/12b_presets.ipynb #96796f05
-_SCALARS = {  # the Preset fields with a default (text or a number): a preset's table may leave them out
+# the Preset fields with a default (text or a number): a preset's table may leave them out
+_SCALARS = {
     f.name: _TEXT if f.default is None else _NUMBER
     for f in fields(Preset)
     if f.default is not MISSING
@@ -506,36 +524,37 @@ _PRESET_KEYS = {
 _REQUIRED = ("participants", "video_name", "repetitions", "sizes", "durations")
 
 
-def _preset(name: str, table, grammar: Grammar, path) -> Preset:
+def _preset(
+    name: str,  # the preset's name, its table's key
+    table,  # its table
+    grammar: Grammar,  # its grammar
+    *,
+    path,  # the settings file
+) -> Preset:
     "The preset `name` of a settings file, with its grammar."
-    t = _checked(table, name, path, _PRESET_KEYS, _REQUIRED)
+    where = f"{path}: {name}"
+    t = _checked(table, where, _PRESET_KEYS, required=_REQUIRED)
     held = "held_out" in t
     if ("split_groups" in t) == held:
-        raise DataError(
-            f"{path}: {name}: split_groups or held_out, not {'both' if held else 'neither'}"
-        )
-    everyone = _participants(t["participants"], f"{name}.participants", path)
+        raise DataError(f"{where}: split_groups or held_out, not {'both' if held else 'neither'}")
+    everyone = _participants(t["participants"], f"{where}.participants")
     if held and (not t["held_out"] or set(t["held_out"]) - set(everyone)):
-        raise DataError(f"{path}: {name}.held_out: not a group of the preset's participants")
+        raise DataError(f"{where}.held_out: not a group of the preset's participants")
     if not held and not 1 <= t["split_groups"] <= len(everyone):
-        raise DataError(
-            f"{path}: {name}.split_groups: {t['split_groups']} groups of {len(everyone)}"
-        )
+        raise DataError(f"{where}.split_groups: {t['split_groups']} groups of {len(everyone)}")
     for k in ("start_background", "end_background", "gap_background"):
         if k in t and t[k] not in grammar.classes:
-            raise DataError(f"{path}: {name}.{k}: {t[k]!r} is not a class of the grammar")
-    base = knob_table(t.get("features", {}), f"{name}.features", path)
-    tables = _checked(t["sizes"], f"{name}.sizes", path, dict.fromkeys(SIZES, _TABLE), SIZES)
-    sizes = {
-        s: _size_spec(tables[s], f"{name}.sizes.{s}", path, everyone, base, f"{name}.features")
-        for s in SIZES
-    }
-    durations = _durations(t["durations"], t.get("verb_durations", {}), name, path, grammar.classes)
+            raise DataError(f"{where}.{k}: {t[k]!r} is not a class of the grammar")
+    base = knob_table(t.get("features", {}), f"{where}.features")
+    tables = _checked(t["sizes"], f"{where}.sizes", dict.fromkeys(SIZES, _TABLE), required=SIZES)
+    shared = dict(everyone=everyone, base=base, base_where=f"{where}.features")
+    sizes = {s: _size_spec(tables[s], f"{where}.sizes.{s}", **shared) for s in SIZES}
     if held:
         kind, groups = HeldOutPreset, (tuple(t["held_out"]),)
     else:
         kind, groups = Preset, _groups(everyone, t["split_groups"])
     extra = {k: t[k] for k in (*_SCALARS, "video_name", "repetitions") if k in t}
+    durations = _durations(t, where, grammar.classes)
     return kind(name, grammar, sizes, groups, durations=durations, features=base, **extra)
 
 # %% ../nbs/12b_presets.ipynb #4462aa79
@@ -554,7 +573,7 @@ def read_presets(
     path=PRESETS_FILE,  # a TOML settings file (default: the package's)
     grammars: dict | None = None,  # preset name -> Grammar (None: the package's grammars)
 ) -> dict:  # name -> Preset, in the file's order
-    "The presets of a settings file, each with the grammar of its name; a malformed file is an error naming the file and the key."
+    "The presets of a settings file, each with its grammar; an error names the file and the key."
     grammars = _builtin_grammars() if grammars is None else grammars
     settings = read_settings(path)
     missing = sorted(set(settings) - set(grammars))
@@ -562,14 +581,16 @@ def read_presets(
         raise DataError(
             f"{path}: no grammar for preset(s) {missing}; grammars are {sorted(grammars)}"
         )
-    return {name: _preset(name, table, grammars[name], path) for name, table in settings.items()}
+    return {
+        name: _preset(name, table, grammars[name], path=path) for name, table in settings.items()
+    }
 
 # %% ../nbs/12b_presets.ipynb #8cbdee2a
 PRESETS = read_presets()
 
 
 def preset(
-    name: str,  # "breakfast", "50salads", "gtea", "assembly101" or "epic100" (or a preset added to PRESETS)
+    name: str,  # "breakfast", "50salads", "gtea", "assembly101", "epic100" or one added to PRESETS
 ) -> Preset:
     "The preset called `name`."
     if name not in PRESETS:
