@@ -200,9 +200,8 @@ def _real_label_features(
             if size not in p.sizes:
                 raise DataError(f"{where}: no such size; sizes are {list(p.sizes)}")
             knobs = {"dim": p.sizes[size].feature_dim, **p.features, **knob_table(own, where)}
-            out.setdefault(name, {})[size] = {
-                k: knobs[k] for k in order if k in knobs
-            }  # FeatureSpec's order
+            # in FeatureSpec's order
+            out.setdefault(name, {})[size] = {k: knobs[k] for k in order if k in knobs}
             try:
                 FeatureSpec(**knobs)
             except ValueError as e:
