@@ -167,69 +167,130 @@ def annotation_fps(
     ok = (seconds > 0) & frames.notna()
     return float(np.median(frames[ok] / seconds[ok])) if ok.any() else None
 
+# %% ../nbs/46_lint.ipynb #2d1ec806
+def _window_id_findings(
+    annotations: pd.DataFrame,  # the annotations (narration_id)
+    windows: pd.DataFrame,  # the windows (narration_id)
+    scored: list,  # scored narration ids
+) -> list[dict]:
+    """The windows' `unknown-id` (rows naming no annotated narration) and `missing-window` (scored
+    without a window) findings."""
+    out, known = [], set(annotations.narration_id)
+    unknown = sorted(set(windows.narration_id) - known)
+    if unknown:
+        message = f"{len(unknown)} window row(s) name narrations the annotations do not have"
+        out.append(_finding("unknown-id", unknown, message))
+    missing = sorted(set(scored) & known - set(windows.narration_id))
+    if missing:
+        message = f"{len(missing)} scored action(s) have no observation window"
+        out.append(_finding("missing-window", missing, message))
+    return out
+
+# %% ../nbs/46_lint.ipynb #72331874
+def _anchor_findings(
+    w: pd.DataFrame,  # the scored actions' windows, with their start_s and stop_s
+    gap: float,  # the anticipation gap, seconds
+    tol: float,  # the time tolerance (one frame)
+) -> list[dict]:
+    """`window-anchor`: windows placed relative to the action's stop time (their distance to the
+    stop is constant while the distance to the start varies), or windows that end within the gap."""
+    to_start, to_stop = w.start_s - w.window_end, w.stop_s - w.window_end
+    early = w.narration_id[to_start < gap - tol].tolist()
+    if len(w) > 1 and to_stop.std() <= tol < to_start.std():
+        message = (
+            f"all {len(w)} windows end {to_stop.mean():.3f} s before the action's END "
+            f"(spread {to_stop.std():.1e} s) while their distance to the start varies with the "
+            "action's duration: the windows are placed relative to the stop time; "
+            f"{len(early)} of them end less than {gap:g} s before the action starts, "
+            "so the model sees the action it is asked to anticipate"
+        )
+        return [_finding("window-anchor", w.narration_id, message)]
+    if early:
+        worst = float(to_start.min())
+        message = (
+            f"{len(early)} window(s) end less than {gap:g} s before the action starts "
+            f"(the latest ends {abs(worst):.3f} s {'after' if worst < 0 else 'before'} the start)"
+        )
+        return [_finding("window-anchor", early, message)]
+    return []
+
 # %% ../nbs/46_lint.ipynb #413c7e79
 def check_windows(
     annotations: pd.DataFrame,  # from epic.read_narrations (start_s, stop_s)
     windows: pd.DataFrame,  # from read_windows
     scored: list,  # scored narration ids
+    *,
     gap: float = 1.0,  # the anticipation gap, seconds
     fps: float | None = None,  # the benchmark's frame rate: the tolerance is one frame (None: 1 ms)
 ) -> list[dict]:
     "`window-anchor`, `missing-window` and the windows' `unknown-id` findings."
     out, tol = [], 1.0 / fps if fps else 1e-3  # times rounded to frames differ by up to a frame
-    known = set(annotations.narration_id)
-    unknown = sorted(set(windows.narration_id) - known)
-    if unknown:
-        out.append(
-            _finding(
-                "unknown-id",
-                unknown,
-                f"{len(unknown)} window row(s) name narrations the annotations do not have",
-            )
-        )
-    missing = sorted(set(scored) & known - set(windows.narration_id))
-    if missing:
-        out.append(
-            _finding(
-                "missing-window",
-                missing,
-                f"{len(missing)} scored action(s) have no observation window",
-            )
-        )
+    out += _window_id_findings(annotations, windows, scored)
     w = windows.merge(annotations[["narration_id", "start_s", "stop_s"]], on="narration_id")
     w = w[w.narration_id.isin(set(scored))]
     if len(w) == 0:
         return out
-    to_start, to_stop = w.start_s - w.window_end, w.stop_s - w.window_end
-    early = w.narration_id[to_start < gap - tol].tolist()
-    if len(w) > 1 and to_stop.std() <= tol < to_start.std():
-        out.append(
-            _finding(
-                "window-anchor",
-                w.narration_id,
-                f"all {len(w)} windows end {to_stop.mean():.3f} s before the action's END "
-                f"(spread {to_stop.std():.1e} s) while their distance to the start varies with the action's duration: the "
-                f"windows are placed relative to the stop time; {len(early)} of them end less than {gap:g} s before the "
-                "action starts, so the model sees the action it is asked to anticipate",
-            )
-        )
-    elif early:
-        worst = float(to_start.min())
-        out.append(
-            _finding(
-                "window-anchor",
-                early,
-                f"{len(early)} window(s) end less than {gap:g} s before the action starts "
-                f"(the latest ends {abs(worst):.3f} s {'after' if worst < 0 else 'before'} the start)",
-            )
-        )
-    return out
+    return out + _anchor_findings(w, gap, tol)
+
+# %% ../nbs/46_lint.ipynb #d2eed19c
+def _class_filter(
+    gone: pd.DataFrame,  # annotated actions neither scored nor excluded
+    annotations: pd.DataFrame,  # the evaluated split's annotations
+    scored: list,  # scored narration ids
+    *,
+    train_classes,  # verb classes that occur in training
+) -> tuple:  # (the `class-filter` finding or None, the actions it names)
+    "Unscored actions whose verb class never occurs in training: the scorer's class set shrank."
+    unseen = ~gone.verb_class.isin(set(train_classes))
+    if not unseen.any():
+        return None, unseen
+    all_classes = annotations.verb_class.nunique()
+    kept = annotations[annotations.narration_id.isin(set(scored))].verb_class.nunique()
+    message = (
+        f"{int(unseen.sum())} unscored action(s) have verb classes never seen in training "
+        f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set shrinks from "
+        f"{all_classes} to {kept} verb classes; score every action and report seen-class metrics separately"
+    )
+    return _finding("class-filter", gone.narration_id[unseen], message), unseen
+
+# %% ../nbs/46_lint.ipynb #cc5484e3
+def _noun_filter(
+    gone: pd.DataFrame,  # unscored actions left after the verb filter
+    train_nouns,  # noun classes that occur in training
+) -> tuple:  # (the `noun-filter` finding or None, the actions it names)
+    "Unscored actions whose noun class never occurs in training."
+    unseen = ~gone.noun_class.isin(set(train_nouns))
+    if not unseen.any():
+        return None, unseen
+    message = (
+        f"{int(unseen.sum())} unscored action(s) have noun classes never seen in training "
+        f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): score every action and report seen-class metrics separately"
+    )
+    return _finding("noun-filter", gone.narration_id[unseen], message), unseen
+
+# %% ../nbs/46_lint.ipynb #5c93347d
+def _pair_filter(
+    gone: pd.DataFrame,  # unscored actions left after the verb and noun filters
+    train_pairs,  # (verb_class, noun_class) pairs that occur in training
+) -> tuple:  # (the `pair-filter` finding or None, the actions it names)
+    "Unscored actions whose (verb, noun) pair never occurs in training although both classes do."
+    pairs, known = list(zip(gone.verb_class, gone.noun_class)), set(train_pairs)
+    unseen = ~pd.Series([p in known for p in pairs], index=gone.index)
+    if not unseen.any():
+        return None, unseen
+    kinds = sorted({p for p, u in zip(pairs, unseen) if u})
+    message = (
+        f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training although both classes "
+        f"are ({len(kinds)} pair(s), e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop"
+    )
+    return _finding("pair-filter", gone.narration_id[unseen], message), unseen
 
 # %% ../nbs/46_lint.ipynb #885b5898
 def check_scored_set(
     annotations: pd.DataFrame,  # the evaluated split's annotations
     scored: list,  # scored narration ids
     excluded: dict | None = None,  # narration_id -> reason
+    *,
     train_classes=None,  # verb classes that occur in training (None: unknown)
     train_nouns=None,  # noun classes that occur in training (None: unknown)
     train_pairs=None,  # (verb_class, noun_class) pairs that occur in training (None: unknown)
@@ -247,47 +308,23 @@ def check_scored_set(
     gone = annotations[~annotations.narration_id.isin(set(scored) | set(excluded))]
     if len(gone) == 0:
         return out
-    if train_classes is not None:
-        unseen = ~gone.verb_class.isin(set(train_classes))
-        if unseen.any():
-            all_classes = annotations.verb_class.nunique()
-            kept = annotations[annotations.narration_id.isin(set(scored))].verb_class.nunique()
-            out.append(
-                _finding(
-                    "class-filter",
-                    gone.narration_id[unseen],
-                    f"{int(unseen.sum())} unscored action(s) have verb classes never seen in training "
-                    f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set shrinks from "
-                    f"{all_classes} to {kept} verb classes; score every action and report seen-class metrics separately",
-                )
-            )
-            gone = gone[~unseen]
-    if train_nouns is not None and len(gone):
-        unseen = ~gone.noun_class.isin(set(train_nouns))
-        if unseen.any():
-            out.append(
-                _finding(
-                    "noun-filter",
-                    gone.narration_id[unseen],
-                    f"{int(unseen.sum())} unscored action(s) have noun classes never seen in training "
-                    f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): score every action and report seen-class metrics separately",
-                )
-            )
-            gone = gone[~unseen]
-    if train_pairs is not None and len(gone):
-        pairs = list(zip(gone.verb_class, gone.noun_class))
-        unseen = ~pd.Series([p in set(train_pairs) for p in pairs], index=gone.index)
-        if unseen.any():
-            kinds = sorted({p for p, u in zip(pairs, unseen) if u})
-            out.append(
-                _finding(
-                    "pair-filter",
-                    gone.narration_id[unseen],
-                    f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training although both classes "
-                    f"are ({len(kinds)} pair(s), e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop",
-                )
-            )
-            gone = gone[~unseen]
+    filters = [
+        (
+            train_classes,
+            lambda g: _class_filter(g, annotations, scored, train_classes=train_classes),
+        ),
+        (train_nouns, lambda g: _noun_filter(g, train_nouns)),
+        (train_pairs, lambda g: _pair_filter(g, train_pairs)),
+    ]
+    for (
+        train,
+        filter_,
+    ) in filters:  # each names what it filtered; the rest was dropped without a record
+        if train is not None and len(gone):
+            finding, unseen = filter_(gone)
+            if finding:
+                out.append(finding)
+                gone = gone[~unseen]
     if len(gone):
         out.append(
             _finding(
@@ -381,7 +418,7 @@ def lint_frames(ann:pd.DataFrame, # the evaluated split: narration_id, start_s, 
     train_filters = {} if train is None else {"train_classes": set(train.verb_class), "train_nouns": set(train.noun_class),
                                               "train_pairs": set(zip(train.verb_class, train.noun_class))}
     row_findings, usable = check_window_rows(windows)
-    found = (row_findings + check_windows(ann, usable, ids, gap, fps) + check_scored_set(ann, ids, excluded, **train_filters)
+    found = (row_findings + check_windows(ann, usable, ids, gap=gap, fps=fps) + check_scored_set(ann, ids, excluded, **train_filters)
              + check_selection(log, reported_split, ids))
     order = list(RULES)
     findings = pd.DataFrame(found, columns=["rule", "n_actions", "narration_ids", "message"])
@@ -452,6 +489,68 @@ def _example_annotations(rng, prefix: str, n: int, classes) -> pd.DataFrame:
         t += dur + float(rng.uniform(1.0, 3.0))
     return pd.DataFrame(rows, columns=EPIC_COLUMNS)
 
+# %% ../nbs/46_lint.ipynb #4ee7dc8b
+def _example_windows(
+    ev: pd.DataFrame,  # the evaluated split's annotations
+    plant: tuple,  # the planted rules
+) -> pd.DataFrame:  # narration_id, window_start, window_end
+    """5-s observation windows ending 1 s before each action's start (or, planting
+    `window-anchor`, before its stop)."""
+    start = np.array([parse_timestamp(v) for v in ev.start_timestamp])
+    stop = np.array([parse_timestamp(v) for v in ev.stop_timestamp])
+    end = stop - 1.0 if "window-anchor" in plant else start - 1.0
+    return pd.DataFrame(
+        {
+            "narration_id": ev.narration_id,
+            "window_start": np.round(end - 5.0, 3),
+            "window_end": np.round(end, 3),
+        }
+    )
+
+# %% ../nbs/46_lint.ipynb #be6e8491
+def _example_selection(
+    ev: pd.DataFrame,  # the evaluated split's annotations
+    plant: tuple,  # the planted rules
+) -> tuple:  # (scored ids, the exclusion record, rule -> the planted narration ids)
+    """Which actions are scored and which excluded (two, with a reason: never a finding); planted
+    problems drop actions from the scored set, or name the scored actions they affect."""
+    planted, scored = {}, ev.narration_id.tolist()
+    if "class-filter" in plant:
+        planted["class-filter"] = ev.narration_id[ev.verb_class >= 6].tolist()
+        scored = [i for i in scored if i not in planted["class-filter"]]
+    if "dropped-without-record" in plant:
+        planted["dropped-without-record"] = [scored[2], scored[5], scored[9]]
+        scored = [i for i in scored if i not in planted["dropped-without-record"]]
+    reasons = ["decode failed: damaged packets"] * 2
+    excluded = pd.DataFrame({"narration_id": [scored[0], scored[1]], "reason": reasons})
+    scored = scored[2:]
+    if "window-anchor" in plant:
+        planted["window-anchor"] = scored  # the rule looks at the scored actions' windows
+    if "selection-on-reported-split" in plant:
+        planted["selection-on-reported-split"] = scored
+    return scored, excluded, planted
+
+# %% ../nbs/46_lint.ipynb #94d8ed84
+def _example_training_log(
+    plant: tuple,  # the planted rules
+) -> pd.DataFrame:  # checkpoint, split, metric, value
+    """A training log of five checkpoints: selected on validation, or (planting
+    `selection-on-reported-split`) on the test split that is reported."""
+    selected_on = "test" if "selection-on-reported-split" in plant else "validation"
+    return pd.DataFrame(
+        [
+            {
+                "checkpoint": c,
+                "split": s,
+                "metric": "top1_accuracy",
+                "value": round(0.1 + 0.01 * c, 3),
+            }
+            for c in range(1, 6)
+            for s in ("validation", "test")
+            if s == selected_on or c == 5
+        ]
+    )
+
 # %% ../nbs/46_lint.ipynb #be6f2af9
 def write_example_protocol(
     folder,  # where to write the files
@@ -467,45 +566,9 @@ def write_example_protocol(
     rng = np.random.default_rng(seed)
     ev = _example_annotations(rng, "", 40, range(8))
     tr = _example_annotations(rng, "train_", 60, range(6) if "class-filter" in plant else range(8))
-    start = np.array([parse_timestamp(v) for v in ev.start_timestamp])
-    stop = np.array([parse_timestamp(v) for v in ev.stop_timestamp])
-    end = stop - 1.0 if "window-anchor" in plant else start - 1.0
-    windows = pd.DataFrame(
-        {
-            "narration_id": ev.narration_id,
-            "window_start": np.round(end - 5.0, 3),
-            "window_end": np.round(end, 3),
-        }
-    )
-    planted, scored = {}, ev.narration_id.tolist()
-    if "class-filter" in plant:
-        planted["class-filter"] = ev.narration_id[ev.verb_class >= 6].tolist()
-        scored = [i for i in scored if i not in planted["class-filter"]]
-    if "dropped-without-record" in plant:
-        planted["dropped-without-record"] = [scored[2], scored[5], scored[9]]
-        scored = [i for i in scored if i not in planted["dropped-without-record"]]
-    # two actions excluded with a reason: never a finding
-    excluded = pd.DataFrame(
-        {"narration_id": [scored[0], scored[1]], "reason": ["decode failed: damaged packets"] * 2}
-    )
-    scored = scored[2:]
-    if "window-anchor" in plant:
-        planted["window-anchor"] = scored  # the rule looks at the scored actions' windows
-    if "selection-on-reported-split" in plant:
-        planted["selection-on-reported-split"] = scored
-    log = pd.DataFrame(
-        [
-            {
-                "checkpoint": c,
-                "split": s,
-                "metric": "top1_accuracy",
-                "value": round(0.1 + 0.01 * c, 3),
-            }
-            for c in range(1, 6)
-            for s in ("validation", "test")
-            if s == ("test" if "selection-on-reported-split" in plant else "validation") or c == 5
-        ]
-    )
+    windows = _example_windows(ev, plant)
+    scored, excluded, planted = _example_selection(ev, plant)
+    log = _example_training_log(plant)
     paths = {
         "annotations": folder / "validation.csv",
         "train_annotations": folder / "train.csv",
