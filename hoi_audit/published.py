@@ -265,9 +265,8 @@ def protocol_windows(
             f"{protocol.name}: no fps for video(s) {sorted(set(actions.video_id[np.isnan(fps)]))[:5]} (give --video-info)"
         )
     frames = _rulstm_frames(actions.start_s.to_numpy(float) * fps / 2)
-    n_used = frames.shape[1] - int(
-        round((protocol.gap - 0.25) / 0.25)
-    )  # the frames up to `gap` before the start
+    # the frames up to `gap` before the start
+    n_used = frames.shape[1] - int(round((protocol.gap - 0.25) / 0.25))
     ok = frames.max(1) >= 1
     pad = np.where(frames >= 1, frames, np.iinfo(int).max).min(1)
     last = frames[:, n_used - 1]
@@ -409,11 +408,69 @@ def sample_durations(rng, n: int, quantiles=EK100_VALIDATION_DURATION_QUANTILES)
     q = np.asarray(quantiles, float)
     return np.interp(rng.uniform(0, 1, n), np.linspace(0, 1, len(q)), q)
 
+# %% ../nbs/47_published.ipynb #d8245524
+def _planted_labels(
+    rng: np.random.Generator,  # the data's generator (drawn from in order)
+    n_actions: int,  # actions in the video
+    succ: np.ndarray,  # each class's planted successor
+    *,
+    p_next: float,  # probability that an action is its predecessor's planted successor
+) -> np.ndarray:  # (n_actions,) action classes
+    """A video's action classes: a random first, then each its predecessor's planted successor
+    with probability `p_next` (else random)."""
+    n_classes = len(succ)
+    y = np.empty(n_actions, int)
+    y[0] = rng.integers(n_classes)
+    for i in range(1, n_actions):
+        y[i] = succ[y[i - 1]] if rng.uniform() < p_next else rng.integers(n_classes)
+    return y
+
+# %% ../nbs/47_published.ipynb #a2acd301
+def _planted_video(
+    rng: np.random.Generator,  # the data's generator (drawn from in order)
+    y: np.ndarray,  # the video's action classes
+    protos: np.ndarray,  # (n_classes, dim) each class's unit feature direction
+    *,
+    quantiles,  # the duration distribution
+    signal: float,  # strength of an action's class in its own frames
+    rate: float,  # frames per second
+) -> dict:  # start, stop, durations (s) of each action; frames (n_frames, dim)
+    """A video of the actions `y`: durations from `quantiles`, pauses of 0.2-1.5 s, from 5 s on;
+    each frame is noise plus `signal` times its action's class direction (none between actions)."""
+    n_actions = len(y)
+    dur = sample_durations(rng, n_actions, quantiles)
+    pause = rng.uniform(0.2, 1.5, n_actions)
+    start = 5.0 + np.concatenate([[0.0], np.cumsum(dur + pause)[:-1]])
+    stop = start + dur
+    t = np.arange(int(math.ceil((stop[-1] + 1) * rate))) / rate
+    label = np.full(len(t), -1)
+    for i in range(n_actions):
+        label[(t >= start[i]) & (t < stop[i])] = y[i]
+    noise = rng.normal(size=(len(t), protos.shape[1]))
+    frames = noise + signal * np.where(label[:, None] >= 0, protos[label], 0.0)
+    return {"start": start, "stop": stop, "durations": dur, "frames": frames}
+
+# %% ../nbs/47_published.ipynb #fa474420
+def _window_features(
+    frames: np.ndarray,  # (n_frames, dim) a video's frames
+    end: np.ndarray,  # each window's end, seconds
+    *,
+    rate: float,  # frames per second
+    n_win: int,  # frames per window
+) -> np.ndarray:  # (len(end), 2 * dim): the window's mean frame, then its last frame
+    """The features of windows ending at `end`: the mean and the last of their `n_win` frames
+    (zeros before the video starts)."""
+    last = np.floor(end * rate).astype(int)
+    idx = last[:, None] - np.arange(n_win)[::-1][None, :]
+    f = np.where((idx >= 0)[..., None], frames[np.clip(idx, 0, None)], 0.0)
+    return np.concatenate([f.mean(1), f[:, -1]], axis=1)
+
 # %% ../nbs/47_published.ipynb #2ddc7eee
 def planted_windows(
     seed: int,  # the data's seed
     n_participants: int = 8,  # one video each
     n_actions: int = 120,  # actions per participant
+    *,
     n_classes: int = 12,  # action classes
     signal: float = 1.0,  # strength of an action's class in its own frames (0: frames inside actions show nothing)
     p_next: float = 0.6,  # probability that an action is its predecessor's planted successor
@@ -428,48 +485,24 @@ def planted_windows(
     protos = rng.normal(size=(n_classes, dim))
     protos /= np.linalg.norm(protos, axis=1, keepdims=True)
     succ = rng.permutation(n_classes)
-    ys, parts, durs, xs, xe, inside = [], [], [], [], [], []
-    n_win = int(round(span * rate))
+    n_win, videos = int(round(span * rate)), []
     for p in range(n_participants):
-        y = np.empty(n_actions, int)
-        y[0] = rng.integers(n_classes)
-        for i in range(1, n_actions):
-            y[i] = succ[y[i - 1]] if rng.uniform() < p_next else rng.integers(n_classes)
-        dur = sample_durations(rng, n_actions, quantiles)
-        pause = rng.uniform(0.2, 1.5, n_actions)
-        start = 5.0 + np.concatenate([[0.0], np.cumsum(dur + pause)[:-1]])
-        stop = start + dur
-        t = np.arange(int(math.ceil((stop[-1] + 1) * rate))) / rate
-        label = np.full(len(t), -1)
-        for i in range(n_actions):
-            label[(t >= start[i]) & (t < stop[i])] = y[i]
-        frames = rng.normal(size=(len(t), dim)) + signal * np.where(
-            label[:, None] >= 0, protos[label], 0.0
+        y = _planted_labels(rng, n_actions, succ, p_next=p_next)
+        v = _planted_video(rng, y, protos, quantiles=quantiles, signal=signal, rate=rate)
+        start, stop = v["start"], v["stop"]
+        # a sampled frame of the action falls inside the end-anchored window
+        inside = np.floor((stop - gap) * rate) / rate >= start
+        videos.append(
+            {
+                "y": y,
+                "participants": np.full(n_actions, f"P{p:02d}"),
+                "durations": v["durations"],
+                "X_start": _window_features(v["frames"], start - gap, rate=rate, n_win=n_win),
+                "X_end": _window_features(v["frames"], stop - gap, rate=rate, n_win=n_win),
+                "ends_inside": inside,
+            }
         )
-
-        def feats(end):
-            last = np.floor(end * rate).astype(int)
-            idx = last[:, None] - np.arange(n_win)[::-1][None, :]
-            f = np.where((idx >= 0)[..., None], frames[np.clip(idx, 0, None)], 0.0)
-            return np.concatenate([f.mean(1), f[:, -1]], axis=1)
-
-        ys.append(y)
-        parts.append(np.full(n_actions, f"P{p:02d}"))
-        durs.append(dur)
-        xs.append(feats(start - gap))
-        xe.append(feats(stop - gap))
-        last_end = np.floor((stop - gap) * rate) / rate
-        inside.append(
-            last_end >= start
-        )  # a sampled frame of the action falls inside the end-anchored window
-    return {
-        "y": np.concatenate(ys),
-        "participants": np.concatenate(parts),
-        "durations": np.concatenate(durs),
-        "X_start": np.concatenate(xs),
-        "X_end": np.concatenate(xe),
-        "ends_inside": np.concatenate(inside),
-    }
+    return {k: np.concatenate([v[k] for v in videos]) for k in videos[0]}
 
 # %% ../nbs/47_published.ipynb #0a5ab678
 def _inflation_rows(seed, metric, y, sc_start, sc_end, participants, inside, n_boot) -> list:
