@@ -382,15 +382,87 @@ def _single_thread_stream(container, err_detect: str | None):
     return stream, avcc, (extra[4] & 3) + 1 if avcc else 0
 
 # %% ../nbs/30_decode.ipynb #fde1df05
-DAMAGE_ERR_DETECT = (
-    "careful+aggressive"  # FFmpeg's error recognition for the damage accounting (see the overview)
-)
+# FFmpeg's error recognition for the damage accounting (see the overview)
+DAMAGE_ERR_DETECT = "careful+aggressive"
 
+# %% ../nbs/30_decode.ipynb #991b58ce
+def _take_frames(
+    out,  # the frames a packet decoded to
+    index,  # pts -> frame index
+    *,
+    lo: int,  # first frame wanted
+    end: float,  # one past the last frame wanted
+    keep_frames: bool,  # keep the RGB frames of [lo, end)
+    produced: dict,  # frame index -> FFmpeg's corrupt flag, of every frame that came out (added to)
+    frames: dict,  # frame index -> RGB frame, of the kept frames (added to)
+) -> bool:  # whether a frame at or past `end` came out (the range is decoded)
+    "Record each decoded frame's corrupt flag, and keep the RGB frames within [lo, end)."
+    done = False
+    for f in out:
+        if f.pts is None:
+            continue
+        i = index(f.pts)
+        produced[i] = bool(f.is_corrupt)
+        if keep_frames and lo <= i < end:
+            frames[i] = f.to_ndarray(format="rgb24")
+        done |= i >= end
+    return done
 
+# %% ../nbs/30_decode.ipynb #a238ca58
+def _decode_packet(
+    packet,  # a demuxed packet
+    logs: list,  # FFmpeg's captured messages ((level, name, message) each)
+) -> tuple[list, bool, bool]:  # (its frames, did decoding it fail, did FFmpeg log an error)
+    "Decode one packet; a damaged one gives no frame (its frame is missing), and decoding goes on."
+    av = _import_av()
+    seen = len(logs)
+    try:
+        out, failed = packet.decode(), False
+    except av.error.FFmpegError:
+        out, failed = [], True
+    logged = any(lvl <= av.logging.ERROR for lvl, *_ in logs[seen:])
+    return out, failed, logged
+
+# %% ../nbs/30_decode.ipynb #682657a6
+def _read_packets(
+    container,  # the open video
+    stream,  # its video stream (one thread)
+    logs: list,  # FFmpeg's captured messages
+    *,
+    take,  # decoded frames -> whether the range is decoded (`_take_frames`)
+    index,  # pts -> frame index
+    end: float,  # one past the last frame wanted
+    avcc: bool,  # is the stream AVCC H.264 (its keyframes can be checked for IDR)
+    length_size: int,  # its NAL length-prefix size
+) -> list:  # PacketInfo of each packet, in decode order
+    """Demux and decode packet by packet until the range is decoded (or far past it, a margin for
+    B-frame reordering), recording each packet: keyframe, IDR, failed, FFmpeg logged an error."""
+    av, packets = _import_av(), []
+    for packet in container.demux(stream):
+        if packet.size == 0 and packet.pts is None:  # the flush packet at the end of the stream
+            try:
+                take(packet.decode())
+            except av.error.FFmpegError:
+                pass
+            break
+        idr = avcc and bool(packet.is_keyframe) and h264_is_idr(bytes(packet), length_size)
+        out, failed, logged = _decode_packet(packet, logs)
+        if packet.pts is not None:
+            packets.append(
+                PacketInfo(index(packet.pts), bool(packet.is_keyframe), idr, failed, logged)
+            )
+        if take(out):
+            break
+        if packet.pts is not None and index(packet.pts) >= end + 32:
+            break  # far past the range (B-frame reordering margin)
+    return packets
+
+# %% ../nbs/30_decode.ipynb #0deb4493
 def decode_with_damage(
     path,  # the video file
     fps: float,  # the video's frame rate (frame index = round(time * fps))
     lo: int = 0,  # first frame wanted
+    *,
     hi: int | None = None,  # one past the last frame wanted (None: to the end)
     keep_frames: bool = True,  # return the RGB frames of [lo, hi) (False: only the damage)
     err_detect: str | None = DAMAGE_ERR_DETECT,  # FFmpeg's err_detect flags
@@ -399,55 +471,30 @@ def decode_with_damage(
     av = _import_av()
     import av.logging
 
-    frames, produced, packets = {}, {}, []
+    frames, produced = {}, {}
     end = math.inf if hi is None else hi
     level = av.logging.get_level()
     if level is None or level < av.logging.ERROR:
         av.logging.set_level(av.logging.ERROR)  # errors reach the capture below
-    with (
-        av.open(str(path)) as container,
-        av.logging.Capture() as logs,
-    ):  # FFmpeg's messages go to `logs`, not to stderr
+    # FFmpeg's messages go to `logs`, not to stderr
+    with av.open(str(path)) as container, av.logging.Capture() as logs:
         stream, avcc, length_size = _single_thread_stream(container, err_detect)
         tb, t0 = stream.time_base, stream.start_time or 0
         index = lambda pts: int(round(float((pts - t0) * tb) * fps))
         if lo > 0:
             container.seek(t0 + int(lo / fps / tb), stream=stream, backward=True, any_frame=False)
-
-        def take(out):
-            done = False
-            for f in out:
-                if f.pts is None:
-                    continue
-                i = index(f.pts)
-                produced[i] = bool(f.is_corrupt)
-                if keep_frames and lo <= i < end:
-                    frames[i] = f.to_ndarray(format="rgb24")
-                done |= i >= end
-            return done
-
-        for packet in container.demux(stream):
-            if packet.size == 0 and packet.pts is None:  # the flush packet at the end of the stream
-                try:
-                    take(packet.decode())
-                except av.error.FFmpegError:
-                    pass
-                break
-            idr = avcc and bool(packet.is_keyframe) and h264_is_idr(bytes(packet), length_size)
-            seen = len(logs)
-            try:
-                out, failed = packet.decode(), False
-            except av.error.FFmpegError:
-                out, failed = [], True  # a damaged packet: its frame is missing, decoding goes on
-            if packet.pts is not None:
-                logged = any(lvl <= av.logging.ERROR for lvl, *_ in logs[seen:])
-                packets.append(
-                    PacketInfo(index(packet.pts), bool(packet.is_keyframe), idr, failed, logged)
-                )
-            if take(out):
-                break
-            if packet.pts is not None and index(packet.pts) >= end + 32:
-                break  # far past the range (B-frame reordering margin)
+        kept = dict(lo=lo, end=end, keep_frames=keep_frames, produced=produced, frames=frames)
+        take = lambda out: _take_frames(out, index, **kept)
+        packets = _read_packets(
+            container,
+            stream,
+            logs,
+            take=take,
+            index=index,
+            end=end,
+            avcc=avcc,
+            length_size=length_size,
+        )
     av.logging.set_level(level)
     causes = {i: c for i, c in propagate_damage(packets, produced).items() if lo <= i < end}
     return frames, causes
@@ -460,7 +507,7 @@ def decode_range_pyav(
     fps: float,  # the video's frame rate
 ) -> tuple[dict, dict]:  # ({frame index: frame}, {frame index: cause}) within [lo, hi)
     "The fallback: the frames of `[lo, hi)` that come out of a single-thread decode, and the damaged ones among them."
-    return decode_with_damage(path, fps, lo, hi)
+    return decode_with_damage(path, fps, lo, hi=hi)
 
 # %% ../nbs/30_decode.ipynb #b38926bc
 def scan_damage(

@@ -206,7 +206,7 @@ def test_accept_concealed_uses_them_and_still_lists_them(rendered):
     assert rec.undecodable == [101, 150] and rec.concealed == list(range(102, 111)) + list(range(151, 159))
     assert strict.undecodable == list(range(101, 111)) + list(range(150, 159)) and strict.concealed == rec.concealed
     assert rec.substitutions == 2 and strict.substitutions == 19
-    got, _ = decode_with_damage(damaged, FPS, 96, 111)
+    got, _ = decode_with_damage(damaged, FPS, 96, hi=111)
     np.testing.assert_array_equal(frames[0, 6:], np.stack([got[i] for i in range(102, 111)]))   # the concealed frames themselves
     assert summarize_substitutions([rec])["rule"] == "accept_concealed"
 
