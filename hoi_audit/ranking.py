@@ -155,9 +155,8 @@ def standardize(
     return (features - mean) / np.where(std > 0, std, 1.0)
 
 # %% ../nbs/44_ranking.ipynb #0b434f1c
-_KEY_ROOM = (
-    np.iinfo(np.int64).max >> 24
-)  # snapped values stay below this so that value * pool_size + index fits in int64
+# snapped values stay below this so that value * pool_size + index fits in int64
+_KEY_ROOM = np.iinfo(np.int64).max >> 24
 
 
 def snap(
@@ -293,13 +292,11 @@ def _nearest(
         counts = np.bincount(r, minlength=n)
         keys = np.full((n, max(k, int(counts.max()))), np.iinfo(np.int64).max)
         keys[r, np.arange(len(r)) - (np.cumsum(counts) - counts)[r]] = key
-        keys = np.partition(keys, k - 1, axis=1)[
-            :, :k
-        ]  # the k smallest kept keys; the k-th at position k - 1
+        # the k smallest kept keys; the k-th at position k - 1
+        keys = np.partition(keys, k - 1, axis=1)[:, :k]
         near = keys % P
-        exact = (counts < k) | (
-            snap(threshold + base, grid) <= keys[:, -1] // P
-        )  # an unkept column could tie or beat the k-th
+        # an unkept column could tie or beat the k-th
+        exact = (counts < k) | (snap(threshold + base, grid) <= keys[:, -1] // P)
     for i in np.flatnonzero(exact):
         key = snap(h[i] + base[i], grid) * P + positions
         key[q[i]] = np.iinfo(np.int64).max
@@ -357,6 +354,50 @@ def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool
     rules = {"n_candidates": n_candidates, "n_neighbors": k, "max_failures": max_failures, "order_seed": seed, "snap": SNAP}
     return _finish(episode_id, plans, queries, negatives, success, rules, seed)
 
+# %% ../nbs/44_ranking.ipynb #477e2bd3
+def _reference_negatives(
+    q: int,  # the query's pool position
+    X: np.ndarray,  # (P, F) the pool's flattened contexts
+    grid: float,  # the distances' snapping grid (`context_grid`)
+    *,
+    Z: np.ndarray,  # (P, S) the pool's standardized plan statistics
+    language: np.ndarray,  # each episode's instruction (-1: none)
+    success: np.ndarray,  # each episode's outcome
+    k: int,  # nearest contexts considered
+    n_neg: int,  # negatives per query
+    max_failures: int,  # failed episodes taken first, at most this many
+) -> list[int]:  # the query's negatives, failures first
+    """One query's negatives by the rules, as a plain loop: its `k` nearest contexts ranked by
+    (another instruction, plan-statistics distance, index); failures first, then the rest."""
+    P = len(X)
+    d = snap(np.square(X - X[q]).sum(1), grid)
+    near = [int(i) for i in np.lexsort((np.arange(P), d)) if i != q][:k]
+
+    def rank_key(i):
+        tier = int(language[q] >= 0 and language[i] != language[q])
+        return (tier, int(snap(np.square(Z[i] - Z[q]).sum(), SNAP)), i)
+
+    ranked = sorted(near, key=rank_key)
+    failures = [i for i in ranked if not success[i]][:max_failures]
+    fill = [i for i in ranked if i not in failures][: n_neg - len(failures)]
+    return failures + fill
+
+# %% ../nbs/44_ranking.ipynb #f5dd4675
+def _reference_order(
+    all_queries: np.ndarray,  # every query's pool position
+    rows: np.ndarray,  # the rows built
+    negatives: np.ndarray,  # (len(rows), n_neg) their negatives
+    *,
+    n_candidates: int,  # candidates per query
+    seed: int,  # the candidate-order seed
+) -> tuple[np.ndarray, np.ndarray]:  # (candidates in their shown order, the true plan's slot)
+    """Each row's candidates in the order drawn for every query from `seed` (the true plan is the
+    first slot before the draw)."""
+    draws = np.random.default_rng(seed).random((len(all_queries), n_candidates))
+    order = np.argsort(draws, axis=1, kind="stable")[rows]
+    slots = np.concatenate([all_queries[rows, None], negatives], axis=1)
+    return np.take_along_axis(slots, order, 1), np.argmax(order == 0, axis=1).astype(np.int64)
+
 # %% ../nbs/44_ranking.ipynb #cdbeb82e
 def build_candidates_reference(
     context,
@@ -380,19 +421,9 @@ def build_candidates_reference(
     grid = context_grid(X)
     Z = standardize(plan_statistics(plans))
     rows = np.arange(len(all_queries)) if queries is None else np.asarray(queries, dtype=np.int64)
-    negatives = []
-    for q in all_queries[rows]:
-        d = snap(np.square(X - X[q]).sum(1), grid)
-        near = [int(i) for i in np.lexsort((np.arange(P), d)) if i != q][:k]
-
-        def rank_key(i):
-            tier = int(language[q] >= 0 and language[i] != language[q])
-            return (tier, int(snap(np.square(Z[i] - Z[q]).sum(), SNAP)), i)
-
-        ranked = sorted(near, key=rank_key)
-        failures = [i for i in ranked if not success[i]][:max_failures]
-        fill = [i for i in ranked if i not in failures][: n_neg - len(failures)]
-        negatives.append(failures + fill)
+    by_rules = dict(language=language, success=success, k=k, n_neg=n_neg, max_failures=max_failures)
+    negatives = [_reference_negatives(q, X, grid, Z=Z, **by_rules) for q in all_queries[rows]]
+    negatives = np.asarray(negatives, dtype=np.int64).reshape(len(rows), n_neg)
     rules = {
         "n_candidates": n_candidates,
         "n_neighbors": k,
@@ -400,17 +431,14 @@ def build_candidates_reference(
         "order_seed": seed,
         "snap": SNAP,
     }
-    negatives = np.asarray(negatives, dtype=np.int64).reshape(len(rows), n_neg)
-    order = np.argsort(
-        np.random.default_rng(seed).random((len(all_queries), n_candidates)), axis=1, kind="stable"
-    )[rows]
-    slots = np.concatenate([all_queries[rows, None], negatives], axis=1)
-    candidates = np.take_along_axis(slots, order, 1)
+    candidates, slot = _reference_order(
+        all_queries, rows, negatives, n_candidates=n_candidates, seed=seed
+    )
     return CandidateSet(
         episode_id,
         all_queries[rows].astype(np.int64),
         candidates,
-        np.argmax(order == 0, axis=1).astype(np.int64),
+        slot,
         plans[candidates].astype(np.float32),
         (~success[negatives]).sum(1).astype(np.int64),
         rules,
@@ -465,13 +493,8 @@ def candidate_energies(model, # any object with rollout(context (B, C, D), comma
     return energies
 
 # %% ../nbs/44_ranking.ipynb #dfb6eb5c
-RANK_METRICS = (
-    "r_at_1",
-    "r_at_5",
-    "mrr",
-    "mean_rank",
-    "win_rate",
-)  # the protocol's primary metrics (per-query columns below)
+# the protocol's primary metrics (per-query columns below)
+RANK_METRICS = ("r_at_1", "r_at_5", "mrr", "mean_rank", "win_rate")
 _PER_QUERY = {
     "r_at_1": "r_at_1",
     "r_at_5": "r_at_5",
@@ -532,18 +555,15 @@ def summarize_ranking(per_query:Mapping[str, pd.DataFrame]|pd.DataFrame, # one f
     return records
 
 # %% ../nbs/44_ranking.ipynb #d228c6af
-DEFAULT_METHODS = (
-    "jepa",
-    "residual_mlp",
-    "context_only",
-    "persistence",
-)  # the world model, the learned baseline, two chance controls
+# the world model, the learned baseline, two chance controls
+DEFAULT_METHODS = ("jepa", "residual_mlp", "context_only", "persistence")
 ENERGIES = ("endpoint", "trajectory")  # primary, secondary
+# paired deltas
 DEFAULT_COMPARISONS = (
     ("jepa", "residual_mlp"),
     ("jepa", "context_only"),
     ("residual_mlp", "context_only"),
-)  # paired deltas
+)
 
 # %% ../nbs/44_ranking.ipynb #9a78c18a
 def default_models(
