@@ -40,13 +40,8 @@ __all__ = ['HORIZONS', 'FEATURE_SETS', 'FEATURE_CONDITIONS', 'ProbeInputs', 'pro
 
 # %% ../nbs/43_success.ipynb #32dd3ed4
 HORIZONS = (1, 2, 4)  # bins rolled out
-FEATURE_SETS = (
-    "context",
-    "action",
-    "context_action",
-    "forecast",
-    "oracle",
-)  # the five probe inputs
+# the five probe inputs
+FEATURE_SETS = ("context", "action", "context_action", "forecast", "oracle")
 FEATURE_CONDITIONS = {  # feature set -> its provenance condition (the blocks it may read)
     "context": Condition("context", {"video"}),
     "action": Condition("action", {"action"}),
@@ -259,9 +254,8 @@ def _world_model_source(
             train, kind=forecaster_kind, seed=seed, steps=forecaster_steps
         )
     else:
-        make, _, ident = user_world_model(
-            model, train, check
-        )  # a factory sees train_full's latents and commands only
+        # a factory sees train_full's latents and commands only
+        make, _, ident = user_world_model(model, train, check)
         fc_config = {**ident, "horizons": horizons}
         if "fingerprint" in ident:
             fc_seed = lambda s: "given"  # an object: one frozen model
@@ -296,44 +290,50 @@ def _run_forecasters(
         fc_units, forecast_unit, progress=progress, desc="forecasters", backend=current_backend()
     )
 
-# %% ../nbs/43_success.ipynb #1de55208
-def _run_probes(
-    store,
-    fc_config,
-    fc_seed,
-    seeds,
-    horizons,
-    feature_sets,
-    train,
-    held,
-    hard,
-    train_pin,
-    held_pin,
-    progress,
-) -> tuple[list, dict]:
-    "One store unit per (horizon, feature set, seed): fit the probe, keep its held-out P(success); (metric records, probabilities)."
+# %% ../nbs/43_success.ipynb #6eb7cd6b
+def _probe_scores(
+    unit,  # a probe unit: key (horizon, feature_set, seed)
+    workdir,  # the unit's folder: p_heldout.npy is written there
+    *,
+    store,  # the store holding the forecasters' features
+    fc_config: dict,  # the forecaster's config
+    fc_seed,  # probe seed -> forecaster seed
+    train: Episodes,  # train_full
+    held: Episodes,  # heldout
+    hard: np.ndarray,  # the hard test set's rows of `held`
+    train_pin: str,  # train_full's pin (the forecaster units' input)
+) -> dict:  # {test set: {metric: value}}
+    """Fit one probe on its feature set (the forecast features read from the forecaster's unit) and
+    score its held-out P(success) on the full and the hard test sets."""
+    h, fs, seed = unit.key["horizon"], unit.key["feature_set"], unit.key["seed"]
+    X = {}
+    for name, part in (("train", train), ("heldout", held)):
+        fc = None
+        if fs == "forecast":
+            files = store.files(_forecaster_unit(fc_seed(seed), fc_config, train_pin))
+            fc = {k: np.load(files / f"H{h}_{name}_{k}.npy") for k in ("endpoint", "delta", "gate")}
+        X[name] = assemble(fs, feature_blocks(probe_inputs(part, h), fc, [fs]))
+    p = fit_probe(X["train"], train.success, X["heldout"], seed)
+    write_npy(workdir / "p_heldout.npy", p)
+    y = held.success.astype(int)
+    return {
+        test: {m: float(fn(y[idx], p[idx])) for m, fn in PROBE_METRICS.items()}
+        for test, idx in (("full", np.arange(len(held))), ("hard", hard))
+    }
 
-    def probe_unit(unit, workdir):
-        h, fs, seed = unit.key["horizon"], unit.key["feature_set"], unit.key["seed"]
-        X = {}
-        for name, part in (("train", train), ("heldout", held)):
-            fc = None
-            if fs == "forecast":
-                files = store.files(_forecaster_unit(fc_seed(seed), fc_config, train_pin))
-                fc = {
-                    k: np.load(files / f"H{h}_{name}_{k}.npy")
-                    for k in ("endpoint", "delta", "gate")
-                }
-            X[name] = assemble(fs, feature_blocks(probe_inputs(part, h), fc, [fs]))
-        p = fit_probe(X["train"], train.success, X["heldout"], seed)
-        write_npy(workdir / "p_heldout.npy", p)
-        y = held.success.astype(int)
-        return {
-            test: {m: float(fn(y[idx], p[idx])) for m, fn in PROBE_METRICS.items()}
-            for test, idx in (("full", np.arange(len(held))), ("hard", hard))
-        }
-
-    probe_units = [
+# %% ../nbs/43_success.ipynb #c0cf43fe
+def _probe_units(
+    horizons,  # forecast horizons
+    feature_sets,  # probe inputs
+    seeds,  # probe seeds
+    *,
+    fc_config: dict,  # the forecaster's config (in a forecast probe's config)
+    fc_seed,  # probe seed -> forecaster seed
+    train_pin: str,  # train_full's pin
+    held_pin: str,  # heldout's pin
+) -> list:
+    "A store unit per (horizon, feature set, seed); a forecast probe's config names its forecaster."
+    return [
         Unit(
             {"horizon": h, "feature_set": fs, "seed": s},
             config={
@@ -346,6 +346,44 @@ def _run_probes(
         for fs in feature_sets
         for s in seeds
     ]
+
+# %% ../nbs/43_success.ipynb #1de55208
+def _run_probes(
+    store,  # the output's store
+    fc_config: dict,  # the forecaster's config
+    fc_seed,  # probe seed -> forecaster seed
+    *,
+    seeds,  # probe seeds
+    horizons,  # forecast horizons
+    feature_sets,  # probe inputs
+    train: Episodes,  # train_full
+    held: Episodes,  # heldout
+    hard: np.ndarray,  # the hard test set's rows of `held`
+    train_pin: str,  # train_full's pin
+    held_pin: str,  # heldout's pin
+    progress,  # show progress
+) -> tuple[list, dict]:
+    """One store unit per (horizon, feature set, seed): fit the probe, keep its held-out P(success);
+    (metric records, probabilities)."""
+    context = dict(
+        store=store,
+        fc_config=fc_config,
+        fc_seed=fc_seed,
+        train=train,
+        held=held,
+        hard=hard,
+        train_pin=train_pin,
+    )
+    probe_units = _probe_units(
+        horizons,
+        feature_sets,
+        seeds,
+        fc_config=fc_config,
+        fc_seed=fc_seed,
+        train_pin=train_pin,
+        held_pin=held_pin,
+    )
+    probe_unit = lambda unit, workdir: _probe_scores(unit, workdir, **context)
     scores = store.run(
         probe_units, probe_unit, progress=progress, desc="probes", backend=current_backend()
     )
@@ -370,62 +408,91 @@ def _pair_clusters(held: Episodes, pairs: pd.DataFrame, hard: np.ndarray) -> dic
         "hard": pair_of[hard],
     }  # the hard set resamples pairs, a failure with its matched success
 
+# %% ../nbs/43_success.ipynb #05683dc2
+def _seed_mean_rows(
+    y: np.ndarray,  # the test set's outcomes
+    ps: list,  # one probability vector per seed
+    *,
+    key: dict,  # the rows' leading columns (horizon, feature_set, test_set)
+    clusters,  # the bootstrap clusters (None: episodes)
+    n_boot: int,  # bootstrap replicates
+) -> list[dict]:
+    "Each probe metric's mean over the seeds and its bootstrap interval: a summary row per metric."
+    rows = []
+    for m, fn in PROBE_METRICS.items():
+        iv = bootstrap_interval(
+            (y, *ps), seed_mean_metric(fn, len(ps)), n_boot=n_boot, seed=0, clusters=clusters
+        )
+        rows.append(
+            {
+                **key,
+                "metric": m,
+                "statistic": "mean_over_seeds",
+                "value": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+            }
+        )
+    return rows
+
+# %% ../nbs/43_success.ipynb #8d5af285
+def _delta_rows(
+    y: np.ndarray,  # the test set's outcomes
+    pa: list,  # the forecast probe's probabilities, one vector per seed
+    pb: list,  # the context_action probe's, the same seeds
+    *,
+    h: int,  # the horizon (4 is the primary comparison)
+    test: str,  # the test set
+    clusters,  # the bootstrap clusters (None: episodes)
+    n_boot: int,  # bootstrap replicates
+) -> list[dict]:
+    """Forecast minus context_action, seed-mean for seed-mean, with its paired bootstrap interval:
+    one row per metric."""
+    rows = []
+    for m, fn in PROBE_METRICS.items():
+        iv = bootstrap_interval(
+            (y, *pa, *pb), seed_mean_delta(fn, len(pa)), n_boot=n_boot, seed=0, clusters=clusters
+        )
+        rows.append(
+            {
+                "comparison": "forecast-context_action",
+                "horizon": h,
+                "test_set": test,
+                "metric": m,
+                "statistic": "paired_bootstrap_delta",
+                "primary": h == 4,
+                "value": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+            }
+        )
+    return rows
+
 # %% ../nbs/43_success.ipynb #117b1a67
 def _seed_mean_intervals(
-    y, proba, tests, clusters_of, seeds, horizons, feature_sets, n_boot
+    y: np.ndarray,  # the held-out outcomes
+    proba: dict,  # (horizon, feature set, seed) -> held-out P(success)
+    tests,  # (test set, its rows) pairs
+    *,
+    clusters_of: dict,  # test set -> bootstrap clusters
+    seeds,  # probe seeds
+    horizons,  # forecast horizons
+    feature_sets,  # probe inputs
+    n_boot: int,  # bootstrap replicates
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     "Bootstrap intervals of every seed-mean metric (summary) and of forecast minus context_action (comparison)."
     summary, comparison = [], []
     for test, idx in tests:
+        boot = dict(clusters=clusters_of[test], n_boot=n_boot)
         for h in horizons:
             for fs in feature_sets:
                 ps = [proba[(h, fs, s)][idx] for s in seeds]
-                for m, fn in PROBE_METRICS.items():
-                    iv = bootstrap_interval(
-                        (y[idx], *ps),
-                        seed_mean_metric(fn, len(seeds)),
-                        n_boot=n_boot,
-                        seed=0,
-                        clusters=clusters_of[test],
-                    )
-                    summary.append(
-                        {
-                            "horizon": h,
-                            "feature_set": fs,
-                            "test_set": test,
-                            "metric": m,
-                            "statistic": "mean_over_seeds",
-                            "value": iv.estimate,
-                            "ci_low": iv.low,
-                            "ci_high": iv.high,
-                        }
-                    )
+                key = {"horizon": h, "feature_set": fs, "test_set": test}
+                summary += _seed_mean_rows(y[idx], ps, key=key, **boot)
             if {"forecast", "context_action"} <= set(feature_sets):
-                pa, pb = (
-                    [proba[(h, "forecast", s)][idx] for s in seeds],
-                    [proba[(h, "context_action", s)][idx] for s in seeds],
-                )
-                for m, fn in PROBE_METRICS.items():
-                    iv = bootstrap_interval(
-                        (y[idx], *pa, *pb),
-                        seed_mean_delta(fn, len(seeds)),
-                        n_boot=n_boot,
-                        seed=0,
-                        clusters=clusters_of[test],
-                    )
-                    comparison.append(
-                        {
-                            "comparison": "forecast-context_action",
-                            "horizon": h,
-                            "test_set": test,
-                            "metric": m,
-                            "statistic": "paired_bootstrap_delta",
-                            "primary": h == 4,
-                            "value": iv.estimate,
-                            "ci_low": iv.low,
-                            "ci_high": iv.high,
-                        }
-                    )
+                pa = [proba[(h, "forecast", s)][idx] for s in seeds]
+                pb = [proba[(h, "context_action", s)][idx] for s in seeds]
+                comparison += _delta_rows(y[idx], pa, pb, h=h, test=test, **boot)
     return pd.DataFrame(summary), pd.DataFrame(comparison)
 
 # %% ../nbs/43_success.ipynb #1b5055e4
@@ -487,10 +554,14 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
     fc_config, make, fc_seed = _world_model_source(model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed)
     _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress)
-    records, proba = _run_probes(store, fc_config, fc_seed, seeds, horizons, feature_sets, train, held, hard, train_pin, held_pin, progress)
+    records, proba = _run_probes(store, fc_config, fc_seed, seeds=seeds, horizons=horizons,
+                                 feature_sets=feature_sets, train=train, held=held, hard=hard,
+                                 train_pin=train_pin, held_pin=held_pin, progress=progress)
     tests = (("full", np.arange(len(held))), ("hard", hard))
-    summary, comparison = _seed_mean_intervals(held.success.astype(int), proba, tests, _pair_clusters(held, pairs, hard),
-                                               seeds, horizons, feature_sets, n_boot)
+    clusters = _pair_clusters(held, pairs, hard)
+    summary, comparison = _seed_mean_intervals(
+        held.success.astype(int), proba, tests, clusters_of=clusters, seeds=seeds,
+        horizons=horizons, feature_sets=feature_sets, n_boot=n_boot)
     config = _success_config(seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held)
     all_pins = {"train_full": train_pin, "heldout": held_pin, "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()),
                 **(pins or {})}
