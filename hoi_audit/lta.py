@@ -21,20 +21,21 @@ from hoi_audit.core import (
     write_text,
     write_npz,
 )
-from .results import write_results
-from .store import CommandOutput, ResultStore, Unit
+from .store import ResultStore, Unit
 from .cluster import current_backend
 from .recovery import WindowRecognizer, feature_windows, window_starts
 from .stats import Interval, student_t_interval
-from .cli import add_command, parse_list
+from .procedural import name_config, read_for_command
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 
 # %% auto #0
-__all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'TRANSCRIPT_SOURCES', 'observed_end', 'horizon_end', 'class_counts',
-           'mean_over_classes', 'write_prediction_file', 'read_prediction_file', 'score_prediction_folder',
-           'gt_observed_transcript', 'recognized_frame_labels', 'recognized_observed_transcript', 'LTAConfig',
-           'SegmentRNN', 'transcript_tokens', 'training_examples', 'fit_lta_model', 'anticipate', 'lta_counts',
-           'moc_records', 'lta_table', 'lta_gap', 'LTAResult', 'write_predictions', 'run_lta', 'lta_results_records',
-           'results_config', 'lta_command', 'add_subcommand']
+__all__ = ['HORIZON_CONVENTIONS', 'PREDICTION_HEADER', 'TRANSCRIPT_SOURCES', 'LTA_STAGE', 'observed_end', 'horizon_end',
+           'class_counts', 'mean_over_classes', 'write_prediction_file', 'read_prediction_file',
+           'score_prediction_folder', 'gt_observed_transcript', 'recognized_frame_labels',
+           'recognized_observed_transcript', 'LTAConfig', 'SegmentRNN', 'transcript_tokens', 'training_examples',
+           'fit_lta_model', 'anticipate', 'lta_counts', 'moc_records', 'lta_table', 'lta_gap', 'LTAResult',
+           'write_predictions', 'run_lta', 'lta_results_records', 'results_config', 'lta_command', 'lta_stage_run',
+           'lta_stage_show', 'lta_stage_records', 'lta_stage_config', 'lta_stage_report', 'add_subcommand']
 
 # %% ../nbs/22_lta.ipynb #a6f3d66d
 def observed_end(
@@ -753,32 +754,97 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
                 progress:bool=False, # show a progress bar
                ) -> int: # the exit status
     "standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder"
-    from hoi_audit.procedural import name_config, read_for_command
-    splits = parse_list(splits, int, "--splits") if splits and not score else None
-    dataset = read_for_command(data_dir, name, splits, needs_features=not score)   # every input checked before the first unit
     if score:
+        dataset = read_for_command(data_dir, name, None, needs_features=False)
         moc, counts = score_prediction_folder(dataset, score, observed)
         print(f"{score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support ({int(counts[1].sum())} frames)")
         return 0
     if not out: raise HoiAuditError("--out is required (unless --score)")
     kw = {k: v for k, v in {"epochs": epochs, "hidden": hidden, "convention": convention,
                             "observe": _floats(observe) if observe else None, "predict": _floats(predict) if predict else None}.items() if v is not None}
-    config = LTAConfig(**kw)
-    seeds = parse_list(seeds, int, "--seeds") if seeds else list(PROTOCOL_SEEDS)
-    paths = CommandOutput.parse(out, "lta")
-    store = ResultStore(Path(store)) if store else paths.store
-    result = run_lta(dataset, splits, seeds, config, store, predictions=predictions, n_boot=n_boot, progress=progress)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(f"{dataset.name}: MoC (%), mean over splits"); print(result.table["moc"].round(1).to_string())
-        print(result.gap.round(2).to_string(index=False))
-    paths.wrote(write_results(paths.results, "lta", lta_results_records(result, dataset.name), scale=scale,
-                              config=results_config(config, seeds=seeds, **name_config(dataset)), pins={"config": sha256_json(config.as_dict())}))
-    paths.report()
-    if predictions: print(f"wrote {Path(predictions)}/ (prediction files of seed {min(seeds)})")
-    print(f"wrote {store.root}/")
+    spec = RunSpec.from_options(splits=splits, seeds=seeds, scale=scale, device="cpu", progress=progress, store=store)   # the GRU trains on the CPU
+    run_stage("lta", spec, data_dir, out, name=name, config=LTAConfig(**kw), n_boot=n_boot, predictions=predictions)
     return 0
+
+
+# %% ../nbs/22_lta.ipynb #abc865e0
+def lta_stage_run(
+    dataset,  # a `ProceduralDataset` with features
+    spec: RunSpec,  # splits, seeds, store, progress (the GRU trains on the CPU: the spec's device is not used)
+    config: LTAConfig = LTAConfig(),  # settings
+    n_boot: int = 2000,  # bootstrap replicates of the per-video interval
+    predictions=None,  # a folder for the prediction files (None: not written)
+) -> LTAResult:
+    "`run_lta` as the stage runs it, on one dataset."
+    return run_lta(
+        dataset,
+        spec.split_list,
+        list(spec.seeds),
+        config,
+        spec.store,
+        predictions=predictions,
+        n_boot=n_boot,
+        progress=spec.progress,
+    )
+
+# %% ../nbs/22_lta.ipynb #9546deda
+def lta_stage_show(
+    name: str,  # the dataset's name
+    result: LTAResult,  # its protocol
+):
+    "Print MoC per observed fraction, source and horizon, and the gap."
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(f"{name}: MoC (%), mean over splits")
+        print(result.table["moc"].round(1).to_string())
+        print(result.gap.round(2).to_string(index=False))
+
+# %% ../nbs/22_lta.ipynb #7a5a8e34
+def lta_stage_records(
+    results: dict,  # dataset name -> `LTAResult`
+    **settings,  # the run's settings (not needed)
+) -> list[dict]:
+    "The records of every dataset, in the run's order (`lta_results_records`)."
+    return [x for name, result in results.items() for x in lta_results_records(result, name)]
+
+# %% ../nbs/22_lta.ipynb #0ebfc378
+def lta_stage_config(
+    datasets: dict,  # dataset name -> dataset
+    spec: RunSpec,  # the run's spec (its seeds are recorded)
+    config: LTAConfig = LTAConfig(),  # settings
+    **settings,  # the other settings (not recorded: n_boot and predictions do not change the protocol's records)
+) -> tuple:  # (the results config, the pins)
+    "The command's results config (settings, seeds, and a renamed dataset's names) and its pins (the settings' SHA-256)."
+    names = {k: v for dataset in datasets.values() for k, v in name_config(dataset).items()}
+    return results_config(config, seeds=list(spec.seeds), **names), {
+        "config": sha256_json(config.as_dict())
+    }
+
+# %% ../nbs/22_lta.ipynb #b7f44c29
+def lta_stage_report(
+    results: dict,  # dataset name -> `LTAResult`
+    spec: RunSpec,  # the run's spec
+    predictions=None,  # the prediction files' folder (None: none written)
+    **settings,  # the other settings
+):
+    "Say where the prediction files went."
+    if predictions:
+        print(f"wrote {Path(predictions)}/ (prediction files of seed {min(spec.seeds)})")
+
+# %% ../nbs/22_lta.ipynb #7956370f
+LTA_STAGE = register_stage(
+    Stage(
+        "lta",
+        lta_command,
+        run=lta_stage_run,
+        records=lta_stage_records,
+        config=lta_stage_config,
+        show=lta_stage_show,
+        report=lta_stage_report,
+        metric_kinds={"moc": "percent"},
+    )
+)
 
 # %% ../nbs/22_lta.ipynb #aa57f733
 def add_subcommand(subparsers):
     "Register `hoi-audit lta`."
-    return add_command(subparsers, lta_command)
+    return add_stage_command(subparsers, LTA_STAGE)
