@@ -61,12 +61,10 @@ def feature_windows(
     starts = window_starts(end, window, stride)
     if not len(starts):
         return np.zeros((0, window, features.shape[1]), dtype=np.float32)
-    past = np.ascontiguousarray(
-        features[: int(starts[-1]) + window], dtype=np.float32
-    )  # row-major, whatever the file's layout
-    return sliding_window_view(past, window, axis=0)[::stride].transpose(
-        0, 2, 1
-    )  # no copy: window k starts at frame k * stride
+    # row-major, whatever the file's layout
+    past = np.ascontiguousarray(features[: int(starts[-1]) + window], dtype=np.float32)
+    # no copy: window k starts at frame k * stride
+    return sliding_window_view(past, window, axis=0)[::stride].transpose(0, 2, 1)
 
 # %% ../nbs/14_recovery.ipynb #340664a1
 def _windows_at(
@@ -75,9 +73,8 @@ def _windows_at(
     window: int,  # frames per window
 ) -> np.ndarray:  # (len(starts), window, D) float32
     "The windows `[s, s + window)` at the given starts, stacked; nothing outside them is read."
-    out = np.empty(
-        (len(starts), window, features.shape[1]), dtype=np.float32
-    )  # row-major, as `feature_windows`' windows
+    # row-major, as `feature_windows`' windows
+    out = np.empty((len(starts), window, features.shape[1]), dtype=np.float32)
     for k, s in enumerate(starts):
         out[k] = features[int(s) : int(s) + window]
     return out
@@ -150,9 +147,8 @@ def _pooled_grid(
         stride = 1  # one window: all its frames in one phase
     D, lag = past.shape[1], (length - 1) // stride
     rows = count + lag  # window k reads rows k .. k + lag of the phases
-    time_last = (
-        D > 1 and len(past) > 1 and abs(past.strides[0]) < abs(past.strides[1])
-    )  # a D x T file: phases keep its order, no transposing copy
+    # a D x T file: phases keep its order, no transposing copy
+    time_last = D > 1 and len(past) > 1 and abs(past.strides[0]) < abs(past.strides[1])
     n_phases = min(stride, length)
     phases = np.empty((n_phases, D, rows) if time_last else (n_phases, rows, D), np.float32)
     for j in range(n_phases):
@@ -202,9 +198,8 @@ def pooled_windows(
     if not len(starts):
         return np.zeros((0, D if pooling == "mean" else 2 * D), dtype=np.float32)
     past = features[: int(starts[-1]) + window]
-    return _pooled_grid(
-        past, len(starts), stride, window, pooling, pairwise=D == 1
-    )  # feature_windows' windows are row-major: frames added one after another
+    # feature_windows' windows are row-major: frames added one after another
+    return _pooled_grid(past, len(starts), stride, window, pooling, pairwise=D == 1)
 
 # %% ../nbs/14_recovery.ipynb #335405f7
 def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
@@ -242,6 +237,66 @@ def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
         "the recognizer is fitted on train videos only"
     )
 
+# %% ../nbs/14_recovery.ipynb #69b0e016
+def _video_window_labels(
+    dataset,  # the dataset (with features)
+    videos: Sequence[str],  # the train videos
+    window: int,  # frames per window
+    *,
+    stride: int,  # frames between window starts
+) -> dict:  # video -> its windows' majority labels (videos shorter than a window left out)
+    """Each train video's window labels; every video fitted on has its features read once (their
+    NaN check), whether or not its windows are kept."""
+    labels = {}
+    for name in videos:
+        video = dataset.video(name)
+        y = window_labels(video.labels, window, stride)
+        if not len(y):
+            continue
+        video.features()
+        labels[name] = y
+    if not labels:
+        raise DataError(
+            f"{dataset.root}: no train video is as long as one window ({window} frames)"
+        )
+    return labels
+
+# %% ../nbs/14_recovery.ipynb #449e8b50
+def _kept_windows(
+    total: int,  # windows of all the train videos
+    max_windows: int | None,  # the most kept (None: all)
+    seed: int,  # the subset's seed
+) -> np.ndarray:  # the kept windows' numbers, sorted
+    "All windows, or above `max_windows` a seeded subset, drawn before anything is pooled."
+    if max_windows is None or total <= max_windows:
+        return np.arange(total)
+    return np.sort(np.random.default_rng(seed).choice(total, max_windows, replace=False))
+
+# %% ../nbs/14_recovery.ipynb #1b5c35f3
+def _pooled_at(
+    features: np.ndarray,  # (T, D) a video's features
+    starts: np.ndarray,  # the kept windows' starts
+    *,
+    window: int,  # frames per window
+    stride: int,  # frames between consecutive windows' starts
+    pooling: str,  # 'mean' or 'mean_std'
+) -> np.ndarray:  # (len(starts), D or 2D) float32
+    """The kept windows of a video, pooled: windows kept alone (a subset of a long video) are read
+    one by one, runs of four or more consecutive ones pooled from their frames."""
+    runs = np.split(np.arange(len(starts)), np.flatnonzero(np.diff(starts) != stride) + 1)
+    width = features.shape[1] * (1 if pooling == "mean" else 2)
+    pooled = np.empty((len(starts), width), np.float32)
+    apart = np.concatenate([r for r in runs if len(r) < 4] or [np.zeros(0, np.int64)])
+    if len(apart):
+        pooled[apart] = pool_windows(_windows_at(features, starts[apart], window), pooling)
+    for r in runs:
+        if len(r) >= 4:
+            frames = features[starts[r[0]] : starts[r[-1]] + window]
+            pooled[r] = _pooled_grid(
+                frames, len(r), stride, window, pooling, features.shape[1] == 1
+            )
+    return pooled
+
 # %% ../nbs/14_recovery.ipynb #7d16bba9
 def _training_windows(
     dataset,
@@ -252,25 +307,10 @@ def _training_windows(
     max_windows: int | None = None,
     seed: int = 42,
 ) -> tuple[np.ndarray, np.ndarray]:
-    "The pooled windows of the train videos and their majority labels (a video shorter than a window gives none); above `max_windows`, a seeded subset, drawn before anything is pooled."
-    labels = {}
-    for name in videos:
-        video = dataset.video(name)
-        y = window_labels(video.labels, window, stride)
-        if not len(y):
-            continue
-        video.features()  # the NaN check of every video fitted on, whether or not its windows are kept
-        labels[name] = y
-    if not labels:
-        raise DataError(
-            f"{dataset.root}: no train video is as long as one window ({window} frames)"
-        )
-    total = sum(len(y) for y in labels.values())
-    keep = (
-        np.arange(total)
-        if max_windows is None or total <= max_windows
-        else np.sort(np.random.default_rng(seed).choice(total, max_windows, replace=False))
-    )
+    """The pooled windows of the train videos and their majority labels (a video shorter than a
+    window gives none); above `max_windows`, a seeded subset, drawn before anything is pooled."""
+    labels = _video_window_labels(dataset, videos, window, stride=stride)
+    keep = _kept_windows(sum(len(y) for y in labels.values()), max_windows, seed)
     bounds = np.cumsum([0] + [len(y) for y in labels.values()])
     X, Y = [], []
     for (name, y), lo, hi in zip(labels.items(), bounds[:-1], bounds[1:]):
@@ -278,22 +318,10 @@ def _training_windows(
         if not len(local):
             continue
         video = dataset.video(name)
-        features = video.features()
         starts = window_starts(video.n_frames, window, stride)[local]
-        runs = np.split(np.arange(len(local)), np.flatnonzero(np.diff(local) != 1) + 1)
-        width = features.shape[1] * (1 if pooling == "mean" else 2)
-        pooled = np.empty((len(local), width), np.float32)
-        # windows kept alone (a subset of a long video) are read one by one, runs of consecutive ones pooled from their frames
-        apart = np.concatenate([r for r in runs if len(r) < 4] or [np.zeros(0, np.int64)])
-        if len(apart):
-            pooled[apart] = pool_windows(_windows_at(features, starts[apart], window), pooling)
-        for r in runs:
-            if len(r) >= 4:
-                frames = features[starts[r[0]] : starts[r[-1]] + window]
-                pooled[r] = _pooled_grid(
-                    frames, len(r), stride, window, pooling, features.shape[1] == 1
-                )
-        X.append(pooled)
+        X.append(
+            _pooled_at(video.features(), starts, window=window, stride=stride, pooling=pooling)
+        )
         Y.append(y[local])
     return np.concatenate(X), np.concatenate(Y)
 
@@ -494,11 +522,59 @@ def _aligned(queries: pd.DataFrame, values: dict) -> pd.Series:
     )
     return out
 
+# %% ../nbs/14_recovery.ipynb #8d64b5e3
+def _history_keys(
+    row,  # a query (video, t, history [, history_time]); its name is its index
+    video,  # the query's video
+    segments: np.ndarray,  # the video's annotated segments (start, end, label) of its kind
+    *,
+    dataset,  # the dataset (named in the errors)
+    background_history: bool,  # the history includes background segments
+    has_time: bool,  # the queries have history_time
+) -> list[tuple]:  # (video, start, end) of each history segment, its end clipped at t
+    """A query's history segments, checked first: the history must be the video's annotated
+    sequence (and history_time its ends, clipped at t), each segment in the video and before t."""
+    video_name, index, t, history = row["video"], row.name, int(row["t"]), tuple(row["history"])
+    where = f"{dataset.root}: query {index} ({video_name}, t={t})"
+    if len(history) > len(segments) or any(
+        int(h) != int(c) for h, c in zip(history, segments[: len(history), 2])
+    ):
+        raise DataError(
+            f"{where}: its history {history} is not the video's annotated "
+            f"{'segment' if background_history else 'action'} sequence; "
+            "were the queries built on this dataset"
+            f"{' with background_history=False' if not background_history else ''}?"
+        )
+    ends = [min(int(e), t) for e in segments[: len(history), 1]]
+    if (
+        has_time
+        and row["history_time"] is not None
+        and [int(x) for x in row["history_time"]] != ends
+    ):
+        raise DataError(
+            f"{where}: history_time {tuple(row['history_time'])} does not "
+            f"match the annotated segment ends {tuple(ends)} clipped at t"
+        )
+    keys = []
+    for (start, _, _), end in zip(segments[: len(history)], ends):
+        if not int(start) < end <= t:
+            raise DataError(
+                f"{where}: history segment [{int(start)}, {end}) is not before the query time"
+            )
+        if end > video.n_frames:  # predict_segment's check
+            raise DataError(
+                f"{video.name}: segment [{int(start)}, {end}) runs past the video's "
+                f"{video.n_frames} frames"
+            )
+        keys.append((video_name, int(start), end))
+    return keys
+
 # %% ../nbs/14_recovery.ipynb #ee6b4fdb
 def recover_history_boundary_aware(
     dataset,  # the `ProceduralDataset` the queries were built on (with features)
     queries: pd.DataFrame,  # queries with video, t, history [, history_time]
     recognizer: WindowRecognizer,  # a fitted recognizer (or a `CrossFittedRecognizer`)
+    *,
     background_history: bool = False,  # the queries' histories include background segments
 ) -> pd.Series:  # tuple of recovered class ids per query, aligned to queries.index
     "BA: the recognizer's label of every annotated past segment of each query's history (source 'recognizer')."
@@ -513,47 +589,12 @@ def recover_history_boundary_aware(
     for video_name, rows in queries.groupby("video", sort=False):
         video = dataset.video(video_name)
         segments = _history_segments(video, dataset.background, background_history)
-        todo, wanted = (
-            {},
-            {},
-        )  # the video's segments not labelled yet (in the order first needed); each query's
+        checks = dict(dataset=dataset, background_history=background_history, has_time=has_time)
+        # the video's segments not labelled yet (in the order first needed); each query's
+        todo, wanted = {}, {}
         for index, row in rows.iterrows():
-            t, history = int(row["t"]), tuple(row["history"])
-            if len(history) > len(segments) or any(
-                int(h) != int(c) for h, c in zip(history, segments[: len(history), 2])
-            ):
-                raise DataError(
-                    f"{dataset.root}: query {index} ({video_name}, t={t}): its history {history} is not the video's annotated "
-                    f"{'segment' if background_history else 'action'} sequence; were the queries built on this dataset"
-                    f"{' with background_history=False' if not background_history else ''}?"
-                )
-            ends = [min(int(e), t) for e in segments[: len(history), 1]]
-            if (
-                has_time
-                and row["history_time"] is not None
-                and [int(x) for x in row["history_time"]] != ends
-            ):
-                raise DataError(
-                    f"{dataset.root}: query {index} ({video_name}, t={t}): history_time {tuple(row['history_time'])} does not "
-                    f"match the annotated segment ends {tuple(ends)} clipped at t"
-                )
-            keys = []
-            for (start, _, _), end in zip(segments[: len(history)], ends):
-                if not int(start) < end <= t:
-                    raise DataError(
-                        f"{dataset.root}: query {index} ({video_name}, t={t}): history segment "
-                        f"[{int(start)}, {end}) is not before the query time"
-                    )
-                key = (video_name, int(start), end)
-                if key not in cache and key not in todo:
-                    # predict_segment's check, in the order it met the segments
-                    if end > video.n_frames:
-                        raise DataError(
-                            f"{video.name}: segment [{int(start)}, {end}) runs past the video's {video.n_frames} frames"
-                        )
-                    todo[key] = None
-                keys.append(key)
-            wanted[index] = keys
+            wanted[index] = _history_keys(row, video, segments, **checks)
+            todo.update((key, None) for key in wanted[index] if key not in cache)
         if todo:  # every new segment of the video labelled at once
             log_proba = recognizer.for_video(video_name).log_proba_segments(
                 video, [(start, end) for _, start, end in todo]
