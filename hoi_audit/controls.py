@@ -8,24 +8,28 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Callable, Sequence
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, Registry
+from .core import sha256_json
 from .store import ResultStore
 from .conditions import training_options, CONDITIONS, AuditConfig
 from .engine import audit_records, window_accuracy_records
 from .stats import mean_std
 from .cli import add_command, parse_list
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 from hoi_audit.pairing import (
-    _finish,
-    _setup,
     _side,
     _store,
     ControlHistories,
+    audit_spec,
+    command_config,
     gap_summary,
     pair_records,
+    tidy_records,
 )
 
 # %% auto #0
-__all__ = ['CONTROLS', 'RECOVERY_CONDITIONS', 'Control', 'register_control', 'ControlResult', 'run_controls',
-           'boundary_information', 'controls_command', 'add_subcommand']
+__all__ = ['CONTROLS', 'RECOVERY_CONDITIONS', 'CONTROLS_STAGE', 'Control', 'register_control', 'ControlResult', 'run_controls',
+           'boundary_information', 'controls_command', 'ControlsRun', 'controls_stage_run', 'controls_stage_show',
+           'controls_stage_records', 'controls_stage_config', 'add_subcommand']
 
 # %% ../nbs/18b_controls.ipynb #87b679af
 @dataclass(frozen=True)
@@ -198,20 +202,119 @@ def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
                      **training, # the options of `conditions.training_options`
                     ) -> int: # the exit status
     "Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder"
-    dataset, kw, paths, scale = _setup("controls", data_dir, out, store, training, name)
     names = parse_list(controls) if controls else list(CONTROLS)
     unknown = [c for c in names if c not in CONTROLS]
     if unknown: raise HoiAuditError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
-    result = run_controls(dataset, names, **kw)
-    with pd.option_context("display.width", 200, "display.max_columns", 20): print(result.table.round(1).to_string())
-    records = list(result.pairs)
-    if recovery:
-        recs, table = boundary_information(dataset, **kw)
-        print(table.round(1).to_string())
-        records += recs.to_dict("records")
-    return _finish(paths, "controls", records, scale, kw, dataset, controls=names)
+    spec, config = audit_spec(training, store)
+    run_stage("controls", spec, data_dir, out, name=name, config=config, controls=names, recovery=recovery)
+    return 0
+
+
+# %% ../nbs/18b_controls.ipynb #c897c9ff
+@dataclass
+class ControlsRun:
+    "One dataset's part of the controls stage: Table 2's controls and Table 11, each where the run asked for it."
+
+    controls: ControlResult | None  # from `run_controls` (None: no control asked for this dataset)
+    recovery: tuple | None  # (records, table) from `boundary_information` (None: not asked)
+
+# %% ../nbs/18b_controls.ipynb #475f7983
+def controls_stage_run(
+    dataset,  # a `ProceduralDataset` with features
+    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    config: AuditConfig = AuditConfig(),  # settings shared by every control
+    controls: Sequence[str] = tuple(CONTROLS),  # CONTROLS names (empty: none, Table 11 only)
+    recovery: bool = False,  # also Table 11 (`boundary_information`)
+    history_fn: Callable | None = None,  # recognizer backend (default: a `ControlHistories()` each)
+    reference_rows: bool = False,  # (records only)
+) -> ControlsRun:
+    "`run_controls` and `boundary_information` as the stage runs them, on one dataset, with the spec's device in the trainer's config."
+    kw = dict(
+        splits=spec.split_list,
+        seeds=list(spec.seeds),
+        store=spec.store,
+        config=spec.on_device(config),
+        history_fn=history_fn,
+        progress=spec.progress,
+        workers=spec.workers,
+    )
+    return ControlsRun(
+        run_controls(dataset, list(controls), **kw) if controls else None,
+        boundary_information(dataset, **kw) if recovery else None,
+    )
+
+# %% ../nbs/18b_controls.ipynb #1c1c504e
+def controls_stage_show(
+    name: str,  # the dataset's name (its tables name it)
+    run: ControlsRun,  # its controls and Table 11
+):
+    "Print Table 2's view of the controls and Table 11's row, where they ran."
+    if run.controls is not None:
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(run.controls.table.round(1).to_string())
+    if run.recovery is not None:
+        print(run.recovery[1].round(1).to_string())
+
+# %% ../nbs/18b_controls.ipynb #3d3329e5
+def controls_stage_records(
+    results: dict,  # dataset name -> `ControlsRun`
+    reference_rows: bool = False,  # also the boundary-independent control's video-only reference (Table 10), each (split, seed)
+    **settings,  # the other settings
+) -> list[dict]:
+    "Every control's sides and gap, then (with `reference_rows`) Table 10's video-only reference, then Table 11's records, each over the datasets in the run's order."
+    runs = list(results.values())
+    out = [x for r in runs if r.controls is not None for x in r.controls.pairs]
+    if reference_rows:
+        out += [
+            {
+                "control": "boundary_independent",
+                "dataset": x["dataset"],
+                "split": int(x["split"]),
+                "seed": int(x["seed"]),
+                "side": "reference",
+                "condition": "video_only",
+                "metric": "act1",
+                "value": float(x["value"]),
+            }
+            for r in runs
+            if r.controls is not None
+            for x in r.controls.records.query(
+                "control == 'boundary_independent' and condition == 'video_only' and metric == 'act1'"
+            ).to_dict("records")
+        ]
+    return tidy_records(
+        out + [x for r in runs if r.recovery is not None for x in r.recovery[0].to_dict("records")]
+    )
+
+# %% ../nbs/18b_controls.ipynb #e102fae0
+def controls_stage_config(
+    datasets: dict,  # dataset name -> dataset
+    spec: RunSpec,  # the run's spec
+    config: AuditConfig = AuditConfig(),  # the settings
+    controls: Sequence[str] = tuple(CONTROLS),  # the controls run
+    **settings,  # the other settings (not recorded)
+) -> tuple:  # (the results config, the pins)
+    "The command's results config (`pairing.command_config`, with the controls run) and its pins (the config's SHA-256)."
+    cfg = command_config(
+        spec.on_device(config), spec.seeds, *datasets.values(), controls=list(controls)
+    )
+    return cfg, {"config": sha256_json(cfg)}
+
+# %% ../nbs/18b_controls.ipynb #b4cc38d4
+CONTROLS_STAGE = register_stage(
+    Stage(
+        "controls",
+        controls_command,
+        run=controls_stage_run,
+        records=controls_stage_records,
+        config=controls_stage_config,
+        show=controls_stage_show,
+        options=(training_options,),
+        metric_kinds={"act1": "percent", "window_acc": "percent"},
+    )
+)
 
 # %% ../nbs/18b_controls.ipynb #78a55230
 def add_subcommand(subparsers):
     "Register `hoi-audit controls`."
-    return add_command(subparsers, controls_command, shared=(training_options,))
+    return add_stage_command(subparsers, CONTROLS_STAGE)

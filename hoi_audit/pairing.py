@@ -11,8 +11,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from .core import DataError, sha256_json
-from .results import write_results
-from .store import CommandOutput, ResultStore
+from .store import ResultStore
+from .procedural import name_config
+from .stages import RunSpec, stage_setup, write_stage
 from hoi_audit.conditions import (
     CONDITIONS,
     HISTORY_SOURCES,
@@ -34,7 +35,7 @@ from .stats import gap_table, mean_std
 # %% auto #0
 __all__ = ['PROBE_INPUTS', 'INTEGER_COLUMNS', 'last_actions', 'LastActionsGT', 'ControlHistories', 'history_length_source',
            'dose_condition', 'noise_condition', 'horizon_queries', 'horizon_schedule', 'probe_condition',
-           'pair_records', 'gap_summary', 'tidy_records']
+           'pair_records', 'gap_summary', 'tidy_records', 'audit_spec', 'command_config']
 
 # %% ../nbs/18a_pairing.ipynb #dec10cff
 def last_actions(
@@ -376,6 +377,39 @@ def _store(store: ResultStore | None, part: str) -> ResultStore:
     )  # an experiment's parts look where the experiment looks
 
 # %% ../nbs/18a_pairing.ipynb #16ce40dc
+def audit_spec(
+    training: dict,  # the options of `conditions.training_options`, as a handler receives them (`**training`)
+    store: str | None = None,  # the --store folder (None: the command's default below --out)
+) -> tuple:  # (`stages.RunSpec`, `conditions.AuditConfig`)
+    "The run spec and the audit's settings of an audit-engine command's options; the device is in both (the spec's, and the trainer's)."
+    t = training_options(**training)
+    spec = RunSpec(
+        splits=t["splits"],
+        seeds=t["seeds"],
+        store=ResultStore(Path(store)) if store else None,
+        workers=t["workers"],
+        progress=t["progress"],
+        device=t["config"].train.device,
+        scale=t["scale"],
+    )
+    return spec, t["config"]
+
+# %% ../nbs/18a_pairing.ipynb #451cfe38
+def command_config(
+    config,  # the settings the command ran with (an `AuditConfig`, or anything with `as_dict`)
+    seeds: Sequence[int],  # its seeds
+    *datasets,  # the datasets it read (a renamed one's names are recorded)
+    **settings,  # the command's own settings (e.g. controls=[...])
+) -> dict:
+    "An audit-engine command's results config: the settings, the seeds, the command's own settings, and a renamed dataset's names."
+    return {
+        **config.as_dict(),
+        "seeds": list(seeds),
+        **settings,
+        **{k: v for d in datasets for k, v in name_config(d).items()},
+    }
+
+# %% ../nbs/18a_pairing.ipynb #8e4be61b
 def _setup(
     experiment: str,
     data_dir: str,
@@ -384,47 +418,35 @@ def _setup(
     training: dict,
     name: str | None = None,
 ) -> tuple:
-    "The dataset (its input checked before any unit), the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale."
-    from hoi_audit.procedural import read_for_command
-
-    t = training_options(**training)
-    dataset = read_for_command(data_dir, name, t["splits"])
-    paths = CommandOutput.parse(out, experiment)
-    store = ResultStore(Path(store)) if store else paths.store
+    "The dataset (its input checked before any unit), the run's keywords (splits, seeds, store, config, progress, workers), the output paths and the scale: `stages.stage_setup` for the commands not yet on `stages.run_stage` (the sweeps)."
+    spec, config = audit_spec(training, store)
+    datasets, paths, spec = stage_setup(experiment, spec, data_dir, out, name)
+    (dataset,) = datasets.values()
     return (
         dataset,
         dict(
-            splits=t["splits"],
-            seeds=t["seeds"],
-            store=store,
-            config=t["config"],
-            progress=t["progress"],
-            workers=t["workers"],
+            splits=spec.split_list,
+            seeds=list(spec.seeds),
+            store=spec.store,
+            config=config,
+            progress=spec.progress,
+            workers=spec.workers,
         ),
         paths,
-        t["scale"],
+        spec.scale,
     )
 
 # %% ../nbs/18a_pairing.ipynb #525f51d8
 def _finish(paths, experiment: str, records, scale: str, kw: dict, dataset, **settings) -> int:
-    from hoi_audit.procedural import name_config
-
-    config = {
-        **kw["config"].as_dict(),
-        "seeds": list(kw["seeds"]),
-        **settings,
-        **name_config(dataset),
-    }
-    paths.wrote(
-        write_results(
-            paths.results,
-            experiment,
-            tidy_records(records),
-            scale=scale,
-            config=config,
-            pins={"config": sha256_json(config)},
-        )
+    "Write the results JSON of a `_setup` command and say what was written (`stages.write_stage`): the config is `command_config`'s, pinned by its SHA-256."
+    config = command_config(kw["config"], kw["seeds"], dataset, **settings)
+    write_stage(
+        paths,
+        experiment,
+        tidy_records(records),
+        scale,
+        config,
+        {"config": sha256_json(config)},
+        kw["store"],
     )
-    paths.report()
-    print(f"wrote {kw['store'].root}/")
     return 0

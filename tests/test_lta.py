@@ -140,3 +140,25 @@ def test_cli(tiny, tmp_path, capsys):
     assert moc == pytest.approx(rec)
     args = parser.parse_args(["lta", str(tiny.root), "--score", str(files[0].parent), "--observed", "0.2"])
     assert args.func(args) == 0 and f"MoC {moc:.2f}" in capsys.readouterr().out
+
+
+def test_cli_takes_the_stage_path_and_writes_what_it_wrote_before(tiny, tmp_path, capsys):
+    """`hoi-audit lta` goes through `stages.run_stage`: its results JSON is, byte for byte, what the command wrote before the stage path
+    (`lta_results_records`, `results_config` with the seeds and a renamed dataset's names, pinned by the settings' SHA-256)."""
+    from hoi_audit.core import sha256_json
+    from hoi_audit.results import write_results
+    from hoi_audit.store import ResultStore
+    from hoi_audit.procedural import name_config
+    from hoi_audit.lta import lta_results_records, results_config, run_lta
+    parser = argparse.ArgumentParser(); sub = parser.add_subparsers(); add_subcommand(sub)
+    out = tmp_path / "o"
+    args = parser.parse_args(["lta", str(tiny.root), "--out", str(out), "--splits", "1", "--seeds", "43", "--epochs", "2", "--predict", "0.5",
+                              "--n-boot", "40", "--scale", "small"])
+    assert args.func(args) == 0
+    store = ResultStore(out / "store" / "lta")
+    assert f"wrote {out / 'results' / 'lta.json'}\nwrote {store.root}/" in capsys.readouterr().out
+    config, data = LTAConfig(epochs=2, predict=(0.5,)), read_mstcn(tiny.root)   # read as the command reads it: named as its folder
+    result = run_lta(data, [1], [43], config, store, n_boot=40)          # the command's units, from its store
+    before = write_results(tmp_path / "before.json", "lta", lta_results_records(result, data.name), scale="small",
+                           config=results_config(config, seeds=[43], **name_config(data)), pins={"config": sha256_json(config.as_dict())})
+    assert (out / "results" / "lta.json").read_bytes() == before.read_bytes()
