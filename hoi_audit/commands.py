@@ -47,7 +47,7 @@ from hoi_audit import (
 )
 
 # %% auto #0
-__all__ = ['STAGES', 'audit_command', 'add_subcommands']
+__all__ = ['STAGE_MODULES', 'audit_command', 'add_subcommands']
 
 # %% ../nbs/91_commands.ipynb #e3d20739
 def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
@@ -99,7 +99,7 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
     return 0
 
 # %% ../nbs/91_commands.ipynb #4ac86214
-STAGES = (
+STAGE_MODULES = (
     controls,
     sweeps,
     report,
@@ -111,7 +111,7 @@ STAGES = (
     epic,
     published,
     contracts,
-)  # each registers its own subcommands (`add_subcommand`), in the order `--help` lists them
+)  # each registers its own subcommands (`add_subcommand`; a registered stage, `stages.add_stage_command`), in the order `--help` lists them
 
 
 def add_subcommands(
@@ -119,5 +119,5 @@ def add_subcommands(
 ) -> None:
     "Register `hoi-audit audit` and every stage's subcommands."
     add_command(subparsers, audit_command, shared=(training_options,))
-    for stage in STAGES:
+    for stage in STAGE_MODULES:
         stage.add_subcommand(subparsers)

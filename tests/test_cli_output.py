@@ -130,7 +130,7 @@ ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only
              "lta": "tests/test_lta.py::test_cli",
              "scope": "tests/test_scope.py::test_command_writes_only_below_out_and_is_byte_identical",
              "report": "tests/test_report.py::test_user_model_audit_from_the_command_line (audit, then report beside its results)",
-             # one _setup/_finish (controls.py) writes for all four: tested through sensitivity
+             # controls goes through stages.run_stage, the three sweeps through pairing._setup/_finish, made of its steps: tested through sensitivity
              "controls": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
              "sensitivity": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
              "horizons": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
@@ -163,3 +163,12 @@ def test_every_handler_reads_its_docments_as_fastcore_does():
         ours = {k: v.docment for k, v in parameter_docs(handler).items()}
         assert ours == {k: v.docment for k, v in docments(handler, full=True, returns=False, args_kwargs=True).items()}, name
         assert all(ours[k] for k, v in parameter_docs(handler).items() if v.kind not in (v.kind.VAR_KEYWORD, v.kind.VAR_POSITIONAL)), name
+
+def test_every_registered_stage_is_the_subcommand_its_entry_builds():
+    "A stage registered in `stages.STAGES` is a subcommand (its name), and the handler it runs is the entry's: one registration makes both."
+    from hoi_audit.stages import STAGES
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert {"lta", "controls"} <= set(STAGES), list(STAGES)
+    for name, stage in STAGES.items():
+        assert name in sub.choices and sub.choices[name].get_default("_handler") is stage.command, name
