@@ -103,9 +103,8 @@ def compute_units(
                 out["skipped"].append(u.path)
                 continue
             try:
-                store._try(
-                    u, compute, blocking=True
-                )  # the lock is a second guard; the shards are disjoint
+                # the lock is a second guard; the shards are disjoint
+                store._try(u, compute, blocking=True)
             except (
                 BudgetSpent
             ):  # the run's budget: this share stops here, its other units stay pending (no failure)
@@ -201,12 +200,10 @@ def die_with_parent(
         import ctypes
 
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(
-                1, int(signal.SIGKILL), 0, 0, 0
-            )  # 1: PR_SET_PDEATHSIG
-    gone = (
-        (lambda: os.getppid() != parent) if direct else (lambda: not _alive(parent))
-    )  # an orphan is re-parented
+            # 1: PR_SET_PDEATHSIG
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    # an orphan is re-parented
+    gone = (lambda: os.getppid() != parent) if direct else (lambda: not _alive(parent))
     die = lambda: os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
     if gone():
         die()  # the parent died before the kernel was asked (or before this process started)
@@ -264,9 +261,8 @@ def _unpack(blob: bytes) -> tuple:
             except ModuleNotFoundError as e:
                 if e.name != module:
                     raise  # not importable here (a notebook's, a plug-in file's): skipped
-        registry = next(
-            (r for r in reversed(registries()) if r.name == name), None
-        )  # the last made under that name
+        # the last made under that name
+        registry = next((r for r in reversed(registries()) if r.name == name), None)
         for k, v in entries.items():
             if registry is not None and k not in registry:
                 registry.register(k, v)
@@ -282,9 +278,8 @@ def _pool_init(
     parent: int | None = None,  # the process that started the pool: this worker dies with it
 ):
     if parent is not None:
-        die_with_parent(
-            parent
-        )  # the pool's thread waits for its workers: the kernel's signal is safe
+        # the pool's thread waits for its workers: the kernel's signal is safe
+        die_with_parent(parent)
     _POOL["root"], (_POOL["units"], _POOL["compute"]) = store_root, _unpack(payload)
 
 # %% ../nbs/04_cluster.ipynb #d593a303
@@ -297,6 +292,57 @@ def _stop_pool(pool):
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
+
+# %% ../nbs/04_cluster.ipynb #d6341657
+def _pending_after(
+    store: ResultStore,  # the result store
+    units: Sequence[Unit],  # all the units
+    todo: list,  # the indices of the units the round computed
+    *,
+    failed: list,  # the paths of the units that failed so far
+) -> list:  # the indices still to compute
+    """The units of a round that neither failed nor are done (a worker died, a task was lost): the
+    next round's. When the run's budget is spent, `check_budget` stops the run here instead."""
+    todo = [
+        i for i in todo if units[i].path not in failed and store._inspect(units[i])[0] != "done"
+    ]
+    if todo:
+        # a share stopped by the run's budget, not a dead worker
+        check_budget(f"{len(todo)} unit(s) of {store.root}")
+    return todo
+
+# %% ../nbs/04_cluster.ipynb #4c6ebada
+def _pool_round(
+    store: ResultStore,  # the result store
+    todo: list,  # the indices of the units to compute
+    payload: bytes,  # `_pack`'s bytes (all the units, and compute)
+    *,
+    workers: int,  # processes
+    bar,  # the progress bar: one step per unit
+) -> list:  # the paths of the units that failed
+    """One pool of spawned workers computing the `todo` units. A worker that dies leaves its units
+    pending (the next round's); Ctrl-C stops the pool at once, not after the running units."""
+    import concurrent.futures as cf, multiprocessing as mp
+
+    # workers run the library's functions, also when this function is defined in a notebook
+    lib = importlib.import_module("hoi_audit.cluster")
+    failed = []
+    with cf.ProcessPoolExecutor(
+        workers,
+        mp_context=mp.get_context("spawn"),
+        initializer=lib._pool_init,
+        initargs=(str(store.root), payload, os.getpid()),
+    ) as pool:
+        futures = [pool.submit(lib._pool_unit, i) for i in todo]
+        try:
+            for f in cf.as_completed(futures):
+                with contextlib.suppress(cf.process.BrokenProcessPool):
+                    failed += f.result()["failed"]
+                    bar.update()
+        except BaseException:
+            _stop_pool(pool)
+            raise  # Ctrl-C: stop now, not after the running units
+    return failed
 
 # %% ../nbs/04_cluster.ipynb #559dee56
 @dataclass(frozen=True)
@@ -316,6 +362,7 @@ class LocalBackend:
         store: ResultStore,
         units: Sequence[Unit],
         compute: Callable,
+        *,
         desc: str | None = None,
         progress: bool = False,
         stage: str | None = None,
@@ -326,41 +373,17 @@ class LocalBackend:
             return _raise_failures(
                 store, units, compute_units(store.root, units, compute)["failed"]
             )
-        import concurrent.futures as cf, multiprocessing as mp
         from tqdm import tqdm
 
-        lib = importlib.import_module(
-            "hoi_audit.cluster"
-        )  # workers run the library's functions, also when this class is defined in a notebook
         payload, todo, failed, rounds = _pack(units, compute), list(range(len(units))), [], 0
         bar = tqdm(
             total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr
         )
         while todo:
-            with cf.ProcessPoolExecutor(
-                min(self.workers, len(todo)),
-                mp_context=mp.get_context("spawn"),
-                initializer=lib._pool_init,
-                initargs=(str(store.root), payload, os.getpid()),
-            ) as pool:
-                futures = [pool.submit(lib._pool_unit, i) for i in todo]
-                try:
-                    for f in cf.as_completed(futures):
-                        with contextlib.suppress(cf.process.BrokenProcessPool):
-                            failed += f.result()["failed"]
-                            bar.update()
-                except BaseException:
-                    _stop_pool(pool)
-                    raise  # Ctrl-C: stop now, not after the running units
-            todo = [
-                i
-                for i in todo
-                if units[i].path not in failed and store._inspect(units[i])[0] != "done"
-            ]
-            if todo:
-                check_budget(
-                    f"{len(todo)} unit(s) of {store.root}"
-                )  # a share stopped by the run's budget, not a dead worker
+            failed += _pool_round(
+                store, todo, payload, workers=min(self.workers, len(todo)), bar=bar
+            )
+            todo = _pending_after(store, units, todo, failed=failed)
             if todo and rounds == self.max_requeues:
                 raise HoiAuditError(
                     f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} unit(s) are not done (e.g. {units[todo[0]].path})"
@@ -468,6 +491,44 @@ def _wait_for_tasks(jobs: list, cfg: ClusterConfig, tick: Callable) -> list:
             time.sleep(cfg.poll_s)
     return outcome
 
+# %% ../nbs/04_cluster.ipynb #c1465af8
+def _slurm_round(
+    store: ResultStore,  # the result store
+    units: Sequence[Unit],  # all the units
+    todo: list,  # the indices of the units to compute
+    *,
+    executor,  # the submitit executor (`_executor`)
+    payload: Path,  # the file holding `_pack`'s bytes
+    cfg: ClusterConfig,  # the stage's executor parameters
+    desc: str | None,  # named in the jobs' log
+    round_no: int,  # the submission's number (0: the first)
+    bar,  # the progress bar: the units done so far
+) -> tuple[list, list]:  # (the array's jobs, each one's outcome from `_wait_for_tasks`)
+    """Submit the `todo` units as one array of disjoint shards and wait for its tasks; each job's
+    submission and outcome are logged in the store's `.cluster/jobs.json`."""
+    jobs = executor.map_array(
+        UnitShard(str(store.root), str(payload), _task_owner(cfg)),
+        [[todo[i] for i in s] for s in shards(len(todo), cfg.tasks)],
+    )
+    log = lambda job, state, extra={}: {
+        "job_id": str(job.job_id),
+        "store": store.root.name,
+        "desc": desc,
+        "round": round_no,
+        "state": state,
+        "stdout": str(job.paths.stdout),
+        "stderr": str(job.paths.stderr),
+        **extra,
+    }
+    _log_jobs(store, [log(j, "submitted") for j in jobs])
+    done = lambda: sum(
+        (store.unit_dir(units[i]) / store.MANIFEST).exists() for i in range(len(units))
+    )
+    outcome = _wait_for_tasks(jobs, cfg, lambda: bar.update(done() - bar.n))
+    ended = lambda r: {"failed_units": r["failed"]} if isinstance(r, dict) else {"error": r}
+    _log_jobs(store, [log(j, state, ended(r)) for j, (state, r) in zip(jobs, outcome)])
+    return jobs, outcome
+
 # %% ../nbs/04_cluster.ipynb #5788c800
 @dataclass(frozen=True)
 class SlurmBackend:
@@ -481,6 +542,7 @@ class SlurmBackend:
         store: ResultStore,
         units: Sequence[Unit],
         compute: Callable,
+        *,
         desc: str | None = None,
         progress: bool = False,
         stage: str | None = None,
@@ -499,53 +561,19 @@ class SlurmBackend:
             total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr
         )
         while todo:
-            jobs = executor.map_array(
-                UnitShard(str(store.root), str(payload), _task_owner(cfg)),
-                [[todo[i] for i in s] for s in shards(len(todo), cfg.tasks)],
-            )
-            log = lambda job, state, extra={}: {
-                "job_id": str(job.job_id),
-                "store": store.root.name,
-                "desc": desc,
-                "round": rounds,
-                "state": state,
-                "stdout": str(job.paths.stdout),
-                "stderr": str(job.paths.stderr),
-                **extra,
-            }
-            _log_jobs(store, [log(j, "submitted") for j in jobs])
-            outcome = _wait_for_tasks(
-                jobs,
-                cfg,
-                lambda: bar.update(
-                    sum(
-                        (store.unit_dir(units[i]) / store.MANIFEST).exists()
-                        for i in range(len(units))
-                    )
-                    - bar.n
-                ),
-            )
-            _log_jobs(
+            jobs, outcome = _slurm_round(
                 store,
-                [
-                    log(
-                        j,
-                        state,
-                        {"failed_units": r["failed"]} if isinstance(r, dict) else {"error": r},
-                    )
-                    for j, (state, r) in zip(jobs, outcome)
-                ],
+                units,
+                todo,
+                executor=executor,
+                payload=payload,
+                cfg=cfg,
+                desc=desc,
+                round_no=rounds,
+                bar=bar,
             )
             failed += [p for state, r in outcome if state == "completed" for p in r["failed"]]
-            todo = [
-                i
-                for i in todo
-                if units[i].path not in failed and store._inspect(units[i])[0] != "done"
-            ]
-            if todo:
-                check_budget(
-                    f"{len(todo)} unit(s) of {store.root}"
-                )  # a share stopped by the run's budget, not a dead worker
+            todo = _pending_after(store, units, todo, failed=failed)
             if todo and rounds == cfg.max_requeues:
                 dead = [
                     f"  job {j.job_id} ({state}): {j.paths.stderr}"
@@ -576,6 +604,7 @@ class PlanBackend:
         store: ResultStore,
         units: Sequence[Unit],
         compute: Callable,
+        *,
         desc: str | None = None,
         progress: bool = False,
         stage: str | None = None,
