@@ -166,6 +166,30 @@ def test_cli_results_are_deterministic_and_stay_below_out(tiny, tmp_path, capsys
     assert set(recs["metric"]) == {"act1", "history_edit_rate"} and set(recs["history_length"].dropna()) == {0, 1}
     assert f"wrote {a}" in capsys.readouterr().out
 
+def test_controls_cli_takes_the_stage_path_and_writes_what_it_wrote_before(tiny, tmp_path, capsys):
+    """`hoi-audit controls` goes through `stages.run_stage`: its results JSON is, byte for byte, what the command wrote before the stage
+    path (the controls' pairs, then Table 11's records; the config with its seeds and controls, pinned by its SHA-256), and it says
+    what it wrote."""
+    from hoi_audit.controls import add_subcommand as add_controls
+    from hoi_audit.core import sha256_json
+    from hoi_audit.results import write_results
+    from hoi_audit.procedural import name_config
+    parser = argparse.ArgumentParser(); add_controls(parser.add_subparsers())
+    out = tmp_path / "c.json"
+    args = parser.parse_args(["controls", str(tiny.root), "--splits", "1,2", "--seeds", "42", "--tokens", "2", "--epochs", "2", "--d-model", "16",
+                              "--controls", "matched", "--recovery", "--device", "cpu", "--out", str(out)])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out
+    config = AuditConfig(n_tokens=2, train=TrainConfig(epochs=2, d_model=16, device="cpu"))
+    store = ResultStore(tmp_path / "store" / "controls")
+    assert f"wrote {out}" in printed and f"wrote {store.root}/" in printed, printed
+    result = run_controls(tiny, ["matched"], splits=[1, 2], seeds=[42], store=store, config=config)    # the command's units, from its store
+    recs, _ = boundary_information(tiny, splits=[1, 2], seeds=[42], store=store, config=config)
+    cfg = {**config.as_dict(), "seeds": [42], "controls": ["matched"], **name_config(tiny)}
+    before = write_results(tmp_path / "before.json", "controls", tidy_records(list(result.pairs) + recs.to_dict("records")), scale="full",
+                           config=cfg, pins={"config": sha256_json(cfg)})
+    assert out.read_bytes() == before.read_bytes()
+
 def test_committed_full_scale_context_probes_against_the_planted_bayes_accuracies_and_four_condition():
     """results/full/context_probes.json (Table 17 at the paper's sizes): on the preset, history only sits under the exact Bayes accuracy
     of the full history and state only reaches that of the completed-action set (the state holds that set); history + state is the
