@@ -248,8 +248,9 @@ def _class_filter(
     kept = annotations[annotations.narration_id.isin(set(scored))].verb_class.nunique()
     message = (
         f"{int(unseen.sum())} unscored action(s) have verb classes never seen in training "
-        f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set shrinks from "
-        f"{all_classes} to {kept} verb classes; score every action and report seen-class metrics separately"
+        f"({sorted(gone.verb_class[unseen].unique().tolist())[:10]}): the scorer's class set "
+        f"shrinks from {all_classes} to {kept} verb classes; "
+        "score every action and report seen-class metrics separately"
     )
     return _finding("class-filter", gone.narration_id[unseen], message), unseen
 
@@ -264,7 +265,8 @@ def _noun_filter(
         return None, unseen
     message = (
         f"{int(unseen.sum())} unscored action(s) have noun classes never seen in training "
-        f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): score every action and report seen-class metrics separately"
+        f"({sorted(gone.noun_class[unseen].unique().tolist())[:10]}): "
+        "score every action and report seen-class metrics separately"
     )
     return _finding("noun-filter", gone.narration_id[unseen], message), unseen
 
@@ -280,8 +282,9 @@ def _pair_filter(
         return None, unseen
     kinds = sorted({p for p, u in zip(pairs, unseen) if u})
     message = (
-        f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training although both classes "
-        f"are ({len(kinds)} pair(s), e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop"
+        f"{int(unseen.sum())} unscored action(s) have (verb, noun) pairs never seen in training "
+        f"although both classes are ({len(kinds)} pair(s), "
+        f"e.g. {[(int(v), int(n)) for v, n in kinds[:5]]}): a filter on pairs, not a decode drop"
     )
     return _finding("pair-filter", gone.narration_id[unseen], message), unseen
 
@@ -418,7 +421,8 @@ def lint_frames(ann:pd.DataFrame, # the evaluated split: narration_id, start_s, 
     train_filters = {} if train is None else {"train_classes": set(train.verb_class), "train_nouns": set(train.noun_class),
                                               "train_pairs": set(zip(train.verb_class, train.noun_class))}
     row_findings, usable = check_window_rows(windows)
-    found = (row_findings + check_windows(ann, usable, ids, gap=gap, fps=fps) + check_scored_set(ann, ids, excluded, **train_filters)
+    found = (row_findings + check_windows(ann, usable, ids, gap=gap, fps=fps)
+             + check_scored_set(ann, ids, excluded, **train_filters)
              + check_selection(log, reported_split, ids))
     order = list(RULES)
     findings = pd.DataFrame(found, columns=["rule", "n_actions", "narration_ids", "message"])
