@@ -158,18 +158,14 @@ def with_plugins(
     nbformat.write(nb, str(copy))
     return copy
 
-# %% ../nbs/95_runner.ipynb #23236ddd
-def run_experiment(
-    notebook,  # the experiment notebook
-    out,  # the output root
-    scale: str = "small",  # one of SCALES
-    params: dict | None = None,  # extra parameters, each declared in the notebook's parameters cell
-    progress: bool = True,  # show papermill's cell progress
-) -> dict:
-    "Execute one experiment notebook with papermill; return what it wrote."
-    import papermill as pm
-
-    notebook, out = Path(notebook), Path(out).resolve()
+# %% ../nbs/95_runner.ipynb #ad77d3a1
+def _checked_params(
+    notebook: Path,  # the experiment notebook
+    scale: str,  # one of SCALES
+    params: dict | None,  # extra parameters
+) -> dict:  # the extra parameters, each declared in the notebook's parameters cell
+    """Refuse an unknown scale, a notebook without `scale` and `out_dir` parameters, and parameters
+    it does not declare."""
     if scale not in SCALES:
         raise HoiAuditError(f"scale must be one of {SCALES}, got {scale!r}")
     declared = notebook_parameters(notebook)
@@ -182,56 +178,86 @@ def run_experiment(
         raise HoiAuditError(
             f"{notebook}: unknown parameter(s) {unknown}; it declares {sorted(declared)}"
         )
-    paths = ExperimentPaths(
-        out, notebook.stem, scale
-    )  # the full scale writes below results/full, figures/full
-    runs = _ensure_folder(out / "runs")
-    final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
-    partial = runs / f".{notebook.stem}.partial.ipynb"
+    return params
 
-    def figures_now():
-        return {p: p.stat().st_mtime_ns for p in paths.figures.glob("*.png")}
+# %% ../nbs/95_runner.ipynb #59c84081
+def _mtimes(
+    files,  # paths (a glob)
+) -> dict:  # path -> its modification time (ns)
+    "When each file was last written: a run's outputs are the files whose time changed."
+    return {p: p.stat().st_mtime_ns for p in files}
 
-    def shared_now():
-        return {
-            p: p.stat().st_mtime_ns for p in (out / "raw" / "shared").glob("*/*")
-        }  # generated inputs (ExperimentPaths.data)
+# %% ../nbs/95_runner.ipynb #ce3f68f0
+def _execute_notebook(
+    notebook: Path,  # the experiment notebook
+    partial: Path,  # where the executed notebook is written while it runs
+    parameters: dict,  # the notebook's parameters
+    *,
+    failed: Path,  # where it is kept when a cell raises
+    progress: bool,  # show papermill's cell progress
+):
+    """Execute the notebook with papermill (a copy that loads the command's plug-ins, when it has
+    any). A cell that raises keeps the executed notebook as `failed` and names the cell; a run
+    stopped between units by its budget keeps it as `<name>.stopped.ipynb` (`BudgetSpent`)."""
+    import papermill as pm
 
-    before, shared_before = figures_now(), shared_now()
     try:
         with tempfile.TemporaryDirectory(prefix="hoi_audit_nb_") as tmp:
             source = with_plugins(notebook, Path(tmp)) if os.environ.get(PLUGINS_ENV) else notebook
             pm.execute_notebook(
                 str(source),
                 str(partial),
-                parameters={**params, "scale": scale, "out_dir": str(out)},
+                parameters=parameters,
                 cwd=str(notebook.parent),
                 progress_bar=progress,
                 log_output=False,
             )
     except pm.PapermillExecutionError as e:
-        if (
-            e.ename == "BudgetSpent"
-        ):  # stopped between units by the run's budget: nothing failed, the store holds what was done
-            os.replace(partial, runs / f"{notebook.stem}.stopped.ipynb")
+        if e.ename == "BudgetSpent":
+            # stopped between units by the run's budget: nothing failed, the store has what was done
+            os.replace(partial, failed.parent / f"{notebook.stem}.stopped.ipynb")
             raise BudgetSpent(f"experiment {notebook.stem}: {e.evalue}") from None
         os.replace(partial, failed)
         raise HoiAuditError(
             f"experiment {notebook.stem} failed in cell {e.exec_count} ({e.ename}: {e.evalue}); "
             f"the executed notebook is {failed}"
         ) from None
+
+# %% ../nbs/95_runner.ipynb #23236ddd
+def run_experiment(
+    notebook,  # the experiment notebook
+    out,  # the output root
+    scale: str = "small",  # one of SCALES
+    *,
+    params: dict | None = None,  # extra parameters, each declared in the notebook's parameters cell
+    progress: bool = True,  # show papermill's cell progress
+) -> dict:
+    "Execute one experiment notebook with papermill; return what it wrote."
+    notebook, out = Path(notebook), Path(out).resolve()
+    params = _checked_params(notebook, scale, params)
+    # the full scale writes below results/full, figures/full
+    paths = ExperimentPaths(out, notebook.stem, scale)
+    runs = _ensure_folder(out / "runs")
+    final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
+    partial = runs / f".{notebook.stem}.partial.ipynb"
+    figures_now = lambda: _mtimes(paths.figures.glob("*.png"))
+    # generated inputs (ExperimentPaths.data)
+    shared_now = lambda: _mtimes((out / "raw" / "shared").glob("*/*"))
+    before, shared_before = figures_now(), shared_now()
+    parameters = {**params, "scale": scale, "out_dir": str(out)}
+    _execute_notebook(notebook, partial, parameters, failed=failed, progress=progress)
     os.replace(partial, final)
     if failed.exists():
         failed.unlink()
     results = paths.results
     if not results.exists():
         raise HoiAuditError(f"experiment {notebook.stem} ran but wrote no {results}")
-    figures = sorted(
-        p for p, mtime in figures_now().items() if before.get(p) != mtime
-    )  # written by this run
+    # written by this run
+    figures = sorted(p for p, mtime in figures_now().items() if before.get(p) != mtime)
+    # the shared inputs it wrote
     shared = sorted(
         {p.parent for p, mtime in shared_now().items() if shared_before.get(p) != mtime}
-    )  # shared inputs it wrote
+    )
     folders = [f for f in (paths.store.root, paths.raw) if f.is_dir()] + shared
     return {
         "experiment": notebook.stem,
@@ -352,11 +378,9 @@ def plan_experiment(
         raise HoiAuditError(f"{notebook}: unknown parameter(s) {unknown}")
     complete = True
     with backend_in_env(PlanBackend()), tempfile.TemporaryDirectory() as tmp:
-        source = (
-            with_plugins(notebook, Path(tmp) / "source")
-            if os.environ.get(PLUGINS_ENV)
-            else notebook
-        )  # a plug-in's units too
+        # a plug-in's units too
+        plugins = os.environ.get(PLUGINS_ENV)
+        source = with_plugins(notebook, Path(tmp) / "source") if plugins else notebook
         try:
             pm.execute_notebook(
                 str(source),
@@ -627,14 +651,8 @@ def run_guarded(
     return status
 
 # %% ../nbs/95_runner.ipynb #702cc155
-NOT_SETTINGS = (
-    "quiet",
-    "progress",
-    "workers",
-    "backend",
-    "cluster",
-    "cluster_config",
-)  # options that change how a command computes, never what it writes
+# options that change how a command computes, never what it writes
+NOT_SETTINGS = ("quiet", "progress", "workers", "backend", "cluster", "cluster_config")
 
 
 def output_claim(
@@ -645,11 +663,8 @@ def output_claim(
     if not out or (Path(out).exists() and not Path(out).is_dir()):
         return contextlib.nullcontext()  # the command names that problem itself
     out = Path(out)
-    is_file = out.suffix.lower() in (
-        ".json",
-        ".html",
-        ".htm",
-    )  # a results file, or `report`'s page: claimed in its folder
+    # a results file, or `report`'s page: claimed in its folder
+    is_file = out.suffix.lower() in (".json", ".html", ".htm")
     folder, name = (out.parent, f"{args.command}.{out.stem}") if is_file else (out, args.command)
     settings = {
         k: v if isinstance(v, (str, int, float, bool, list, type(None))) else str(v)
