@@ -106,7 +106,7 @@ def participant_scene(preset: ClipPreset, rng: np.random.Generator) -> np.ndarra
 
 # %% ../nbs/31_clips.ipynb #7a93ad0c
 def verb_sequence(
-    preset: ClipPreset, verbs: np.ndarray, n: int, rng: np.random.Generator
+    preset: ClipPreset, verbs: np.ndarray, n: int, *, rng: np.random.Generator
 ) -> np.ndarray:
     "n verbs from the planted grammar restricted to a participant's verbs."
     succ = verb_successor(preset.n_verbs)
@@ -126,7 +126,7 @@ def plan_video(preset: ClipPreset, rng: np.random.Generator, n_actions: int | No
     k = max(2, int(round(preset.verbs_per_participant * preset.n_verbs)))
     verbs = np.sort(rng.choice(preset.n_verbs, size=min(k, preset.n_verbs), replace=False))
     n = n_actions or preset.actions_per_video
-    seq = verb_sequence(preset, verbs, n, rng)
+    seq = verb_sequence(preset, verbs, n, rng=rng)
     frames_per = np.maximum(
         1, np.round(rng.uniform(preset.min_seconds, preset.max_seconds, n) * preset.fps)
     ).astype(int)
@@ -275,6 +275,7 @@ def corrupted_frames(
     clean,  # the undamaged video
     damaged,  # the same video after damage
     fps: float,  # frame rate
+    *,
     tolerance: int = 2,  # grey levels a pixel may differ by (the decoder is exact: 0 would do)
 ) -> list[int]:
     "Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by the single-thread decoder)."
@@ -285,7 +286,7 @@ def corrupted_frames(
     )
 
 # %% ../nbs/31_clips.ipynb #a6e45417
-def _damage_video(path, plan, p: ClipPreset, n: int, seed: int) -> dict:
+def _damage_video(path, plan, p: ClipPreset, *, n: int, seed: int) -> dict:
     "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes); the frames this corrupts."
     starts = plan["start_frame"] / p.fps
     eligible = [j for j, t in enumerate(starts) if t >= BinSpec().observe_from]
@@ -359,7 +360,7 @@ def write_epic_like(
         encode_mp4(frames, path, p.fps)
         rows += _narration_rows(plan, vid, pid, p=p, names=names)
         if damaged_participant is not None and i == damaged_participant:
-            damage = {"video_id": vid, **_damage_video(path, plan, p, damaged_frames, seed)}
+            damage = {"video_id": vid, **_damage_video(path, plan, p, n=damaged_frames, seed=seed)}
         videos[vid] = path.relative_to(folder).as_posix()
     narrations = write_table(folder / "narrations.csv", pd.DataFrame(rows, columns=EPIC_COLUMNS))
     config = {

@@ -410,6 +410,7 @@ class LintReport:
 def lint_frames(ann:pd.DataFrame, # the evaluated split: narration_id, start_s, stop_s, verb_class, noun_class
                 windows:pd.DataFrame, # narration_id, window_start, window_end (every row: `check_window_rows` sorts them)
                 ids:list, # the scored narration ids
+                *,
                 train:pd.DataFrame|None=None, # the training split (verb_class, noun_class): tells a class filter from other drops
                 excluded:dict|None=None, # narration_id -> reason
                 log:pd.DataFrame|None=None, # checkpoint, split, metric, value [, selection_split]
@@ -443,10 +444,10 @@ def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
     "Check a user's anticipation protocol against every rule in `RULES`."
     ann = read_narrations(annotations)
     train = None if train_annotations is None else read_narrations(train_annotations)
-    report = lint_frames(ann, read_windows(windows), read_ids(scored), train,
-                         None if excluded is None else read_exclusions(excluded),
-                         None if training_log is None else read_training_log(training_log), reported_split, gap,
-                         fps or annotation_fps(ann))
+    report = lint_frames(ann, read_windows(windows), read_ids(scored), train=train,
+                         excluded=None if excluded is None else read_exclusions(excluded),
+                         log=None if training_log is None else read_training_log(training_log),
+                         reported_split=reported_split, gap=gap, fps=fps or annotation_fps(ann))
     report.inputs = {k: sha256_file(v) for k, v in (("annotations", annotations), ("windows", windows), ("scored", scored),
                      ("train_annotations", train_annotations), ("excluded", excluded), ("training_log", training_log)) if v is not None}
     return report
@@ -464,7 +465,7 @@ def _timestamp(s: float) -> str:
     return f"{int(s // 3600):02d}:{int(s % 3600 // 60):02d}:{s % 60:05.2f}"
 
 # %% ../nbs/46_lint.ipynb #2bd1ee6e
-def _example_annotations(rng, prefix: str, n: int, classes) -> pd.DataFrame:
+def _example_annotations(rng, prefix: str, n: int, *, classes) -> pd.DataFrame:
     "`n` EPIC-100 rows of one-verb actions cycling through `classes`, with random durations and pauses, ids prefixed by `prefix`."
     rows, t = [], 8.0
     for i in range(n):
@@ -568,8 +569,10 @@ def write_example_protocol(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    ev = _example_annotations(rng, "", 40, range(8))
-    tr = _example_annotations(rng, "train_", 60, range(6) if "class-filter" in plant else range(8))
+    ev = _example_annotations(rng, "", 40, classes=range(8))
+    tr = _example_annotations(
+        rng, "train_", 60, classes=range(6) if "class-filter" in plant else range(8)
+    )
     windows = _example_windows(ev, plant)
     scored, excluded, planted = _example_selection(ev, plant)
     log = _example_training_log(plant)

@@ -238,7 +238,7 @@ def read_actions(path, # an annotation CSV: EPIC-100 layout or RULSTM's header-l
 
 # %% ../nbs/47_published.ipynb #42d3284c
 def _rulstm_frames(
-    half_start: np.ndarray, step: float = 0.25, n: int = 14, fixed_fps: float = 30.0
+    half_start: np.ndarray, step: float = 0.25, n: int = 14, *, fixed_fps: float = 30.0
 ) -> np.ndarray:
     "RULSTM's past frames (n per action, earliest first) before each start frame, in its half-rate numbering, before padding."
     ts = np.arange(step, step * (n + 1), step)[::-1]
@@ -328,7 +328,7 @@ def lint_published(
         ann,
         windows[windows.window_end.notna()],
         protocol_scored(protocol, ann, train),
-        train,
+        train=train,
         log=protocol_log(protocol),
         reported_split=protocol.reported_split,
         gap=protocol.gap if gap is None else gap,
@@ -505,7 +505,7 @@ def planted_windows(
     return {k: np.concatenate([v[k] for v in videos]) for k in videos[0]}
 
 # %% ../nbs/47_published.ipynb #0a5ab678
-def _inflation_rows(seed, metric, y, sc_start, sc_end, participants, inside, n_boot) -> list:
+def _inflation_rows(seed, metric, y, *, sc_start, sc_end, participants, inside, n_boot) -> list:
     out = []
     for name, sc in (("start_anchored_recall5", sc_start), ("end_anchored_recall5", sc_end)):
         iv = stats.cluster_bootstrap(metric, y, sc, clusters=participants, n_boot=n_boot, seed=0)
@@ -553,8 +553,8 @@ def anchoring_inflation(
     for s in seeds:
         d = planted_windows(s, **planted)
         n_classes = int(d["y"].max()) + 1
-        sc_start, _ = lopo_scores(d["X_start"], d["y"], d["participants"], n_classes)
-        sc_end, _ = lopo_scores(d["X_end"], d["y"], d["participants"], n_classes)
+        sc_start, _ = lopo_scores(d["X_start"], d["y"], d["participants"], n_classes=n_classes)
+        sc_end, _ = lopo_scores(d["X_end"], d["y"], d["participants"], n_classes=n_classes)
         for k, v in (
             ("y", d["y"]),
             ("start", sc_start),
@@ -564,18 +564,25 @@ def anchoring_inflation(
         ):
             pooled[k].append(v)
         rows += _inflation_rows(
-            str(s), metric, d["y"], sc_start, sc_end, d["participants"], d["ends_inside"], n_boot
+            str(s),
+            metric,
+            d["y"],
+            sc_start=sc_start,
+            sc_end=sc_end,
+            participants=d["participants"],
+            inside=d["ends_inside"],
+            n_boot=n_boot,
         )
     cat = {k: np.concatenate(v) for k, v in pooled.items()}
     rows += _inflation_rows(
         "pooled",
         metric,
         cat["y"],
-        cat["start"],
-        cat["end"],
-        cat["participants"],
-        cat["inside"],
-        n_boot,
+        sc_start=cat["start"],
+        sc_end=cat["end"],
+        participants=cat["participants"],
+        inside=cat["inside"],
+        n_boot=n_boot,
     )
     return pd.DataFrame(rows)
 

@@ -52,7 +52,7 @@ def _window(t: int, window: int, gap: int) -> tuple[int, int]:
     return max(end - window, 0), end
 
 # %% ../nbs/13_queries.ipynb #f3a75c05
-def _check_args(window, gap, short_window, horizons):
+def _check_args(window, gap, short_window, *, horizons):
     if not isinstance(window, (int, np.integer)) or window < 1:
         raise ValueError(f"window must be a positive number of frames, got {window!r}")
     if not isinstance(gap, (int, np.integer)) or gap < 0:
@@ -76,7 +76,7 @@ def _videos_of(dataset, videos):
     return list(videos)
 
 # %% ../nbs/13_queries.ipynb #6e9cad00
-def _frame(rows, horizons, dropped, source):
+def _frame(rows, horizons, dropped, *, source):
     cols = QUERY_COLUMNS + [f"target_h{h + 1}" for h in range(horizons)]
     df = pd.DataFrame(rows, columns=cols)
     for c in [
@@ -108,7 +108,7 @@ def next_action_queries(
     horizons: int = 5,  # multi-horizon targets target_h1..target_hH (Table 15)
 ) -> pd.DataFrame:  # one row per query
     "Next-action queries at every action boundary: window before it, the action as target, the GT actions before it as history."
-    _check_args(window, gap, short_window, horizons)
+    _check_args(window, gap, short_window, horizons=horizons)
     rows, dropped = [], {"short_window": 0}
     background = set(dataset.background)
     for name in _videos_of(dataset, videos):
@@ -143,7 +143,7 @@ def next_action_queries(
                 ]
                 + _horizon_targets(action_labels, i, horizons)
             )
-    return _frame(rows, horizons, dropped, "gt")
+    return _frame(rows, horizons, dropped, source="gt")
 
 # %% ../nbs/13_queries.ipynb #d647c94d
 QUERY_SOURCES = {
@@ -280,7 +280,7 @@ def scheduled_queries(
     horizons: int = 5,  # multi-horizon targets target_h1..target_hH
 ) -> pd.DataFrame:  # one row per query (columns as `next_action_queries`)
     "Table 10's boundary-independent queries: fixed times, the next action starting at or after each as the target."
-    _check_args(window, gap, short_window, horizons)
+    _check_args(window, gap, short_window, horizons=horizons)
     if start < 0 or every < 1:
         raise ValueError(f"start must be >= 0 and every >= 1, got start={start}, every={every}")
     rows, dropped = [], {"no_next_action": 0, "short_window": 0}
@@ -300,7 +300,7 @@ def scheduled_queries(
                 dropped[row] += 1
             else:
                 rows.append(row)
-    out = _frame(rows, horizons, dropped, "gt")
+    out = _frame(rows, horizons, dropped, source="gt")
     # not at boundaries: a recovered history's trailing run is still open at t
     out.attrs["query_times"] = "fixed"
     return out
@@ -372,7 +372,7 @@ CAUSALITY_PROBLEMS = (
 )
 
 
-def _history_counts(video, history, background, t: int) -> tuple:
+def _history_counts(video, history, background, *, t: int) -> tuple:
     "Segments of the history's kind (actions; every segment where it holds background) begun before `t` and ended by `t`."
     seg = np.asarray(video.segments)
     if not any(int(h) in background for h in history):
@@ -434,7 +434,7 @@ def _label_problems(
         out.append(
             ("target_mismatch", f"label at frame {ts} is not the target {int(row['target'])}")
         )
-    started, ended = _history_counts(video, row["history"], dataset.background, t)
+    started, ended = _history_counts(video, row["history"], dataset.background, t=t)
     if n_items > started:
         out.append(
             (
