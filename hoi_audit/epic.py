@@ -265,7 +265,7 @@ def _failed_record(narration_id:str, failure:dict, # from _video_failure
 # %% ../nbs/45_epic.ipynb #a1c0e013
 def _target_cut_note(start_s:float, stop_s:float, # the action segment (s)
                      decoder, # the open VideoDecoder (fps, n_frames, declared_frames)
-                     with_target:bool, # is the target segment decoded?
+                     *, with_target:bool, # is the target segment decoded?
                      where:str, # the file and narration
                      rounding:float=0.005, # a stop this close to the video's end is at its end (EPIC's HH:MM:SS.ss rounds by up to 5 ms)
                     ) -> tuple[str, str]|None: # (kind, note), None when the segment ends within the decodable frames
@@ -290,7 +290,7 @@ def _failed_results(
     failure: dict,  # the video's entry in failed_videos (`_video_failure`)
     accept_concealed: bool = False,  # the rule the records name
 ) -> dict:  # {row index: (record, None, None)}
-    "The results of narrations not read: each a record pointing to its video's failure, no features."
+    "The results of narrations not read: a record pointing to its video's failure, no features."
     return {
         i: (_failed_record(nid, failure, accept_concealed), None, None) for i, nid in narrations
     }
@@ -308,7 +308,7 @@ def _decode_narration(
     """Decode a narration's observation bins (and its target segment): its record says what was
     substituted or why it is left out. A `DecodeTimeout` is raised: the video is not asked again."""
     where = f"{path}, narration {row.narration_id}"
-    cut = _target_cut_note(row.start_s, row.stop_s, decoder, with_target, where)
+    cut = _target_cut_note(row.start_s, row.stop_s, decoder, with_target=with_target, where=where)
     frames = tframes = None
     try:
         bins = observation_bins(row.start_s, decoder.fps, decoder.n_frames, spec, where)
@@ -510,6 +510,7 @@ def lopo_scores(
     X: np.ndarray,  # (N, features)
     y: np.ndarray,  # (N,) verb class
     groups: np.ndarray,  # (N,) participant
+    *,
     n_classes: int | None = None,  # classes (default: max(y) + 1)
     C: float = 1.0,  # inverse L2 strength
 ) -> tuple[np.ndarray, np.ndarray]:  # ((N, n_classes) scores, (N,) seen)
@@ -580,7 +581,8 @@ def anticipation_protocol(sets:dict, # from feature_sets
     from sklearn.model_selection import LeaveOneGroupOut
     scores, rows = dict(scores or {}), []
     for name, (cond, X) in sets.items():
-        if name not in scores: scores[name], _ = lopo_scores(X, y, participants, n_classes, C)
+        if name not in scores:
+            scores[name], _ = lopo_scores(X, y, participants, n_classes=n_classes, C=C)
     seen = np.zeros(len(y), bool)
     for train, test in LeaveOneGroupOut().split(y, y, participants): seen[test] = np.isin(y[test], y[train])
     report = list(sets) if report is None else list(report)
@@ -748,7 +750,7 @@ def _epic_config(
     spec: BinSpec,  # the observation bins
     oracle: bool,  # was the target segment encoded?
 ) -> dict:
-    "The results' config: the run's settings, the models' names, each narration's exclusion and notes."
+    "The results' config: the run's settings, the models' names, each narration's exclusion, notes."
     forecasters = models["forecasters"]
     adapter = as_context_forecaster(next(iter(forecasters.values())))
     return {

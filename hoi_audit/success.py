@@ -83,6 +83,7 @@ def summarize_commands(
 def forecast_features(model:WorldModel, # a frozen world model
                       visible:np.ndarray, # (N, C, D)
                       future_commands:np.ndarray, # (N, H, 7)
+                      *,
                       name:str|None=None, # whose rollout errors name (the user's spec; default: the model's kind or class)
                      ) -> dict: # endpoint (N, D), delta (N, D), gate (N, H)
     "Roll the model out and return the forecast features: predicted endpoint, its change from the last visible latent, the gate."
@@ -154,7 +155,7 @@ def make_probe(
     )
 
 # %% ../nbs/43_success.ipynb #4c88c8a9
-def fit_probe(X_train, y_train, X_test, seed: int) -> np.ndarray:
+def fit_probe(X_train, y_train, X_test, *, seed: int) -> np.ndarray:
     "Fit the probe on train and return P(success) on test."
     if len(np.unique(y_train)) < 2:
         raise DataError("fit_probe: the training labels have a single class")
@@ -244,7 +245,7 @@ def _probe_splits(episodes: Episodes) -> tuple[Episodes, Episodes]:
 
 # %% ../nbs/43_success.ipynb #6129cfc8
 def _world_model_source(
-    model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed
+    model, train, horizons, *, check, forecaster_kind, forecaster_steps, forecaster_seed
 ) -> tuple:
     "(fc_config, make(seed) -> world model, fc_seed(probe seed) -> its forecaster's seed): the package's forecaster or the user's model."
     fc_seed = (lambda s: s) if forecaster_seed is None else (lambda s: int(forecaster_seed))
@@ -263,7 +264,7 @@ def _world_model_source(
 
 # %% ../nbs/43_success.ipynb #5c6094a6
 def _run_forecasters(
-    store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress
+    store, make, check, *, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress
 ):
     "One store unit per forecaster seed: build the world model, check it, keep its forecast features at every horizon."
 
@@ -274,7 +275,7 @@ def _run_forecasters(
             for name, part in (("train", train), ("heldout", held)):
                 inp = probe_inputs(part, h)
                 for k, v in forecast_features(
-                    wm, inp.visible, inp.future_commands, fc_config.get("model")
+                    wm, inp.visible, inp.future_commands, name=fc_config.get("model")
                 ).items():
                     write_npy(workdir / f"H{h}_{name}_{k}.npy", v)
         return {
@@ -313,7 +314,7 @@ def _probe_scores(
             files = store.files(_forecaster_unit(fc_seed(seed), fc_config, train_pin))
             fc = {k: np.load(files / f"H{h}_{name}_{k}.npy") for k in ("endpoint", "delta", "gate")}
         X[name] = assemble(fs, feature_blocks(probe_inputs(part, h), fc, [fs]))
-    p = fit_probe(X["train"], train.success, X["heldout"], seed)
+    p = fit_probe(X["train"], train.success, X["heldout"], seed=seed)
     write_npy(workdir / "p_heldout.npy", p)
     y = held.success.astype(int)
     return {
@@ -497,7 +498,17 @@ def _seed_mean_intervals(
 
 # %% ../nbs/43_success.ipynb #1b5055e4
 def _success_config(
-    seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held
+    seeds,
+    horizons,
+    feature_sets,
+    *,
+    n_boot,
+    fc_config,
+    fc_seed,
+    forecaster_seed,
+    pairs,
+    train,
+    held,
 ) -> dict:
     "The settings written into the results JSON."
     return {
@@ -552,8 +563,12 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     hard = hard_test_index(pairs)
     K, D = episodes.n_bins, episodes.latent_dim
     check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
-    fc_config, make, fc_seed = _world_model_source(model, train, horizons, check, forecaster_kind, forecaster_steps, forecaster_seed)
-    _run_forecasters(store, make, check, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress)
+    fc_config, make, fc_seed = _world_model_source(
+        model, train, horizons, check=check, forecaster_kind=forecaster_kind,
+        forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed)
+    _run_forecasters(store, make, check, fc_config=fc_config, fc_seed=fc_seed, seeds=seeds,
+                     horizons=horizons, train=train, held=held, train_pin=train_pin,
+                     progress=progress)
     records, proba = _run_probes(store, fc_config, fc_seed, seeds=seeds, horizons=horizons,
                                  feature_sets=feature_sets, train=train, held=held, hard=hard,
                                  train_pin=train_pin, held_pin=held_pin, progress=progress)
@@ -562,7 +577,9 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
     summary, comparison = _seed_mean_intervals(
         held.success.astype(int), proba, tests, clusters_of=clusters, seeds=seeds,
         horizons=horizons, feature_sets=feature_sets, n_boot=n_boot)
-    config = _success_config(seeds, horizons, feature_sets, n_boot, fc_config, fc_seed, forecaster_seed, pairs, train, held)
+    config = _success_config(seeds, horizons, feature_sets, n_boot=n_boot, fc_config=fc_config,
+                             fc_seed=fc_seed, forecaster_seed=forecaster_seed, pairs=pairs,
+                             train=train, held=held)
     all_pins = {"train_full": train_pin, "heldout": held_pin, "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()),
                 **(pins or {})}
     path = write_results(results_path or paths.results, "success_probes", records + summary.to_dict("records") + comparison.to_dict("records"),

@@ -71,7 +71,7 @@ def test_probe_is_the_specified_sklearn_pipeline():
     X = rng.normal(size=(300, 4)); y = X[:, 0] + rng.normal(size=300) > 1.0
     scaler = StandardScaler().fit(X[:200])
     ref = SGDClassifier(loss="log_loss", class_weight="balanced", average=True, random_state=43).fit(scaler.transform(X[:200]), y[:200].astype(int))
-    np.testing.assert_allclose(fit_probe(X[:200], y[:200], X[200:], 43), ref.predict_proba(scaler.transform(X[200:]))[:, 1])
+    np.testing.assert_allclose(fit_probe(X[:200], y[:200], X[200:], seed=43), ref.predict_proba(scaler.transform(X[200:]))[:, 1])
 
 
 def test_hard_pairs_are_optimal_against_brute_force(ep):
