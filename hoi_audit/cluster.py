@@ -93,6 +93,7 @@ def compute_units(
     store_root,  # the result store's folder
     units: Sequence[Unit],  # this worker's units (no other worker has them)
     compute: Callable,  # compute(unit, workdir) -> JSON-able result
+    *,
     log: str | None = None,  # this worker's log file, quoted in failure records
 ) -> dict:  # {"computed": [...], "skipped": [...], "failed": [...]} unit paths
     "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises (or outlasts its task's requeues); stop when the run's budget is spent."
@@ -409,7 +410,7 @@ class UnitShard(submitit.helpers.Checkpointable):
         units, compute = lib._unpack(Path(self.payload).read_bytes())
         try: log = str(submitit.JobEnvironment().paths.stderr)
         except (RuntimeError, KeyError): log = None   # outside a submitit job (an example, a test), or in submitit's debug executor
-        return lib.compute_units(self.store_root, [units[i] for i in indices], compute, log)
+        return lib.compute_units(self.store_root, [units[i] for i in indices], compute, log=log)
 
 # %% ../nbs/04_cluster.ipynb #b82d07dd
 def _executor(cfg: ClusterConfig, folder: Path):

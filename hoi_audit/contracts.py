@@ -154,7 +154,7 @@ def _float_array(x, what: str, shape: tuple) -> np.ndarray:
     return a
 
 # %% ../nbs/42_contracts.ipynb #d379df79
-def _common(fn, args: tuple, out_of, what: str) -> np.ndarray:
+def _common(fn, args: tuple, out_of, *, what: str) -> np.ndarray:
     "Shape/dtype/finite, no in-place change of the inputs, determinism, rows independent of the batch."
     copies = tuple(a.copy() for a in args)
     first = out_of(_call(fn, what, *copies))
@@ -195,7 +195,7 @@ def check_world_model(model, # an object with rollout(context, commands)
                 g = np.asarray(out["gate"])
                 _float_array(g[..., 0] if g.shape == (rows, horizon, 1) else g, f"{what}['gate']", (rows, horizon))
             return lat
-        lat = _common(model.rollout, (ctx, cmd), latents, what)
+        lat = _common(model.rollout, (ctx, cmd), latents, what=what)
         if autoregressive:
             for h in range(horizon - 1):
                 later = cmd.copy(); later[:, h + 1:] += 1.0
@@ -210,6 +210,7 @@ def check_encoder(
     encoder,  # an object with latent_dim and encode(bins)
     frames: tuple = (4, 16, 32, 32),  # (bins, frames per bin, height, width) of the random input
     seed: int = 0,
+    *,
     name: str | None = None,
 ) -> str:  # fingerprint
     "Check a frame encoder; return the SHA-256 fingerprint of its outputs."
@@ -226,7 +227,7 @@ def check_encoder(
             encoder.encode,
             (bins,),
             lambda out, rows=frames[0]: _float_array(out, what, (rows, int(D))),
-            what,
+            what=what,
         )
     )
 
@@ -235,6 +236,7 @@ def check_forecaster(
     forecaster,  # an object with predict(context)
     latent_dim: int,  # D
     context_bins: int = 4,  # C
+    *,
     batch: int = 5,
     seed: int = 0,
     name: str | None = None,
@@ -254,7 +256,7 @@ def check_forecaster(
             forecaster.predict,
             (ctx,),
             lambda out, rows=batch: _float_array(out, what, (rows, latent_dim)),
-            what,
+            what=what,
         )
     )
 

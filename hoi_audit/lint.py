@@ -434,6 +434,7 @@ def lint_frames(ann:pd.DataFrame, # the evaluated split: narration_id, start_s, 
 def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
                   windows, # CSV of narration_id, window_start, window_end
                   scored, # file of scored narration ids
+                  *,
                   train_annotations=None, # the training split's CSV (tells a class filter from other drops)
                   excluded=None, # exclusion record: CSV (narration_id, reason) or `hoi-audit extract` JSON
                   training_log=None, # CSV: checkpoint, split, metric, value [, selection_split]

@@ -208,7 +208,7 @@ class CandidateSet:
     def query_ids(self) -> np.ndarray: return np.asarray(self.pool_ids)[self.query]
 
 # %% ../nbs/44_ranking.ipynb #be0668fd
-def _validate(context, plans, success, language, episode_id, n_candidates, max_failures):
+def _validate(context, plans, success, *, language, episode_id, n_candidates, max_failures):
     context, plans = np.asarray(context), np.asarray(plans)
     P = len(context)
     if context.ndim != 3:
@@ -318,8 +318,9 @@ def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool
                      workers:int|None=None, # threads over chunks (None: the CPU count, at most 8); the result does not depend on it
                     ) -> CandidateSet:
     "Hard-negative candidate sets for every successful pool episode, vectorized (see the rules above)."
-    context, plans, success, language, episode_id, queries = _validate(context, plans, success, language, episode_id,
-                                                                       n_candidates, max_failures)
+    context, plans, success, language, episode_id, queries = _validate(
+        context, plans, success, language=language, episode_id=episode_id,
+        n_candidates=n_candidates, max_failures=max_failures)
     P, n_neg = len(context), n_candidates - 1
     k = min(n_neighbors, P - 1)
     X = context.reshape(P, -1).astype(np.float64)
@@ -413,7 +414,13 @@ def build_candidates_reference(
 ) -> CandidateSet:
     "The per-query loop reference of `build_candidates` (slow; for tests and the benchmark)."
     context, plans, success, language, episode_id, all_queries = _validate(
-        context, plans, success, language, episode_id, n_candidates, max_failures
+        context,
+        plans,
+        success,
+        language=language,
+        episode_id=episode_id,
+        n_candidates=n_candidates,
+        max_failures=max_failures,
     )
     P, n_neg = len(context), n_candidates - 1
     k = min(n_neighbors, P - 1)
@@ -613,7 +620,7 @@ def user_model(
     )
 
 # %% ../nbs/44_ranking.ipynb #c02cb13e
-def _ranking_units(models, seeds, config, n_boot, pin, data_pin) -> tuple[list, dict]:
+def _ranking_units(models, seeds, config, *, n_boot, pin, data_pin) -> tuple[list, dict]:
     "One store unit per method and seed (one unit, `seed = none`, for an unseeded method), and unit path -> (method, factory, seed)."
     units, plan = [], []
     for method, (factory, seeded, *ident) in models.items():
@@ -633,7 +640,7 @@ def _ranking_units(models, seeds, config, n_boot, pin, data_pin) -> tuple[list, 
     return units, {u.path: p for u, p in zip(units, plan)}
 
 # %% ../nbs/44_ranking.ipynb #92a59bac
-def _method_records(store, units, models, cs, n_boot) -> tuple[dict, list]:
+def _method_records(store, units, models, *, cs, n_boot) -> tuple[dict, list]:
     "Per-query metrics of every (method, seed, energy) from the stored energies, and their records (seeds averaged, then per seed)."
     per_query, records = {}, []
     for method in models:
@@ -653,7 +660,7 @@ def _method_records(store, units, models, cs, n_boot) -> tuple[dict, list]:
     return per_query, records
 
 # %% ../nbs/44_ranking.ipynb #fbb4b817
-def _comparison_records(per_query, models, comparisons, n_boot) -> list:
+def _comparison_records(per_query, models, comparisons, *, n_boot) -> list:
     "Paired bootstrap deltas of every metric for each (method, baseline) pair present, on the per-query seed means."
     records = []
     for method, baseline in comparisons:
@@ -704,7 +711,7 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
     context = pool.context[cs.query]
     models = default_models(episodes) if models is None else dict(models)
     data_pin = sha256_json({"context": sha256_array(context), "goal": sha256_array(goal), "future": sha256_array(future)})
-    units, lookup = _ranking_units(models, seeds, config, n_boot, pin, data_pin)
+    units, lookup = _ranking_units(models, seeds, config, n_boot=n_boot, pin=pin, data_pin=data_pin)
 
     def score(unit, workdir):
         method, factory, seed = lookup[unit.path]
@@ -715,8 +722,8 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
 
     store = paths.store
     store.run(units, score, progress=progress, desc="ranking units", backend=current_backend())
-    per_query, records = _method_records(store, units, models, cs, n_boot)
-    records += _comparison_records(per_query, models, comparisons, n_boot)
+    per_query, records = _method_records(store, units, models, cs=cs, n_boot=n_boot)
+    records += _comparison_records(per_query, models, comparisons, n_boot=n_boot)
     settings = {**(config or {}), "n_queries": len(cs), "pool": len(pool), "n_boot": n_boot, "seeds": list(seeds),
                 "methods": list(models), **cs.rules}
     users = {m: entry[2] for m, entry in models.items() if len(entry) > 2}   # a user's method: its spec, code and checkpoints

@@ -137,6 +137,7 @@ def _pooled_grid(
     past,  # (frames, D) features in any memory order (a memory map is fine: only the windows' frames are read)
     count: int,  # windows
     stride: int,  # frames between window starts
+    *,
     length: int,  # frames per window
     pooling: str,  # 'mean' or 'mean_std'
     pairwise: bool,  # add a window's frames as numpy does along an array's contiguous axis (see `_summed`)
@@ -187,6 +188,7 @@ def pooled_windows(
     features,  # T x D features (a memory map is fine; only frames before `end` are read)
     end: int,  # windows end at or before this frame
     window: int = 16,  # frames per window
+    *,
     stride: int = 8,  # frames between window starts
     pooling: str = "mean",  # 'mean' or 'mean_std'
 ) -> np.ndarray:  # (n_windows, D) or (n_windows, 2D) float32
@@ -199,7 +201,7 @@ def pooled_windows(
         return np.zeros((0, D if pooling == "mean" else 2 * D), dtype=np.float32)
     past = features[: int(starts[-1]) + window]
     # feature_windows' windows are row-major: frames added one after another
-    return _pooled_grid(past, len(starts), stride, window, pooling, pairwise=D == 1)
+    return _pooled_grid(past, len(starts), stride, length=window, pooling=pooling, pairwise=D == 1)
 
 # %% ../nbs/14_recovery.ipynb #335405f7
 def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
@@ -293,7 +295,12 @@ def _pooled_at(
         if len(r) >= 4:
             frames = features[starts[r[0]] : starts[r[-1]] + window]
             pooled[r] = _pooled_grid(
-                frames, len(r), stride, window, pooling, features.shape[1] == 1
+                frames,
+                len(r),
+                stride,
+                length=window,
+                pooling=pooling,
+                pairwise=features.shape[1] == 1,
             )
     return pooled
 
@@ -397,8 +404,10 @@ class _WindowPredictions:
             frames = np.asarray(features[start:end])
             if len(frames) < end - start: raise DataError(f"{video.name}: segment [{start}, {end}) runs past the video's {video.n_frames} frames")
             pairwise = frames.shape[1] == 1 or abs(frames.strides[0]) < abs(frames.strides[1])  # time along the float32 copy's contiguous axis
-            pooled.append(np.concatenate([_pooled_grid(frames[s : s + (n - 1) * self.stride + w], n, self.stride, w, self.pooling, pairwise)
-                                          for s, n, w in _segment_runs(end - start, self.window, self.stride)]))
+            pooled.append(np.concatenate([
+                _pooled_grid(frames[s : s + (n - 1) * self.stride + w], n, self.stride, length=w,
+                             pooling=self.pooling, pairwise=pairwise)
+                for s, n, w in _segment_runs(end - start, self.window, self.stride)]))
         several = [p for p in pooled if len(p) > 1]
         batch, at = self.log_proba_pooled(np.concatenate(several)) if several else None, 0
         out = np.empty((len(pooled), self.n_classes))
@@ -435,7 +444,9 @@ class _WindowScoring:
             video = dataset.video(name)
             truth = window_labels(video.labels, self.window, self.stride)
             if not len(truth): continue
-            pred = self.log_proba_pooled(pooled_windows(video.features(), video.n_frames, self.window, self.stride, self.pooling)).argmax(axis=1)
+            windows = pooled_windows(video.features(), video.n_frames, self.window,
+                                     stride=self.stride, pooling=self.pooling)
+            pred = self.log_proba_pooled(windows).argmax(axis=1)
             keep = ~np.isin(truth, list(dataset.background)) if exclude_background else np.ones(len(truth), bool)
             hits += int((pred[keep] == truth[keep]).sum()); total += int(keep.sum())
         if not total: raise DataError(f"{dataset.root}: none of the {len(videos)} videos holds a whole window ({self.window} frames)")
@@ -490,6 +501,7 @@ def window_accuracy_table(
     dataset,  # a `ProceduralDataset` with features
     splits: Sequence[int] | None = None,  # splits to run (None: all)
     window: int = 16,  # frames per window
+    *,
     stride: int = 8,  # frames between window starts
     seed: int = 42,  # the recognizer's seed
     **recognizer_options,  # WindowRecognizer options (pooling, C, max_windows, max_iter)
@@ -611,6 +623,7 @@ def collapse_window_labels(
     labels: Sequence[int],  # class id per window, in time order
     background: Iterable[int] = (),  # background class ids (dropped after flicker removal)
     min_run: int = 2,  # runs shorter than this many windows are flickers and are removed
+    *,
     drop_open: bool = False,  # drop the last run: nothing stable followed it, so it may still be under way
 ) -> tuple:  # the recovered history
     "Window labels -> history: runs, flickers (runs shorter than `min_run`) removed, equal neighbours merged, background dropped."
@@ -659,12 +672,12 @@ def recover_history_boundary_free(
             )
         r = recognizer.for_video(video_name)
         labels = r.log_proba_pooled(
-            pooled_windows(video.features(), latest, window, stride, r.pooling)
+            pooled_windows(video.features(), latest, window, stride=stride, pooling=r.pooling)
         ).argmax(axis=1)
         ends = window_starts(latest, window, stride) + window
         for index, t in rows["t"].items():
             out[index] = collapse_window_labels(
-                labels[ends <= int(t)], dataset.background, min_run, drop_open
+                labels[ends <= int(t)], dataset.background, min_run, drop_open=drop_open
             )
     result = _aligned(queries, out)
     result.attrs.update(

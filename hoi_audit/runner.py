@@ -363,6 +363,7 @@ def plan_experiment(
     name: str,  # an experiment notebook's name
     out=".",  # the output root whose store/<name>/ the plan reads and extends
     scale: str = "small",  # one of SCALES
+    *,
     params: dict | None = None,  # the experiment's parameters, as for `reproduce`
     notebooks=None,  # the folder of experiment notebooks
 ) -> tuple:  # (the status table of its stores, whether the whole grid is done)
@@ -419,6 +420,7 @@ def labels_in_use() -> str:
 def backend_of(kind:str|None, # "local", "slurm" or None (in place)
                workers:int=1, # processes of the local backend
                cluster_config=None, # a TOML file of `cluster.ClusterConfig` settings (slurm)
+               *,
                cluster:str|None=None, # overrides the config's cluster: slurm, or submitit's local / debug executor
               ):
     "The backend the command-line options name."
@@ -472,8 +474,8 @@ def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small
     params = dict(parse_param(p) for p in param or [])
     print(labels_in_use(), file=sys.stderr)
     written = reproduce(out=out, scale=scale, only=only, params=params, notebooks=notebooks, progress=not quiet,
-                        backend=backend_of(backend, workers, cluster_config, cluster), device=device,
-                        budget=None if budget is None else parse_duration(budget))
+                        backend=backend_of(backend, workers, cluster_config, cluster=cluster),
+                        device=device, budget=None if budget is None else parse_duration(budget))
     for w in written:
         if "stopped" in w:
             _report_stopped(w, ExperimentPaths(Path(out), w["experiment"], scale).stores)
