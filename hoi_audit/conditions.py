@@ -30,6 +30,7 @@ from hoi_audit.models import (
 from . import recovery
 from .queries import next_action_queries, scheduled_queries, split_queries
 from .cli import parse_list
+from .stages import RunSpec
 
 # %% auto #0
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'HistorySource',
@@ -461,11 +462,10 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
                      workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                      device:Literal["auto", "cpu", "cuda"]|None=None, # where the networks train: auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
                      progress:bool=False, # show progress bars
-                    ) -> dict: # `splits` (None: all) and `seeds` as lists, the `AuditConfig`, `scale`, `workers` and `progress`
-    "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): splits, seeds, the model and its budget, as the handlers run with them."
-    train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=resolve_device(device))
-    if train.device != "cpu": training_device(train)   # these commands train on this machine: a missing GPU is said before any unit
+                    ) -> dict: # `spec` (the `stages.RunSpec`: splits, seeds, scale, workers, device, progress) and `config` (the `AuditConfig`, trained on the spec's device); for the handlers not yet on the spec, its splits (None: all) and seeds as lists, `scale`, `workers` and `progress`
+    "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): the run spec, and the model and its budget, as the handlers run with them."
+    spec = RunSpec.from_options(splits=splits, seeds=seeds, scale=scale, workers=workers, device=device, progress=progress)   # the lists read, the device resolved, a missing GPU said before any unit
     if ":" in architecture: check_anticipator(architecture)   # a user's network keeps the contract (shapes, seeding, provenance, batch independence, learning) before any unit
-    return dict(splits=parse_list(splits, int, "--splits") if splits else None, seeds=parse_list(seeds, int, "--seeds") if seeds else list(PROTOCOL_SEEDS),
-                config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
-                scale=scale, workers=workers, progress=progress)
+    train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=spec.device)
+    return dict(spec=spec, config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
+                splits=spec.split_list, seeds=list(spec.seeds), scale=spec.scale, workers=spec.workers, progress=spec.progress)

@@ -5,7 +5,7 @@
 # %% ../nbs/18a_pairing.ipynb #18b2948d
 from __future__ import annotations
 import re, tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
@@ -383,15 +383,7 @@ def audit_spec(
 ) -> tuple:  # (`stages.RunSpec`, `conditions.AuditConfig`)
     "The run spec and the audit's settings of an audit-engine command's options; the device is in both (the spec's, and the trainer's)."
     t = training_options(**training)
-    spec = RunSpec(
-        splits=t["splits"],
-        seeds=t["seeds"],
-        store=ResultStore(Path(store)) if store else None,
-        workers=t["workers"],
-        progress=t["progress"],
-        device=t["config"].train.device,
-        scale=t["scale"],
-    )
+    spec = t["spec"] if not store else replace(t["spec"], store=ResultStore(Path(store)))
     return spec, t["config"]
 
 # %% ../nbs/18a_pairing.ipynb #451cfe38
