@@ -408,7 +408,8 @@ def _read_video(
     video_id: str,  # the video
     rows: pd.DataFrame,  # its narrations
     *,
-    decoding: dict,  # VideoDecoder's options (time_limit, accept_concealed, verify, isolate, ...)
+    decoding: dict,  # VideoDecoder's options (time_limit, accept_concealed, verify, isolate)
+    decoder_kwargs: dict | None = None,  # more VideoDecoder keywords (e.g. a test's reader)
     options: dict,  # `_narration_features`'s options (encoder, spec, with_target, accept_concealed)
 ) -> tuple:  # ({row index: (record, context, target)}, the video's entries in failed_videos)
     """Open a video and read its narrations. A video that cannot be opened, or whose decoder hangs,
@@ -416,7 +417,7 @@ def _read_video(
     path, concealed = None, decoding["accept_concealed"]
     try:
         path = find_video(videos_dir, rows.participant_id.iloc[0], video_id)
-        decoder = VideoDecoder(path, **decoding)
+        decoder = VideoDecoder(path, **decoding, **(decoder_kwargs or {}))
     except Exception as e:
         failure = _video_failure(video_id, path, e)
         return _failed_results(zip(rows.index, rows.narration_id), failure, concealed), [failure]
@@ -457,14 +458,20 @@ def extract(
     decoding = dict(
         time_limit=time_limit, accept_concealed=accept_concealed, verify=verify, isolate=isolate
     )
-    decoding.update(decoder_kwargs or {})
     options = dict(
         encoder=encoder, spec=spec, with_target=with_target, accept_concealed=accept_concealed
     )
     # {row index: (record, context, target)}; the videos that could not be used
     results, failed = {}, []
     for video_id, rows in df.groupby("video_id", sort=False):
-        got, failures = _read_video(videos_dir, video_id, rows, decoding=decoding, options=options)
+        got, failures = _read_video(
+            videos_dir,
+            video_id,
+            rows,
+            decoding=decoding,
+            decoder_kwargs=decoder_kwargs,
+            options=options,
+        )
         results.update(got)
         failed += failures
     rows = [results[i] for i in range(len(df))]
