@@ -6,6 +6,7 @@ formatted cell is checked to parse to the same AST as before. `--check` changes 
 
     python tools/format_notebooks.py            # format nbs/[0-9]*.ipynb in place, say which notebooks changed
     python tools/format_notebooks.py --check    # make check-export: the notebooks are formatted
+    python tools/format_notebooks.py nbs/22_lta.ipynb   # these notebooks only
 """
 from __future__ import annotations
 import argparse, ast, io, json, shutil, subprocess, sys, tempfile, tokenize
@@ -69,9 +70,10 @@ def formatted(notebooks: list[Path], ruff: str) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 when a notebook is not formatted")
+    p.add_argument("notebooks", nargs="*", type=Path, help="these notebooks only (default: every nbs/[0-9]*.ipynb)")
     args = p.parse_args(argv)
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    notebooks = sorted((REPO / "nbs").glob("[0-9]*.ipynb"))
+    notebooks = sorted(p.resolve() for p in args.notebooks) or sorted((REPO / "nbs").glob("[0-9]*.ipynb"))
     changed = [nb for nb, text in formatted(notebooks, ruff).items() if text != nb.read_text() and (args.check or nb.write_text(text) or True)]
     for nb in changed: print(f"{'would reformat' if args.check else 'reformatted'} {nb.relative_to(REPO)}")
     if args.check and changed:
