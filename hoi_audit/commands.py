@@ -63,10 +63,10 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
     conditions = parse_list(conditions, str, "--conditions") if conditions else list(TABLE1_CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
-    t = training_options(**training)
-    dataset = read_for_command(data_dir, name, t["splits"])   # every input checked before the first unit: one DataError lists all
-    splits, seeds, progress, workers = t["splits"], t["seeds"], t["progress"], t["workers"]
-    config = replace(t["config"], schedule=schedule)
+    spec, config = training_options(**training)
+    dataset = read_for_command(data_dir, name, spec.split_list)   # every input checked before the first unit: one DataError lists all
+    splits, seeds, progress, workers = spec.split_list, list(spec.seeds), spec.progress, spec.workers
+    config = replace(config, schedule=schedule)
     paths = CommandOutput.parse(out, "four_condition")
     store = ResultStore(Path(store)) if store else paths.store
     result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=progress, workers=workers)
@@ -88,10 +88,10 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
         iv = intervention_table(result.all_records)
         print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
         iv_path = paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv),
-                                            scale=t["scale"], config=config.as_dict() | name_config(dataset), pins=pins))
+                                            scale=spec.scale, config=config.as_dict() | name_config(dataset), pins=pins))
         # the 2x2 travels with the audit: referenced by path (relative to the results JSON) and SHA-256, whatever the files are called
         extra["intervention_ref"] = {"path": os.path.relpath(iv_path, paths.results.parent), "sha256": sha256_file(iv_path)}
-    paths.wrote(write_results(paths.results, "four_condition", records, scale=t["scale"], config=_results_config(config) | name_config(dataset),
+    paths.wrote(write_results(paths.results, "four_condition", records, scale=spec.scale, config=_results_config(config) | name_config(dataset),
                               pins=pins, extra=extra))
     paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 through its reference)
     paths.report()

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import pickle
 from dataclasses import dataclass, asdict, replace
-from typing import Annotated, Callable, Literal, Sequence
+from typing import Annotated, Callable, Literal, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 from .cluster import current_backend
@@ -36,7 +36,7 @@ from .stages import RunSpec
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'HistorySource',
            'register_history_source', 'gt_histories', 'NoisyGT', 'AuditCondition', 'register_condition',
            'matched_pairs', 'described_conditions', 'AuditConfig', 'QuerySchedule', 'register_schedule',
-           'recognizer_fit_unit', 'RecognizerHistories', 'history_backend', 'training_options']
+           'recognizer_fit_unit', 'RecognizerHistories', 'history_backend', 'Training', 'training_options']
 
 # %% ../nbs/17a_conditions.ipynb #5d8d9214
 @dataclass(frozen=True)
@@ -450,6 +450,12 @@ def history_backend(
     return history_fn
 
 # %% ../nbs/17a_conditions.ipynb #7686d18a
+class Training(NamedTuple):
+    "What the shared audit-engine options make: how the stage runs, and what it trains."
+    spec:RunSpec # splits, seeds, scale, workers, device, progress (`stages.RunSpec`)
+    config:AuditConfig # the model and its budget, trained on the spec's device
+
+
 def training_options(splits:str|None=None, # comma-separated split numbers (default: all)
                      seeds:str|None=None, # comma-separated seeds (default: 42,43,44)
                      scale:Literal["small", "full"]="full", # scale recorded in the results JSON
@@ -462,10 +468,9 @@ def training_options(splits:str|None=None, # comma-separated split numbers (defa
                      workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
                      device:Literal["auto", "cpu", "cuda"]|None=None, # where the networks train: auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
                      progress:bool=False, # show progress bars
-                    ) -> dict: # `spec` (the `stages.RunSpec`: splits, seeds, scale, workers, device, progress) and `config` (the `AuditConfig`, trained on the spec's device); for the handlers not yet on the spec, its splits (None: all) and seeds as lists, `scale`, `workers` and `progress`
+                    ) -> Training: # the run spec and the model with its budget
     "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): the run spec, and the model and its budget, as the handlers run with them."
     spec = RunSpec.from_options(splits=splits, seeds=seeds, scale=scale, workers=workers, device=device, progress=progress)   # the lists read, the device resolved, a missing GPU said before any unit
     if ":" in architecture: check_anticipator(architecture)   # a user's network keeps the contract (shapes, seeding, provenance, batch independence, learning) before any unit
     train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=spec.device)
-    return dict(spec=spec, config=AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample),
-                splits=spec.split_list, seeds=list(spec.seeds), scale=spec.scale, workers=spec.workers, progress=spec.progress)
+    return Training(spec, AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample))

@@ -382,9 +382,8 @@ def audit_spec(
     store: str | None = None,  # the --store folder (None: the command's default below --out)
 ) -> tuple:  # (`stages.RunSpec`, `conditions.AuditConfig`)
     "The run spec and the audit's settings of an audit-engine command's options; the device is in both (the spec's, and the trainer's)."
-    t = training_options(**training)
-    spec = t["spec"] if not store else replace(t["spec"], store=ResultStore(Path(store)))
-    return spec, t["config"]
+    spec, config = training_options(**training)
+    return (spec if not store else replace(spec, store=ResultStore(Path(store)))), config
 
 # %% ../nbs/18a_pairing.ipynb #451cfe38
 def command_config(

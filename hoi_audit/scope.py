@@ -407,17 +407,17 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
         cards[key] = (d, card)
     renamed = {k: safe_name(k) for k in cards if safe_name(k) != k}   # a setting's name keys its units: letters, digits and _.+- only
     for k, v in renamed.items(): print(f"hoi-audit: note: setting {k!r} keys its stored results as {v!r} (letters, digits and _.+- only)", file=sys.stderr)
-    t = training_options(**training)
-    seeds, config = t["seeds"], t["config"]
+    spec, config = training_options(**training)
+    seeds, splits = list(spec.seeds), spec.split_list
     paths = CommandOutput.parse(out, "scope")
     store = ResultStore(Path(store)) if store else paths.store
     result = scope_table({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, seeds, config,
-                         store, progress=t["progress"], workers=t["workers"], splits=t["splits"])
+                         store, progress=spec.progress, workers=spec.workers, splits=splits)
     shown = format_scope_table(result.table)
     with pd.option_context("display.width", 250, "display.max_columns", 20): print(shown.to_string())
-    cfg = {**config.as_dict(), "seeds": seeds, "max_splits": max_splits, **({"splits": t["splits"]} if t["splits"] else {}),
+    cfg = {**config.as_dict(), "seeds": seeds, "max_splits": max_splits, **({"splits": splits} if splits else {}),
            "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)", **({"dataset_names": renamed} if renamed else {})}
-    paths.wrote(write_results(paths.results, "scope", scope_results_records(result), scale=t["scale"], config=cfg,
+    paths.wrote(write_results(paths.results, "scope", scope_results_records(result), scale=spec.scale, config=cfg,
                               pins={"config": sha256_json(cfg)}))
     paths.report()
     print(f"wrote {store.root}/")
