@@ -4,19 +4,22 @@
 
 # %% ../nbs/16a_stages.ipynb #3a3d4962
 from __future__ import annotations
+import os
 from dataclasses import dataclass, field, replace
+from html import escape
 from pathlib import Path
 from typing import Callable, Literal, Mapping, Sequence
-from .core import PROTOCOL_SEEDS, HoiAuditError, Registry
-from .results import register_metric, write_results
+import pandas as pd
+from .core import PROTOCOL_SEEDS, HoiAuditError, Registry, sha256_file
+from .results import field_kind, register_metric, write_results
 from .store import CommandOutput, ExperimentPaths, ResultStore
 from .cli import add_command, parse_list
 from .procedural import read_for_command
 from .models import TrainConfig, resolve_device, training_device
 
 # %% auto #0
-__all__ = ['STAGES', 'RunSpec', 'Stage', 'register_stage', 'stage_setup', 'write_stage', 'StageRun', 'run_stage',
-           'add_stage_command']
+__all__ = ['STAGES', 'RunSpec', 'records_section', 'Stage', 'register_stage', 'stage_setup', 'write_stage', 'companion_path',
+           'stage_wrote', 'companion_ref', 'StageRun', 'run_stage', 'add_stage_command']
 
 # %% ../nbs/16a_stages.ipynb #3c78b510
 @dataclass(frozen=True)
@@ -75,10 +78,35 @@ class RunSpec:
         if isinstance(train, TrainConfig) and train.device != self.device: return replace(config, train=self.on_device(train))
         return config
 
+# %% ../nbs/16a_stages.ipynb #59e45e5d
+def records_section(
+    payload: dict,  # a results JSON as parsed (`results.read_results`: records as a DataFrame, or as a list)
+) -> str:  # HTML: one table per metric, in the records' order
+    "The default report section of a stage: each metric's records as a table, the fields that name a record first (splits, seeds and counts as integers), its value last."
+    records = pd.DataFrame(payload["records"])
+    if not len(records):
+        return "<p>No records.</p>"
+    parts = []
+    for metric, rows in records.groupby("metric", sort=False):
+        rows = rows.drop(columns="metric").dropna(axis=1, how="all")
+        rows = rows[[c for c in rows.columns if c != "value"] + ["value"]]
+        for c in rows.columns:  # a split, seed or count prints as an integer where another metric's records left pandas a float column
+            if (
+                field_kind(str(c)) in ("count", "integer", "split")
+                and pd.api.types.is_float_dtype(rows[c])
+                and (rows[c].dropna() % 1 == 0).all()
+            ):
+                rows[c] = rows[c].astype("Int64")
+        table = rows.to_html(index=False, classes="t", border=0, na_rep="–", escape=True)
+        parts.append(
+            f'<section class="metric" id="metric-{escape(str(metric))}"><h3>{escape(str(metric))}</h3>{table}</section>'
+        )
+    return "".join(parts)
+
 # %% ../nbs/16a_stages.ipynb #2636c68c
 @dataclass(frozen=True)
 class Stage:
-    "A registered stage: its subcommand, how it runs one dataset, what it prints, the records, config and pins of its results JSON, what else it says it wrote, and its metrics' kinds."
+    "A registered stage: its subcommand, how it runs one dataset, what it prints, the records, config and pins of its results JSON, the files that travel with it, what else it says it wrote, its metrics' kinds and its report section."
     name:str # the subcommand (`hoi-audit NAME`) and the STAGES key
     command:Callable # the handler: its documented parameters are the subcommand's options (`cli.add_command`); it calls `run_stage`
     run:Callable # run(dataset, spec, **settings) -> one dataset's result
@@ -90,6 +118,9 @@ class Stage:
     experiment:str|None = None # the results JSON's name (default: the name, dashes as underscores)
     options:tuple = () # more functions whose documented parameters are options too (`cli.add_command`'s `shared`)
     needs_features:bool = True # the command reads the folder's features (False: labels only)
+    companions:Callable|None = None # companions(results, datasets, paths, spec, pins, **settings) -> the results JSON's `extra`: writes the files that travel with it first
+    page:Callable|None = None # page(results JSON) -> the HTML page its command writes beside it (`report.write_report`); None: none
+    section:Callable = records_section # section(payload) -> HTML: the stage's part of its report page (`hoi-audit report`)
 
     @property
     def results_name(self) -> str:
@@ -151,11 +182,15 @@ def write_stage(
     pins: dict,  # its pins
     store: ResultStore | None = None,  # the run's store, named last
     report: Callable | None = None,  # says what else was written, after the results JSON
+    extra: dict | None = None,  # more top-level entries of the results JSON (`results.write_results`)
+    page: Callable | None = None,  # page(results JSON) -> the page a command writes beside it (`Stage.page`)
 ) -> Path:  # the results JSON
-    "A stage's write and report: the results JSON (checked against the schema, canonical bytes), then every file written, what `report` says, and the store."
-    path = write_results(paths.results, experiment, records, scale=scale, config=config, pins=pins)
+    "A stage's write and report: the results JSON (checked against the schema, canonical bytes), a command's page beside it, then every file written, what `report` says, and the store."
+    path = write_results(paths.results, experiment, records, scale=scale, config=config, pins=pins, extra=extra)
     if isinstance(paths, CommandOutput):
         paths.wrote(path)
+        if page is not None:
+            paths.wrote(page(path))
         paths.report()
     else:
         print(f"wrote {path}")
@@ -164,6 +199,35 @@ def write_stage(
     if store is not None:
         print(f"wrote {store.root}/")
     return path
+
+# %% ../nbs/16a_stages.ipynb #7ff44701
+def companion_path(
+    paths,  # the stage's `store.CommandOutput` or `store.ExperimentPaths`
+    experiment: str,  # the companion's experiment name (e.g. "intervention_2x2")
+) -> Path:  # where its results JSON goes
+    "A companion results JSON of a stage: below the same results folder, or with `--out FILE.json` named after that file."
+    if isinstance(paths, CommandOutput):
+        return paths.results_for(experiment)
+    return ExperimentPaths(paths.out_dir, experiment, paths.scale).results
+
+
+def stage_wrote(
+    paths,  # the stage's `store.CommandOutput` (the file is listed with the others) or `store.ExperimentPaths` (printed)
+    path,  # a file the stage wrote
+) -> Path:  # the file
+    "Say that a stage wrote `path`: a command lists it with every file it wrote, a notebook prints it."
+    if isinstance(paths, CommandOutput):
+        return paths.wrote(path)
+    print(f"wrote {path}")
+    return Path(path)
+
+
+def companion_ref(
+    paths,  # the stage's output paths
+    path,  # the companion results JSON
+) -> dict:  # {"path": relative to the results JSON's folder, "sha256": the file's}
+    "How a results JSON refers to a companion: its path relative to the results JSON, whatever the files are called, and its SHA-256."
+    return {"path": os.path.relpath(path, Path(paths.results).parent), "sha256": sha256_file(path)}
 
 # %% ../nbs/16a_stages.ipynb #2b756d46
 @dataclass
@@ -184,7 +248,7 @@ def run_stage(stage, # a `Stage`, or its name in STAGES
               per_dataset:Mapping|None=None, # dataset name -> the settings that differ for that dataset
               **settings, # the stage's own settings, passed to its run, records, config and report
              ) -> StageRun:
-    "The one path of every stage, command line and experiment notebook alike: setup, run each dataset, print, records, config and pins, write, report."
+    "The one path of every stage, command line and experiment notebook alike: setup, run each dataset, print, records, config and pins, the files that travel with the results JSON, write (and a command's page), report."
     stage = STAGES[stage] if isinstance(stage, str) else stage
     datasets, paths, spec = stage_setup(stage.results_name, spec, data, out, name, stage.needs_features)
     results = {}
@@ -194,8 +258,9 @@ def run_stage(stage, # a `Stage`, or its name in STAGES
     records = stage.records(results, **settings)
     config, own_pins = stage.config(datasets, spec, **settings) if results_config is None else (results_config, {})
     pins = pins(results) if callable(pins) else (own_pins if pins is None else pins)
+    extra = None if stage.companions is None else stage.companions(results, datasets, paths, spec, pins, **settings)
     report = None if stage.report is None else (lambda: stage.report(results, spec, **settings))
-    path = write_stage(paths, stage.results_name, records, spec.scale, config, pins, spec.store, report)
+    path = write_stage(paths, stage.results_name, records, spec.scale, config, pins, spec.store, report, extra, stage.page)
     return StageRun(results, records, path, spec)
 
 # %% ../nbs/16a_stages.ipynb #985e0ca7
