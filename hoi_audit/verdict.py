@@ -16,9 +16,9 @@ from .audits import condition_info, with_dataset
 from .audits import load_audit  # noqa: F401 (re-exported: 19b_report and tests/test_report_browser.py import it from here)
 
 # %% auto #0
-__all__ = ['METRIC_NAMES', 'RECOVERY_NAMES', 'unit_columns', 'units_phrase', 'table1_intervals', 'audited_conditions',
-           'recovery_quality', 'control_rows', 'verdict_facts', 'verdict_text', 'data_fingerprints', 'pin_rows',
-           'intervention_of', 'verdicts']
+__all__ = ['TABLE1_COLUMNS', 'METRIC_NAMES', 'RECOVERY_NAMES', 'unit_columns', 'units_phrase', 'table1_intervals',
+           'audited_conditions', 'recovery_quality', 'control_rows', 'verdict_facts', 'verdict_text',
+           'data_fingerprints', 'pin_rows', 'intervention_of', 'verdicts']
 
 # %% ../nbs/19a_verdict.ipynb #gs2c001
 def unit_columns(records: pd.DataFrame) -> list:
@@ -36,6 +36,64 @@ def units_phrase(n: int | None, generator_seeds: int | None) -> str:
         return f"n = {n} generator seeds (a unit is a draw's mean over its splits)"
     return f"n = {n} units ({generator_seeds} generator seeds x {n // generator_seeds} splits)"
 
+# %% ../nbs/19a_verdict.ipynb #1c32e328
+TABLE1_COLUMNS = [
+    "dataset",
+    "condition",
+    "label",
+    "metric",
+    "mean",
+    "std",
+    "ci_low",
+    "ci_high",
+    "n",
+    "n_splits",
+    "n_generator_seeds",
+]  # `table1_intervals`' columns, in order
+
+# %% ../nbs/19a_verdict.ipynb #ce9f9648
+def _table1_scores(
+    records: pd.DataFrame,  # the audit's records
+    info: dict,  # `condition_info` of their conditions
+) -> pd.DataFrame:  # the per-split Table 1 scores, each with a dataset
+    "The records Table 1 reads: its metrics, per split (not a pooled 'all'), of a condition (not a gap's a-b)."
+    r = with_dataset(records)
+    r = r[r["metric"].isin(METRICS) & r["split"].map(lambda s: s != "all")]
+    return r[
+        r["condition"].isin(info) | ~r["condition"].astype(str).str.contains("-")
+    ]  # not a gap's a-b
+
+# %% ../nbs/19a_verdict.ipynb #75ddc6e1
+def _table1_row(
+    key: tuple,  # (dataset, condition, metric)
+    g: pd.DataFrame,  # its scores (`_table1_scores`)
+    info: dict,  # `condition_info` (labels)
+    *,
+    confidence: float,  # the interval's level
+) -> dict:  # one row of `table1_intervals`
+    "One Table 1 cell: the seed-averaged score per unit (split, or generator seed x split), its mean, std and t interval."
+    ds, cond, metric = key
+    units = unit_columns(g)
+    per_split = g.groupby(units)["value"].mean()  # splits, or generator seeds x splits
+    iv = audit_interval(
+        per_split, "generator_seed", confidence
+    )  # from LEAD_WITH_DRAWS draws on: over the draws' means
+    return {
+        "dataset": ds,
+        "condition": cond,
+        "label": info[cond]["label"] if cond in info else cond,
+        "metric": metric,
+        "mean": iv.estimate,
+        "std": mean_std(per_split)[1],
+        "ci_low": iv.low,
+        "ci_high": iv.high,
+        "n": iv.n,  # the units: splits, generator seeds x splits, or (3+ draws) generator seeds
+        "n_splits": int(g["split"].nunique()),
+        "n_generator_seeds": (
+            int(g["generator_seed"].nunique()) if "generator_seed" in units else None
+        ),
+    }
+
 # %% ../nbs/19a_verdict.ipynb #1450f3d8
 def table1_intervals(
     records: pd.DataFrame,  # the audit's records (dataset, condition, split, seed, metric, value)
@@ -46,51 +104,12 @@ def table1_intervals(
     info = conditions or condition_info(
         records["condition"].dropna().unique() if "condition" in records else []
     )
-    r = with_dataset(records)
-    r = r[r["metric"].isin(METRICS) & r["split"].map(lambda s: s != "all")]
-    r = r[
-        r["condition"].isin(info) | ~r["condition"].astype(str).str.contains("-")
-    ]  # not a gap's a-b
-    rows = []
-    for (ds, cond, metric), g in r.groupby(["dataset", "condition", "metric"], sort=False):
-        units = unit_columns(g)
-        per_split = g.groupby(units)["value"].mean()  # splits, or generator seeds x splits
-        iv = audit_interval(
-            per_split, "generator_seed", confidence
-        )  # from LEAD_WITH_DRAWS draws on: over the draws' means
-        rows.append(
-            {
-                "dataset": ds,
-                "condition": cond,
-                "label": info[cond]["label"] if cond in info else cond,
-                "metric": metric,
-                "mean": iv.estimate,
-                "std": mean_std(per_split)[1],
-                "ci_low": iv.low,
-                "ci_high": iv.high,
-                "n": iv.n,  # the units: splits, generator seeds x splits, or (3+ draws) generator seeds
-                "n_splits": int(g["split"].nunique()),
-                "n_generator_seeds": (
-                    int(g["generator_seed"].nunique()) if "generator_seed" in units else None
-                ),
-            }
-        )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "dataset",
-            "condition",
-            "label",
-            "metric",
-            "mean",
-            "std",
-            "ci_low",
-            "ci_high",
-            "n",
-            "n_splits",
-            "n_generator_seeds",
-        ],
-    )
+    r = _table1_scores(records, info)
+    rows = [
+        _table1_row(key, g, info, confidence=confidence)
+        for key, g in r.groupby(["dataset", "condition", "metric"], sort=False)
+    ]
+    return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
 
 # %% ../nbs/19a_verdict.ipynb #eeb925db
 def audited_conditions(records: pd.DataFrame) -> list[str]:
@@ -169,6 +188,72 @@ def _number(v) -> float | None:
     "A record's number, None where it is missing (None or NaN)."
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
+# %% ../nbs/19a_verdict.ipynb #026652b8
+def _condition_fact(
+    c: str,  # a condition's name
+    info: dict,  # `condition_info`
+    field: str,  # "label" or "deployable"
+) -> str | bool | None:
+    "A condition's label or deployability as `info` has it, else as the package's registry defines it, else unknown (its name; None)."
+    if c in info:
+        return info[c][field]
+    if c in CONDITIONS:
+        return getattr(CONDITIONS[c], field)
+    return c if field == "label" else None
+
+# %% ../nbs/19a_verdict.ipynb #59eb2d14
+def _gap_facts(
+    gap: dict,  # the primary gap's record (`_primary_gap`)
+    records: pd.DataFrame,  # the dataset's records (for the history recovery)
+    table: pd.DataFrame,  # their `table1_intervals` (for the two scores)
+    *,
+    info: dict,  # `condition_info` of the conditions
+) -> dict:  # oracle, non_oracle (names, labels, deployability), the gap, its interval(s), units, scores, recovery
+    "The verdict's facts about the matched gap, each read from its record (the pair from its fields, else its a-b name)."
+    named = lambda k, i: (
+        gap[k] if isinstance(gap.get(k), str) else gap["condition"].split("-", 1)[i]
+    )
+    oracle, non_oracle = named("oracle", 0), named("non_oracle", -1)
+    base = gap["metric"][len("gap_") :]
+    scores = table[table["metric"] == base].set_index("condition")["mean"]
+    low, high = _number(gap.get("ci_low")), _number(gap.get("ci_high"))
+    count = lambda k: int(gap[k]) if _number(gap.get(k)) is not None else None
+    return {
+        "oracle": oracle,
+        "oracle_label": _condition_fact(oracle, info, "label"),
+        "non_oracle": non_oracle,
+        "non_oracle_label": _condition_fact(non_oracle, info, "label"),
+        "non_oracle_deployable": _condition_fact(non_oracle, info, "deployable"),
+        "metric": gap["metric"],
+        "base": base,
+        "value": float(gap["value"]),
+        "ci_low": low,
+        "ci_high": high,
+        "n": count("n"),
+        "n_generator_seeds": count("n_generator_seeds"),
+        "over_draws": (
+            (_number(gap.get("ci_low_draws")), _number(gap.get("ci_high_draws")))
+            if _number(gap.get("ci_low_draws")) is not None
+            else None
+        ),  # the interval over the draws' means (`tables.matched_gap`), where there are 2+ draws
+        "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
+        "oracle_score": _number(scores.get(oracle)),
+        "non_oracle_score": _number(scores.get(non_oracle)),
+        "recovery": recovery_quality(records, non_oracle),
+    }
+
+# %% ../nbs/19a_verdict.ipynb #6ddc8084
+def _context_facts(
+    g: dict,  # `_gap_facts`
+    table: pd.DataFrame,  # the dataset's `table1_intervals`
+) -> dict | None:  # score, share (% of the privileged score); None: the control did not run
+    "The oracle's context-only control (from the registry), where it ran: its score and its share of the privileged score."
+    scores = table[table["metric"] == g["base"]].set_index("condition")["mean"]
+    context = _number(scores.get(_context_control(g["oracle"])))
+    if context is None or not (g["oracle_score"] or 0) > 0:
+        return None
+    return {"score": context, "share": 100 * context / g["oracle_score"]}
+
 # %% ../nbs/19a_verdict.ipynb #fea03f26
 def verdict_facts(
     records: pd.DataFrame,  # one dataset's records (`load_audit(...)["records"]` of that dataset)
@@ -194,59 +279,8 @@ def verdict_facts(
     gap = _primary_gap(records[records["metric"].astype(str).str.startswith("gap_")])
     if gap is None:
         return facts
-    named = lambda k, i: (
-        gap[k] if isinstance(gap.get(k), str) else gap["condition"].split("-", 1)[i]
-    )
-    oracle, non_oracle = (
-        named("oracle", 0),
-        named("non_oracle", -1),
-    )  # the record's fields, else its a-b name
-    base = gap["metric"][len("gap_") :]
-    scores = table[table["metric"] == base].set_index("condition")["mean"]
-    low, high = _number(gap.get("ci_low")), _number(gap.get("ci_high"))
-    label = lambda c: (
-        info[c]["label"] if c in info else (CONDITIONS[c].label if c in CONDITIONS else c)
-    )
-    deployable = lambda c: (
-        info[c]["deployable"]
-        if c in info
-        else (CONDITIONS[c].deployable if c in CONDITIONS else None)
-    )
-    facts["gap"] = {
-        "oracle": oracle,
-        "oracle_label": label(oracle),
-        "non_oracle": non_oracle,
-        "non_oracle_label": label(non_oracle),
-        "non_oracle_deployable": deployable(non_oracle),
-        "metric": gap["metric"],
-        "base": base,
-        "value": float(gap["value"]),
-        "ci_low": low,
-        "ci_high": high,
-        "n": int(gap["n"]) if _number(gap.get("n")) is not None else None,
-        "n_generator_seeds": (
-            int(gap["n_generator_seeds"])
-            if _number(gap.get("n_generator_seeds")) is not None
-            else None
-        ),
-        "over_draws": (
-            (_number(gap.get("ci_low_draws")), _number(gap.get("ci_high_draws")))
-            if _number(gap.get("ci_low_draws")) is not None
-            else None
-        ),  # the interval over the draws' means (`tables.matched_gap`), where there are 2+ draws
-        "excludes_zero": None if low is None or high is None else bool(low > 0 or high < 0),
-        "oracle_score": _number(scores.get(oracle)),
-        "non_oracle_score": _number(scores.get(non_oracle)),
-        "recovery": recovery_quality(records, non_oracle),
-    }
-    context = _number(
-        scores.get(_context_control(oracle))
-    )  # the oracle's context-only control (registry), where it ran
-    if context is not None and (facts["gap"]["oracle_score"] or 0) > 0:
-        facts["context_only"] = {
-            "score": context,
-            "share": 100 * context / facts["gap"]["oracle_score"],
-        }
+    facts["gap"] = _gap_facts(gap, records, table, info=info)
+    facts["context_only"] = _context_facts(facts["gap"], table)
     return facts
 
 # %% ../nbs/19a_verdict.ipynb #5d520d7b
@@ -272,16 +306,83 @@ def _claim(g: dict) -> str:
         "the privileged score as a deployable score only for this estimator and only to the interval's precision."
     )
 
+# %% ../nbs/19a_verdict.ipynb #28a6e19d
+def _controls_sentence(f: dict) -> str:
+    "The controls run and not run (by label) and whether the 2x2 intervention ran."
+    names = lambda cs: (
+        "; ".join(CONDITIONS[c].label if c in CONDITIONS else c for c in cs) or "none"
+    )
+    iv = "the 2x2 intervention " + ("ran" if f["intervention_run"] else "did not run")
+    return f"Controls run: {names(f['controls_run'])}. Not run: {names(f['controls_not_run'])}. And {iv}."
+
+# %% ../nbs/19a_verdict.ipynb #78b7c704
+def _gap_sentence(g: dict) -> str:
+    "The matched gap in words: its value, the two scores, the units and its interval (or that there is none)."
+    metric = METRIC_NAMES.get(g["base"], g["base"])
+    scores = (
+        f" ({g['oracle_score']:.1f} vs {g['non_oracle_score']:.1f})"
+        if g["oracle_score"] is not None and g["non_oracle_score"] is not None
+        else ""
+    )
+    n = units_phrase(g["n"], g.get("n_generator_seeds"))
+    if g["excludes_zero"] is None:
+        return (
+            f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
+        )
+    return (
+        f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t interval "
+        f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
+        f"{'excludes' if g['excludes_zero'] else 'includes'} 0."
+    )
+
+# %% ../nbs/19a_verdict.ipynb #674ecaf6
+def _draws_sentence(g: dict) -> str:
+    "Below `LEAD_WITH_DRAWS` draws: the interval over the draws' means, and whether it disagrees with the one over units ('' otherwise)."
+    if not (
+        g.get("over_draws") and g["n_generator_seeds"] < LEAD_WITH_DRAWS
+    ):  # from 3 draws on it is the gap's interval
+        return ""
+    out = (
+        f" Over the {g['n_generator_seeds']} draws' means (valid however much the draws differ, "
+        f"{g['n_generator_seeds'] - 1} degree{'s' * (g['n_generator_seeds'] != 2)} of freedom): "
+        f"[{g['over_draws'][0]:+.1f}, {g['over_draws'][1]:+.1f}]."
+    )
+    if (
+        g["excludes_zero"] is not None
+        and (g["over_draws"][0] > 0 or g["over_draws"][1] < 0) != g["excludes_zero"]
+    ):
+        out += (
+            f" That interval {'excludes' if not g['excludes_zero'] else 'includes'} 0 where the one over units does not: "
+            "the two disagree, and a third draw (from which the interval over the draws' means is the one reported) "
+            "would settle it."
+        )
+    return out
+
+# %% ../nbs/19a_verdict.ipynb #a46a0a33
+def _recovery_sentence(
+    g: dict,  # `verdict_facts(...)["gap"]`
+    deployable: str,  # how the verdict names the non-oracle's deployability
+) -> str:
+    "The non-oracle recognizer's history recovery (edit rate, item accuracy over its splits), or that it was not measured."
+    q = g["recovery"]
+    if q is None:
+        return f"History recovery of {g['non_oracle']}: not measured in these records."
+    parts = [
+        f"{RECOVERY_NAMES[m]} {q[m]:.3f}"
+        for m in ("history_edit_rate", "history_item_acc")
+        if m in q
+    ]
+    return (
+        f"History recovery of the {deployable} recognizer ({g['non_oracle']}, test histories, mean over "
+        f"{q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}."
+    )
+
 # %% ../nbs/19a_verdict.ipynb #b352fcce
 def verdict_text(
     f: dict,  # from `verdict_facts`
 ) -> list[str]:  # the verdict's paragraphs, plain text
     "One dataset's verdict in words: every number and every 'excludes'/'includes' is a value of `f`, formatted."
-    names = lambda cs: (
-        "; ".join(CONDITIONS[c].label if c in CONDITIONS else c for c in cs) or "none"
-    )
-    iv = "the 2x2 intervention " + ("ran" if f["intervention_run"] else "did not run")
-    controls = f"Controls run: {names(f['controls_run'])}. Not run: {names(f['controls_not_run'])}. And {iv}."
+    controls = _controls_sentence(f)
     g = f["gap"]
     if g is None:
         return [
@@ -290,7 +391,6 @@ def verdict_text(
             f"conditions {NON_ORACLE} and {ORACLE}.",
             controls,
         ]
-    metric = METRIC_NAMES.get(g["base"], g["base"])
     deployable = {True: "deployable", False: "not deployable", None: "deployability not recorded"}[
         g["non_oracle_deployable"]
     ]
@@ -298,61 +398,14 @@ def verdict_text(
         f"Headline privileged condition: {g['oracle_label']} ({g['oracle']}), matched with {g['non_oracle_label']} "
         f"({g['non_oracle']}, {deployable}): the same inputs, the history's provenance differs."
     )
-    scores = (
-        f" ({g['oracle_score']:.1f} vs {g['non_oracle_score']:.1f})"
-        if g["oracle_score"] is not None and g["non_oracle_score"] is not None
-        else ""
-    )
-    n = units_phrase(g["n"], g.get("n_generator_seeds"))
-    if g["excludes_zero"] is None:
-        gap = (
-            f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
-        )
-    else:
-        gap = (
-            f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t interval "
-            f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
-            f"{'excludes' if g['excludes_zero'] else 'includes'} 0."
-        )
-    if (
-        g.get("over_draws") and g["n_generator_seeds"] < LEAD_WITH_DRAWS
-    ):  # from 3 draws on it is the interval above
-        gap += (
-            f" Over the {g['n_generator_seeds']} draws' means (valid however much the draws differ, "
-            f"{g['n_generator_seeds'] - 1} degree{'s' * (g['n_generator_seeds'] != 2)} of freedom): "
-            f"[{g['over_draws'][0]:+.1f}, {g['over_draws'][1]:+.1f}]."
-        )
-        if (
-            g["excludes_zero"] is not None
-            and (g["over_draws"][0] > 0 or g["over_draws"][1] < 0) != g["excludes_zero"]
-        ):
-            gap += (
-                f" That interval {'excludes' if not g['excludes_zero'] else 'includes'} 0 where the one over units does not: "
-                "the two disagree, and a third draw (from which the interval over the draws' means is the one reported) "
-                "would settle it."
-            )
-    out = [head, gap + " " + _claim(g)]
+    out = [head, _gap_sentence(g) + _draws_sentence(g) + " " + _claim(g)]
     if f["context_only"]:
         out[-1] += (
             f" The context-only control (oracle history and state, no window video) reaches "
             f"{f['context_only']['score']:.1f}, {f['context_only']['share']:.0f}% of the privileged score: that "
             "share of the score needs no video at all."
         )
-    out.append(controls)
-    q = g["recovery"]
-    if q is None:
-        out.append(f"History recovery of {g['non_oracle']}: not measured in these records.")
-    else:
-        parts = [
-            f"{RECOVERY_NAMES[m]} {q[m]:.3f}"
-            for m in ("history_edit_rate", "history_item_acc")
-            if m in q
-        ]
-        out.append(
-            f"History recovery of the {deployable} recognizer ({g['non_oracle']}, test histories, mean over "
-            f"{q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}."
-        )
-    return out
+    return out + [controls, _recovery_sentence(g, deployable)]
 
 # %% ../nbs/19a_verdict.ipynb #5ac989b7
 def data_fingerprints(audit:dict, # from `load_audit`
@@ -369,22 +422,17 @@ def data_fingerprints(audit:dict, # from `load_audit`
         else: out[ds] = (None, "not recorded in the results JSON; --data DATA_DIR fingerprints a one-dataset audit's folder")
     return out
 
-# %% ../nbs/19a_verdict.ipynb #ed2775c2
-def pin_rows(
-    audit: dict,  # from `load_audit`
-    data_fingerprint: str | None = None,  # SHA-256 of the --data folder, if given
-) -> list[tuple]:  # (what, value or None: not recorded, note), in the header's order
-    "The header's pins: package version, results file SHA-256, config SHA-256, data fingerprints, other pins, sources read."
-    payload, pins, recorded = (
-        audit["payload"],
-        audit["payload"]["pins"],
-        audit["recorded_conditions"],
-    )
-    datasets = sorted(audit["records"]["dataset"].unique())
-    config_key = next(
-        (k for k in ("config_sha256", "config") if isinstance(pins.get(k), str)), None
-    )
-    rows = [
+# %% ../nbs/19a_verdict.ipynb #73fd5a62
+def _config_key(pins: dict) -> str | None:
+    "Which pin holds the audit's config hash: `config_sha256`, else `config` (None: neither is a string)."
+    return next((k for k in ("config_sha256", "config") if isinstance(pins.get(k), str)), None)
+
+# %% ../nbs/19a_verdict.ipynb #e4efbd72
+def _file_pins(audit: dict) -> list[tuple]:
+    "The header's first pins: the package that writes the report, the results file and its SHA-256, the config's SHA-256s."
+    payload, pins = audit["payload"], audit["payload"]["pins"]
+    config_key = _config_key(pins)
+    return [
         ("report written by", f"hoi_audit {__version__}", ""),
         (
             "results file",
@@ -405,16 +453,22 @@ def pin_rows(
             "of the results JSON's config object (canonical JSON), computed now",
         ),
     ]
-    rows += [
-        (f"data fingerprint: {ds}", fp, how)
-        for ds, (fp, how) in data_fingerprints(audit, data_fingerprint).items()
-    ]
+
+# %% ../nbs/19a_verdict.ipynb #68f9fc55
+def _other_pins(
+    audit: dict,  # from `load_audit`
+    data_fingerprint: str | None,  # SHA-256 of the --data folder, if given
+) -> list[tuple]:  # (what, value, note)
+    "The pins the header has not shown yet (a dataset-named pin explained), then a --data fingerprint no one dataset owns."
+    pins = audit["payload"]["pins"]
+    datasets = sorted(audit["records"]["dataset"].unique())
     data = pins.get("data")
-    used = {config_key} | (
+    used = {_config_key(pins)} | (
         {"data"}
         if isinstance(data, dict) or (isinstance(data, str) and len(datasets) == 1)
         else set()
     )
+    rows = []
     for k, v in pins.items():
         if k in used:
             continue
@@ -435,6 +489,12 @@ def pin_rows(
                 "computed now; the results hold several datasets, so it is not attributed to one",
             )
         )
+    return rows
+
+# %% ../nbs/19a_verdict.ipynb #b144102d
+def _conditions_pin(audit: dict) -> tuple:
+    "Where the conditions' labels, inputs and deployability were read: the results JSON, this package's registry, or both."
+    recorded = audit["recorded_conditions"]
     registry = (
         f"this package's registry (hoi_audit.conditions.CONDITIONS, hoi_audit {__version__}), which may differ "
         "from the one that ran the audit"
@@ -442,17 +502,29 @@ def pin_rows(
     fallback = [
         c for c in audited_conditions(audit["records"]) if not recorded or c not in recorded
     ]
-    rows.append(
-        (
-            "conditions",
-            "results JSON" if recorded else None,
-            f"labels, inputs and deployability of {', '.join(fallback)} read from {registry}"
-            if fallback and recorded
-            else "read from the results JSON's conditions"
-            if recorded
-            else f"not recorded in the results JSON: labels, inputs and deployability read from {registry}",
-        )
+    return (
+        "conditions",
+        "results JSON" if recorded else None,
+        f"labels, inputs and deployability of {', '.join(fallback)} read from {registry}"
+        if fallback and recorded
+        else "read from the results JSON's conditions"
+        if recorded
+        else f"not recorded in the results JSON: labels, inputs and deployability read from {registry}",
     )
+
+# %% ../nbs/19a_verdict.ipynb #ed2775c2
+def pin_rows(
+    audit: dict,  # from `load_audit`
+    data_fingerprint: str | None = None,  # SHA-256 of the --data folder, if given
+) -> list[tuple]:  # (what, value or None: not recorded, note), in the header's order
+    "The header's pins: package version, results file SHA-256, config SHA-256, data fingerprints, other pins, sources read."
+    rows = _file_pins(audit)
+    rows += [
+        (f"data fingerprint: {ds}", fp, how)
+        for ds, (fp, how) in data_fingerprints(audit, data_fingerprint).items()
+    ]
+    rows += _other_pins(audit, data_fingerprint)
+    rows.append(_conditions_pin(audit))
     embedded = (
         "embedded"
         if audit["intervention"] is not None and audit["intervention_file"] is None
