@@ -23,21 +23,21 @@ except (
 __all__ = ['SIZES', 'PRESETS_FILE', 'PRESETS', 'SizeSpec', 'Preset', 'HeldOutPreset', 'read_settings', 'knob_table',
            'read_presets', 'preset']
 
-# %% ../nbs/12b_presets.ipynb #740c11ce
-_BREAKFAST_CLASSES = (
-    "SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar stir_coffee pour_sugar "
-    "pour_oil crack_egg add_saltnpepper fry_egg take_plate put_egg2plate take_eggs butter_pan take_knife cut_orange squeeze_orange "
-    "pour_juice take_glass take_squeezer spoon_powder stir_milk spoon_flour stir_dough pour_dough2pan fry_pancake put_pancake2plate "
-    "pour_flour cut_fruit put_fruit2bowl peel_fruit stir_fruit cut_bun smear_butter take_topping put_toppingOnTop put_bunTogether "
-    "take_butter stir_egg pour_egg2pan stirfry_egg add_teabag pour_water stir_tea"
-).split()
+# %% ../nbs/12b_presets.ipynb #4e542560
+def _breakfast_steps() -> dict:
+    "The steps several Breakfast recipes share: greasing the pan, sugaring a drink, preparing one fruit."
+    return {
+        "fat": choice((0.6, "pour_oil"), (0.4, "butter_pan")),
+        "sugar": choice((0.6, "spoon_sugar"), (0.4, "pour_sugar")),
+        "fruit": seq(maybe("peel_fruit", 0.5), "cut_fruit", "put_fruit2bowl"),
+    }
 
-
-def _breakfast_grammar() -> Grammar:
-    fat = choice((0.6, "pour_oil"), (0.4, "butter_pan"))
-    sugar = choice((0.6, "spoon_sugar"), (0.4, "pour_sugar"))
-    fruit = seq(maybe("peel_fruit", 0.5), "cut_fruit", "put_fruit2bowl")
-    tasks = [
+# %% ../nbs/12b_presets.ipynb #1802427d
+def _breakfast_cereals_to_juice(
+    s: dict,  # `_breakfast_steps`
+) -> list:  # Task
+    "Breakfast's first four recipes: cereals, coffee, friedegg, juice."
+    return [
         Task(
             "cereals",
             seq(
@@ -53,14 +53,14 @@ def _breakfast_grammar() -> Grammar:
             seq(
                 "take_cup",
                 "pour_coffee",
-                any_order(maybe(sugar, 0.5), maybe("pour_milk", 0.6)),
+                any_order(maybe(s["sugar"], 0.5), maybe("pour_milk", 0.6)),
                 maybe("stir_coffee", 0.4),
             ),
         ),
         Task(
             "friedegg",
             seq(
-                fat,
+                s["fat"],
                 maybe("take_eggs", 0.15),
                 "crack_egg",
                 choice(
@@ -82,6 +82,15 @@ def _breakfast_grammar() -> Grammar:
                 "pour_juice",
             ),
         ),
+    ]
+
+# %% ../nbs/12b_presets.ipynb #c7507c6e
+def _breakfast_milk_to_salat(
+    s: dict,  # `_breakfast_steps`
+) -> list:  # Task
+    "Breakfast's middle three recipes: milk, pancake, salat."
+    fruit = s["fruit"]
+    return [
         Task("milk", seq("take_cup", any_order("spoon_powder", "pour_milk"), "stir_milk")),
         Task(
             "pancake",
@@ -91,7 +100,7 @@ def _breakfast_grammar() -> Grammar:
                     "crack_egg", choice((0.85, "spoon_flour"), (0.15, "pour_flour")), "pour_milk"
                 ),
                 "stir_dough",
-                fat,
+                s["fat"],
                 "pour_dough2pan",
                 "fry_pancake",
                 maybe("take_plate", 0.5),
@@ -109,6 +118,14 @@ def _breakfast_grammar() -> Grammar:
                 maybe("stir_fruit", 0.3),
             ),
         ),
+    ]
+
+# %% ../nbs/12b_presets.ipynb #e18447f7
+def _breakfast_sandwich_to_tea(
+    s: dict,  # `_breakfast_steps`
+) -> list:  # Task
+    "Breakfast's last three recipes: sandwich, scrambledegg, tea."
+    return [
         Task(
             "sandwich",
             seq(
@@ -124,7 +141,7 @@ def _breakfast_grammar() -> Grammar:
         Task(
             "scrambledegg",
             seq(
-                any_order(fat, seq(maybe("take_bowl", 0.3), "crack_egg", "stir_egg")),
+                any_order(s["fat"], seq(maybe("take_bowl", 0.3), "crack_egg", "stir_egg")),
                 "pour_egg2pan",
                 any_order("stirfry_egg", maybe("add_saltnpepper", 0.6)),
                 maybe("take_plate", 0.5),
@@ -137,11 +154,28 @@ def _breakfast_grammar() -> Grammar:
                 "take_cup",
                 "add_teabag",
                 "pour_water",
-                any_order(maybe(sugar, 0.4), maybe("pour_milk", 0.3)),
+                any_order(maybe(s["sugar"], 0.4), maybe("pour_milk", 0.3)),
                 maybe("stir_tea", 0.3),
             ),
         ),
     ]
+
+# %% ../nbs/12b_presets.ipynb #740c11ce
+_BREAKFAST_CLASSES = (
+    "SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar stir_coffee pour_sugar "
+    "pour_oil crack_egg add_saltnpepper fry_egg take_plate put_egg2plate take_eggs butter_pan take_knife cut_orange squeeze_orange "
+    "pour_juice take_glass take_squeezer spoon_powder stir_milk spoon_flour stir_dough pour_dough2pan fry_pancake put_pancake2plate "
+    "pour_flour cut_fruit put_fruit2bowl peel_fruit stir_fruit cut_bun smear_butter take_topping put_toppingOnTop put_bunTogether "
+    "take_butter stir_egg pour_egg2pan stirfry_egg add_teabag pour_water stir_tea"
+).split()
+
+
+def _breakfast_grammar() -> Grammar:
+    "Breakfast's ten recipes (cereals ... tea, in that order) over its 48 classes, `SIL` the background."
+    s = _breakfast_steps()
+    tasks = (
+        _breakfast_cereals_to_juice(s) + _breakfast_milk_to_salat(s) + _breakfast_sandwich_to_tea(s)
+    )
     return Grammar(_BREAKFAST_CLASSES, ("SIL",), tasks)
 
 # %% ../nbs/12b_presets.ipynb #619e6bfa
@@ -171,18 +205,25 @@ def _salads_grammar() -> Grammar:
     )
     return Grammar(_SALADS_CLASSES, ("action_start", "action_end"), [Task("salad", salad)])
 
-# %% ../nbs/12b_presets.ipynb #246e7d9e
-_GTEA_CLASSES = "take open pour close shake scoop stir put fold spread background".split()
+# %% ../nbs/12b_presets.ipynb #b65e6e01
+def _gtea_routines() -> dict:
+    "The small routines GTEA's recipes are built from: fetch, a spoonful from a jar, a bottle, a spread from a jar."
+    return {
+        "fetch": seq("take", "put"),
+        "spoonful": seq(
+            "take", "open", "scoop", "pour", "close", "put"
+        ),  # a jar: open it, scoop, pour, close it
+        "bottle": seq("take", "open", "pour", "close", "put"),
+        "spread_from_jar": seq("take", "open", "take", "scoop", "spread", "put", "close", "put"),
+    }
 
-
-def _gtea_grammar() -> Grammar:
-    fetch = seq("take", "put")
-    spoonful = seq(
-        "take", "open", "scoop", "pour", "close", "put"
-    )  # a jar: open it, scoop, pour, close it
-    bottle = seq("take", "open", "pour", "close", "put")
-    spread_from_jar = seq("take", "open", "take", "scoop", "spread", "put", "close", "put")
-    tasks = [
+# %% ../nbs/12b_presets.ipynb #9696a173
+def _gtea_cheese_to_hotdog(
+    r: dict,  # `_gtea_routines`
+) -> list:  # Task
+    "GTEA's first four recipes: Cheese, CofHoney, Coffee, Hotdog."
+    fetch, spoonful, bottle = r["fetch"], r["spoonful"], r["bottle"]
+    return [
         Task(
             "Cheese",
             seq(
@@ -218,6 +259,15 @@ def _gtea_grammar() -> Grammar:
                 maybe(fetch, 0.3),
             ),
         ),
+    ]
+
+# %% ../nbs/12b_presets.ipynb #aef231dd
+def _gtea_pealate_to_tea(
+    r: dict,  # `_gtea_routines`
+) -> list:  # Task
+    "GTEA's last three recipes: Pealate, Peanut, Tea."
+    fetch, spoonful, spread_from_jar = r["fetch"], r["spoonful"], r["spread_from_jar"]
+    return [
         Task(
             "Pealate",
             seq(
@@ -248,7 +298,17 @@ def _gtea_grammar() -> Grammar:
             ),
         ),
     ]
-    return Grammar(_GTEA_CLASSES, ("background",), tasks)
+
+# %% ../nbs/12b_presets.ipynb #246e7d9e
+_GTEA_CLASSES = "take open pour close shake scoop stir put fold spread background".split()
+
+
+def _gtea_grammar() -> Grammar:
+    "GTEA's seven recipes (Cheese ... Tea, in that order) over its 11 verbs, `background` between actions."
+    r = _gtea_routines()
+    return Grammar(
+        _GTEA_CLASSES, ("background",), _gtea_cheese_to_hotdog(r) + _gtea_pealate_to_tea(r)
+    )
 
 # %% ../nbs/12b_presets.ipynb #d2ac4fec
 SIZES = ("tiny", "small", "full")  # tiny: CI, seconds; small: quick experiments; full: the real datasets' sizes
