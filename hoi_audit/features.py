@@ -111,6 +111,85 @@ def successor_ranks(
         out |= {(a, b): r for r, b in enumerate(order)}
     return out
 
+# %% ../nbs/12a_features.ipynb #9680dd04
+def _next_and_latest(
+    segs: np.ndarray,  # `segments_of` a video's labels
+    background: set,  # background class ids
+) -> tuple[list, list]:  # per segment: next action (None: none), latest action (None: none yet)
+    "Per segment, the next non-background action after it, and the latest non-background action begun by it (a history's last item there)."
+    next_action, upcoming = [None] * len(segs), None
+    for i in range(len(segs) - 1, -1, -1):
+        next_action[i] = upcoming
+        if segs[i, 2] not in background:
+            upcoming = segs[i, 2]
+    latest, last = [], None
+    for _, _, c in segs:
+        last = last if c in background else c
+        latest.append(last)
+    return next_action, latest
+
+# %% ../nbs/12a_features.ipynb #9c2a931d
+def _shown(
+    segs: np.ndarray,  # `segments_of` a video's labels
+    spec: FeatureSpec,  # the knobs (`confusion`)
+    n_classes: int,  # size of the class list
+    *,
+    background: set,  # background class ids (never confused)
+    video_seed: str,  # the video's seed name
+) -> np.ndarray:  # per segment, the class whose prototype it shows
+    "The action each segment shows: its own, or (`spec.confusion`) its most similar one, drawn apart from the video's noise (the segments not confused are unchanged)."
+    shown = segs[:, 2].copy()
+    if spec.confusion > 0:
+        partner = spec.confusable(n_classes, background)
+        confused = _rng(spec.seed, "confusion", video_seed).random(len(segs)) < spec.confusion
+        shown = np.array(
+            [partner[c] if hit and c in partner else c for c, hit in zip(shown, confused)]
+        )
+    return shown
+
+# %% ../nbs/12a_features.ipynb #c7d787f0
+def _latent(
+    labels: np.ndarray,  # class id per frame (T,), checked
+    spec: FeatureSpec,  # the knobs
+    n_classes: int,  # size of the class list
+    *,
+    background: set,  # background class ids
+    ranks: dict | None,  # `successor_ranks` (when spec.rank_signal > 0)
+    rng: np.random.Generator,  # the video's noise (one segment offset drawn per segment, in order)
+    video_seed: str,  # the video's seed name (errors, confusion)
+) -> np.ndarray:  # T x latent_dim
+    "A video's latent path: per segment its shown action's prototype (faded at its end) plus its offset, and the next action's cues."
+    mu, segs = spec.prototypes(n_classes), segments_of(labels)
+    next_action, latest = _next_and_latest(segs, background)
+    rel = spec.relations(n_classes) if spec.relation_signal > 0 else None
+    rank_protos = spec.ranks(n_classes) if spec.rank_signal > 0 else None
+    shown = _shown(segs, spec, n_classes, background=background, video_seed=video_seed)
+    z = np.zeros((labels.size, spec.latent_dim))
+    for (s, e, c), nxt, prev, show in zip(segs, next_action, latest, shown):
+        z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
+            show
+        ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
+        if (
+            nxt is not None and prev is not None and rank_protos is not None
+        ):  # names the next only with the latest
+            if (int(prev), int(nxt)) not in ranks:
+                raise DataError(
+                    f"video {video_seed!r}: the step {prev} -> {nxt} is not in the successor ranks"
+                )
+            z[s:e] += spec.rank_signal * rank_protos[ranks[int(prev), int(nxt)]]
+        if (
+            nxt is not None and prev is not None and rel is not None
+        ):  # names the next action only to who knows the latest
+            z[s:e] += spec.relation_signal * rel[(int(nxt) - int(prev)) % n_classes]
+        if (
+            nxt is not None and spec.anticipation_signal > 0
+        ):  # the same at every frame: no query time sees more of it
+            z[s:e] += spec.anticipation_signal * mu[nxt]
+        if nxt is not None and spec.next_signal > 0:
+            ramp = np.arange(1, e - s + 1) / (e - s)
+            z[s:e] += spec.next_signal * ramp[:, None] * mu[nxt]
+    return z
+
 # %% ../nbs/12a_features.ipynb #4e640891
 def synthesize_features(
     labels: np.ndarray,  # class id per frame (T,)
@@ -129,54 +208,16 @@ def synthesize_features(
         raise DataError(f"video {video_seed!r}: labels must be a non-empty 1-D array")
     if labels.min() < 0 or labels.max() >= n_classes:
         raise DataError(f"video {video_seed!r}: label ids outside [0, {n_classes})")
-    mu, background = spec.prototypes(n_classes), set(int(b) for b in background)
-    rng = _rng(spec.seed, "video", video_seed)
-    segs = segments_of(labels)
-    next_action, upcoming = (
-        [None] * len(segs),
-        None,
-    )  # the next non-background action after each segment
-    for i in range(len(segs) - 1, -1, -1):
-        next_action[i] = upcoming
-        if segs[i, 2] not in background:
-            upcoming = segs[i, 2]
-    # the latest non-background action begun by each segment (a history's last item there)
-    latest, last = [], None
-    for _, _, c in segs:
-        last = last if c in background else c
-        latest.append(last)
-    rel = spec.relations(n_classes) if spec.relation_signal > 0 else None
     if spec.rank_signal > 0 and ranks is None:
         raise DataError(f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)")
-    rank_protos = spec.ranks(n_classes) if spec.rank_signal > 0 else None
-    shown = segs[:, 2].copy()  # the action each segment shows: its own, or (confusion) its most similar one
-    if spec.confusion > 0:  # drawn apart from the video's noise: the segments not confused are unchanged
-        partner = spec.confusable(n_classes, background)
-        confused = _rng(spec.seed, "confusion", video_seed).random(len(segs)) < spec.confusion
-        shown = np.array([partner[c] if hit and c in partner else c for c, hit in zip(shown, confused)])
-    z = np.zeros((labels.size, spec.latent_dim))
-    for (s, e, c), nxt, prev, show in zip(segs, next_action, latest, shown):
-        z[s:e] += spec.current_signal * _fade(e - s, spec.end_fade)[:, None] * mu[
-            show
-        ] + spec.segment_noise * rng.standard_normal(spec.latent_dim)
-        if nxt is not None and prev is not None and rank_protos is not None:  # names the next only with the latest
-            if (int(prev), int(nxt)) not in ranks:
-                raise DataError(f"video {video_seed!r}: the step {prev} -> {nxt} is not in the successor ranks")
-            z[s:e] += spec.rank_signal * rank_protos[ranks[int(prev), int(nxt)]]
-        if nxt is not None and prev is not None and rel is not None:  # names the next action only to who knows the latest
-            z[s:e] += spec.relation_signal * rel[(int(nxt) - int(prev)) % n_classes]
-        if (
-            nxt is not None and spec.anticipation_signal > 0
-        ):  # the same at every frame: no query time sees more of it
-            z[s:e] += spec.anticipation_signal * mu[nxt]
-        if nxt is not None and spec.next_signal > 0:
-            ramp = np.arange(1, e - s + 1) / (e - s)
-            z[s:e] += spec.next_signal * ramp[:, None] * mu[nxt]
+    rng = _rng(spec.seed, "video", video_seed)
+    background = set(int(b) for b in background)
+    z = _latent(labels, spec, n_classes, background=background, ranks=ranks, rng=rng, video_seed=video_seed)
     if participant is not None:
         z += spec.participant_shift * spec.offset("participant", participant)
     if camera is not None:
         z += spec.camera_shift * spec.offset("camera", camera)
-    x = rng.standard_normal((spec.dim, labels.size), dtype=np.float32)
+    x = rng.standard_normal((spec.dim, labels.size), dtype=np.float32)  # after the segments' noise, from the same stream
     x *= np.float32(spec.frame_noise)
     x += (spec.embedding().T @ z.T).astype(np.float32)
     if spec.feature_mean > 0:  # drawn apart from the video's noise: the other knobs' features are unchanged
