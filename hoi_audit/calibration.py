@@ -61,6 +61,57 @@ class CalibrationResult:
             "curve": [list(p) for p in self.curve],
         }
 
+# %% ../nbs/12d_calibration.ipynb #845e905f
+def _widen(
+    f: Callable,  # knob value -> metric (each call one evaluation)
+    done: Callable,  # () -> whether the budget or the stop rule ends the search
+    bracket: tuple,  # (lo, f(lo), hi, f(hi)), lo < hi
+    *,
+    target: float,  # the metric value to hit
+    floor: float,  # the knob never goes below this
+) -> tuple:  # (lo, f(lo), hi, f(hi)): the target between the two, unless the search ended or the floor was reached
+    "Widen the bracket towards the target, by its own width at each step, until it brackets the target."
+    lo, flo, hi, fhi = bracket
+    while (
+        not done() and (flo - target) * (fhi - target) > 0
+    ):  # not bracketed: widen towards the target
+        rising = fhi >= flo
+        if (target > fhi) == rising:
+            lo, flo, hi = hi, fhi, hi + (hi - lo)
+            fhi = f(hi)
+        elif lo > floor:
+            hi, fhi, lo = lo, flo, max(floor, lo - (hi - lo))
+            flo = f(lo)
+        else:
+            break  # the floor is reached: the target is out of range
+    return lo, flo, hi, fhi
+
+# %% ../nbs/12d_calibration.ipynb #a49e7f79
+def _regula_falsi(
+    f: Callable,  # knob value -> metric (each call one evaluation, logged by the caller)
+    done: Callable,  # () -> whether the budget or the stop rule ends the search
+    bracket: tuple,  # (lo, f(lo), hi, f(hi)) from `_widen`
+    *,
+    target: float,  # the metric value to hit
+) -> None:  # the evaluations are what the caller's `f` logged
+    "Illinois regula falsi inside the bracket (the stale end's pull halved), each step kept a tenth of the width off the ends."
+    lo, flo, hi, fhi = bracket
+    side = 0
+    while not done() and (flo - target) * (fhi - target) <= 0 and fhi != flo:
+        w = 0.1 * (hi - lo)  # guard: stay off the ends so the bracket always shrinks
+        x = min(max(lo + (target - flo) * (hi - lo) / (fhi - flo), lo + w), hi - w)
+        fx = f(x)
+        if (fx - target) * (flo - target) > 0:
+            lo, flo = x, fx
+            if side == -1:
+                fhi = target + (fhi - target) / 2  # Illinois: halve the stale end's pull
+            side = -1
+        else:
+            hi, fhi = x, fx
+            if side == 1:
+                flo = target + (flo - target) / 2
+            side = 1
+
 # %% ../nbs/12d_calibration.ipynb #cb230cee
 def calibrate_knob(
     evaluate: Callable,  # knob value -> measured metric (a full pipeline run, or a cheap stand-in)
@@ -88,33 +139,8 @@ def calibrate_knob(
     lo, hi = sorted((float(lo), float(hi)))
     flo = f(lo)
     fhi = f(hi) if not done() else flo
-    while (
-        not done() and (flo - target) * (fhi - target) > 0
-    ):  # not bracketed: widen towards the target
-        rising = fhi >= flo
-        if (target > fhi) == rising:
-            lo, flo, hi = hi, fhi, hi + (hi - lo)
-            fhi = f(hi)
-        elif lo > floor:
-            hi, fhi, lo = lo, flo, max(floor, lo - (hi - lo))
-            flo = f(lo)
-        else:
-            break  # the floor is reached: the target is out of range
-    side = 0
-    while not done() and (flo - target) * (fhi - target) <= 0 and fhi != flo:
-        w = 0.1 * (hi - lo)  # guard: stay off the ends so the bracket always shrinks
-        x = min(max(lo + (target - flo) * (hi - lo) / (fhi - flo), lo + w), hi - w)
-        fx = f(x)
-        if (fx - target) * (flo - target) > 0:
-            lo, flo = x, fx
-            if side == -1:
-                fhi = target + (fhi - target) / 2  # Illinois: halve the stale end's pull
-            side = -1
-        else:
-            hi, fhi = x, fx
-            if side == 1:
-                flo = target + (flo - target) / 2
-            side = 1
+    bracket = _widen(f, done, (lo, flo, hi, fhi), target=target, floor=floor)
+    _regula_falsi(f, done, bracket, target=target)
     value, measured = min(curve, key=lambda p: (abs(p[1] - target), p[0]))
     return CalibrationResult(knob, float(target), float(tolerance), value, measured, tuple(curve))
 
