@@ -4,24 +4,42 @@
 
 # %% ../nbs/91_commands.ipynb #11b38c47
 from __future__ import annotations
-import os
-from dataclasses import replace
-from pathlib import Path
-from typing import Annotated
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Annotated, Sequence
 import pandas as pd
-from .core import HoiAuditError, sha256_file, sha256_json
+from .core import HoiAuditError, sha256_json
 from .results import write_results
-from .store import CommandOutput, ResultStore
-from .cli import add_command, parse_list
+from .cli import parse_list
 from hoi_audit.conditions import (
     CONDITIONS,
     QUERY_SCHEDULES,
     TABLE1_CONDITIONS,
+    AuditConfig,
     described_conditions,
     training_options,
 )
-from .engine import _results_config, window_accuracy_records
+from .datasets import SeededDatasets, draw_records
+from hoi_audit.stages import (
+    STAGES,
+    RunSpec,
+    Stage,
+    add_stage_command,
+    companion_path,
+    companion_ref,
+    register_stage,
+    run_stage,
+    stage_wrote,
+)
+from hoi_audit.engine import (
+    _results_config,
+    audit_records,
+    history_quality,
+    window_accuracy_records,
+)
 from hoi_audit.tables import (
+    AuditResult,
+    audit_result,
     audit_results_records,
     format_table,
     four_condition_audit,
@@ -30,7 +48,8 @@ from hoi_audit.tables import (
     recovery_table,
     window_results_records,
 )
-from .procedural import layout_fingerprint, name_config, read_for_command
+from .procedural import layout_fingerprint, name_config
+from .pairing import audit_spec
 from .report import write_report
 from hoi_audit import (
     controls,
@@ -47,7 +66,8 @@ from hoi_audit import (
 )
 
 # %% auto #0
-__all__ = ['STAGE_MODULES', 'audit_command', 'add_subcommands']
+__all__ = ['AUDIT_STAGE', 'STAGE_MODULES', 'audit_command', 'AuditRun', 'audit_stage_run', 'audit_stage_show',
+           'audit_stage_records', 'audit_stage_config', 'audit_stage_companions', 'add_subcommands']
 
 # %% ../nbs/91_commands.ipynb #e3d20739
 def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
@@ -63,40 +83,191 @@ def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, spli
     conditions = parse_list(conditions, str, "--conditions") if conditions else list(TABLE1_CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
-    spec, config = training_options(**training)
-    dataset = read_for_command(data_dir, name, spec.split_list)   # every input checked before the first unit: one DataError lists all
-    splits, seeds, progress, workers = spec.split_list, list(spec.seeds), spec.progress, spec.workers
-    config = replace(config, schedule=schedule)
-    paths = CommandOutput.parse(out, "four_condition")
-    store = ResultStore(Path(store)) if store else paths.store
-    result = four_condition_audit(dataset, splits, seeds, conditions, store, config, progress=progress, workers=workers)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(f"{dataset.name}: {len(result.records['split'].unique())} splits x {len(seeds)} seeds, {config.schedule} queries")
-        print(format_table(result.table).to_string())
-        if len(result.gap): print(result.gap.round(2).to_string(index=False))
-        if len(result.history_quality):
-            print(result.history_quality.groupby(["condition", "part", "metric"])["value"].mean().unstack("metric").round(3).to_string())
-    records = audit_results_records(result)
-    if window_accuracy:
-        window = window_accuracy_records(dataset, splits, store, config, progress=progress)
-        print(recovery_table(result, window).round(1).to_string())
-        records += window_results_records(window, config)
-    # pinned by default: the settings, the data (what the audit read of the folder), and what each condition name meant
-    pins = {"config": sha256_json(config.as_dict()), "data": {dataset.name: layout_fingerprint(dataset.root)}}
-    extra = {"conditions": described_conditions(conditions)}
-    if {"recognizer_ba", "gt_history"} <= set(conditions):
-        iv = intervention_table(result.all_records)
-        print(iv.table.round(1).to_string()); print(iv.contrast.round(2).to_string(index=False))
-        iv_path = paths.wrote(write_results(paths.results_for("intervention_2x2"), "intervention_2x2", intervention_results_records(iv),
-                                            scale=spec.scale, config=config.as_dict() | name_config(dataset), pins=pins))
-        # the 2x2 travels with the audit: referenced by path (relative to the results JSON) and SHA-256, whatever the files are called
-        extra["intervention_ref"] = {"path": os.path.relpath(iv_path, paths.results.parent), "sha256": sha256_file(iv_path)}
-    paths.wrote(write_results(paths.results, "four_condition", records, scale=spec.scale, config=_results_config(config) | name_config(dataset),
-                              pins=pins, extra=extra))
-    paths.wrote(write_report(paths.results))   # the reviewer's page beside the results JSON (reads the 2x2 through its reference)
-    paths.report()
-    print(f"wrote {store.root}/")
+    spec, config = audit_spec(training, store)
+    run_stage("audit", spec, data_dir, out, name=name, config=replace(config, schedule=schedule), conditions=conditions,
+              window_accuracy=window_accuracy)
     return 0
+
+# %% ../nbs/91_commands.ipynb #ae276f78
+@dataclass
+class AuditRun:
+    "One dataset's audit as the stage ran it: Table 1's result, Table 3's window accuracy, and (a drawn dataset) each draw's data pin."
+    result: AuditResult  # `tables.audit_result` of the audit's and the history quality's records
+    window: pd.DataFrame | None = None  # `engine.window_accuracy_records` (None: not asked)
+    pin: pd.DataFrame | None = None  # a drawn dataset's draws' layout fingerprints (dataset, generator_seed, layout_sha256); None: a folder
+    seeds: tuple = ()  # the training seeds (the printed header)
+    schedule: str = "boundary"  # the query schedule (the printed header)
+
+# %% ../nbs/91_commands.ipynb #5fc95df0
+def audit_stage_run(
+    dataset,  # a `ProceduralDataset` with features, or `datasets.SeededDatasets` (one store unit of records per draw)
+    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    config: AuditConfig = AuditConfig(),  # the audit's settings
+    conditions: Sequence = TABLE1_CONDITIONS,  # the rows
+    window_accuracy: bool = False,  # also Table 3's window accuracy (a drawn dataset always has it: it is part of each draw's unit)
+    **settings,  # the other settings (not the run's)
+) -> AuditRun:
+    "The audit of one dataset: a folder's as `four_condition_audit` runs it; a drawn dataset's draw by draw (`datasets.draw_records`: every step of a draw kept as one unit, so a full-size draw's features can be released once it is stored)."
+    config = spec.on_device(config)
+    if isinstance(dataset, SeededDatasets):
+        steps = {
+            "audit": partial(
+                audit_records,
+                splits=spec.split_list,
+                seeds=spec.seeds,
+                conditions=conditions,
+                store=spec.store,
+                config=config,
+                workers=spec.workers,
+            ),
+            "quality": partial(
+                history_quality,
+                splits=spec.split_list,
+                conditions=conditions,
+                store=spec.store,
+                config=config,
+            ),
+            "window": partial(
+                window_accuracy_records, splits=spec.split_list, store=spec.store, config=config
+            ),
+            "pin": lambda d: pd.DataFrame(
+                {"dataset": [d.name], "layout_sha256": [layout_fingerprint(d.root)]}
+            ),
+        }
+        step_config = {
+            "audit": config.as_dict(),
+            "seeds": list(spec.seeds),
+            "conditions": list(conditions),
+        }
+        if (
+            spec.splits is not None
+        ):  # part of each draw's identity (all splits: as the experiment has always keyed it)
+            step_config["splits"] = spec.split_list
+        records = draw_records(
+            dataset, steps, spec.store, step_config, "four_condition", release=spec.scale == "full"
+        )
+        result = audit_result(records["audit"], records["quality"])
+        return AuditRun(result, records["window"], records["pin"], spec.seeds, config.schedule)
+    result = four_condition_audit(
+        dataset,
+        spec.split_list,
+        list(spec.seeds),
+        conditions,
+        spec.store,
+        config,
+        progress=spec.progress,
+        workers=spec.workers,
+    )
+    window = (
+        window_accuracy_records(
+            dataset, spec.split_list, spec.store, config, progress=spec.progress
+        )
+        if window_accuracy
+        else None
+    )
+    return AuditRun(result, window, None, spec.seeds, config.schedule)
+
+# %% ../nbs/91_commands.ipynb #c5a6dfff
+def audit_stage_show(
+    name: str,  # the dataset's name
+    run: AuditRun,  # its audit
+):
+    "Print what `hoi-audit audit` prints of one dataset: the header, Table 1, the gap, the history quality and (asked for) Table 3's row."
+    result = run.result
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(
+            f"{name}: {len(result.records['split'].unique())} splits x {len(run.seeds)} seeds, {run.schedule} queries"
+        )
+        print(format_table(result.table).to_string())
+        if len(result.gap):
+            print(result.gap.round(2).to_string(index=False))
+        if len(result.history_quality):
+            print(
+                result.history_quality.groupby(["condition", "part", "metric"])["value"]
+                .mean()
+                .unstack("metric")
+                .round(3)
+                .to_string()
+            )
+    if run.window is not None:
+        print(recovery_table(result, run.window).round(1).to_string())
+
+# %% ../nbs/91_commands.ipynb #113824c5
+def audit_stage_records(
+    results: dict,  # dataset name -> `AuditRun`
+    config: AuditConfig = AuditConfig(),  # the audit's settings (Table 3's records name the recognizer's)
+    **settings,  # the other settings
+) -> list[dict]:
+    "Every dataset's audit records (Table 1, the gaps, the history quality), then every dataset's window accuracy, in the run's order."
+    runs = list(results.values())
+    return [x for r in runs for x in audit_results_records(r.result)] + [
+        x for r in runs if r.window is not None for x in window_results_records(r.window, config)
+    ]
+
+# %% ../nbs/91_commands.ipynb #4048a240
+def _named(datasets: dict) -> dict:
+    "What a results config records of the datasets' names: a renamed folder's names (`procedural.name_config`)."
+    out = {}
+    for d in datasets.values():
+        out |= name_config(d)
+    return out
+
+
+def audit_stage_config(
+    datasets: dict,  # dataset name -> the dataset read from a folder
+    spec: RunSpec,  # the run's spec
+    config: AuditConfig = AuditConfig(),  # the audit's settings
+    **settings,  # the other settings (not recorded)
+) -> tuple:  # (the results config, the pins)
+    "The command's results config (the settings, a user network's identity, a renamed folder's names) and its pins: the settings' and each dataset's layout SHA-256."
+    config = spec.on_device(config)
+    pins = {
+        "config": sha256_json(config.as_dict()),
+        "data": {d.name: layout_fingerprint(d.root) for d in datasets.values()},
+    }
+    return _results_config(config) | _named(datasets), pins
+
+# %% ../nbs/91_commands.ipynb #b5b3b6a3
+def audit_stage_companions(
+    results: dict,  # dataset name -> `AuditRun`
+    datasets: dict,  # dataset name -> dataset
+    paths,  # the stage's output paths
+    spec: RunSpec,  # the run's spec
+    pins: dict,  # the audit's pins (the 2x2 has the same)
+    config: AuditConfig = AuditConfig(),  # the audit's settings
+    conditions: Sequence = TABLE1_CONDITIONS,  # the rows
+    intervention_config: dict | None = None,  # the 2x2's config (default: the settings and a renamed folder's names, as the command writes it)
+    **settings,  # the other settings
+) -> dict:  # the audit JSON's extra: what each condition name meant, and the 2x2 by path and SHA-256
+    "Write the fixed-checkpoint 2x2 (where both recognizer-BA and GT histories ran) before the audit's JSON, which refers to it."
+    extra = {"conditions": described_conditions(conditions)}
+    if not {"recognizer_ba", "gt_history"} <= set(conditions):
+        return extra
+    ivs = {n: intervention_table(r.result.all_records) for n, r in results.items()}
+    for iv in ivs.values():
+        print(iv.table.round(1).to_string())
+        print(iv.contrast.round(2).to_string(index=False))
+    cfg = intervention_config if intervention_config is not None else spec.on_device(config).as_dict() | _named(datasets)
+    path = write_results(companion_path(paths, "intervention_2x2"), "intervention_2x2",
+                         [x for iv in ivs.values() for x in intervention_results_records(iv)], scale=spec.scale, config=cfg, pins=pins)
+    # the 2x2 travels with the audit: referenced by path (relative to the results JSON) and SHA-256, whatever the files are called
+    return extra | {"intervention_ref": companion_ref(paths, stage_wrote(paths, path))}
+
+# %% ../nbs/91_commands.ipynb #b65dd490
+AUDIT_STAGE = register_stage(
+    Stage(
+        "audit",
+        audit_command,
+        run=audit_stage_run,
+        records=audit_stage_records,
+        config=audit_stage_config,
+        show=audit_stage_show,
+        companions=audit_stage_companions,
+        page=write_report,
+        experiment="four_condition",
+        options=(training_options,),
+    )
+)
 
 # %% ../nbs/91_commands.ipynb #4ac86214
 STAGE_MODULES = (
@@ -117,7 +288,10 @@ STAGE_MODULES = (
 def add_subcommands(
     subparsers,  # the `add_subparsers()` object of the `hoi-audit` parser
 ) -> None:
-    "Register `hoi-audit audit` and every stage's subcommands."
-    add_command(subparsers, audit_command, shared=(training_options,))
-    for stage in STAGE_MODULES:
-        stage.add_subcommand(subparsers)
+    "Register `hoi-audit audit`, every stage module's subcommands, then every other registered stage's (a plug-in's, in the order registered)."
+    add_stage_command(subparsers, AUDIT_STAGE)
+    for module in STAGE_MODULES:
+        module.add_subcommand(subparsers)
+    for name, stage in STAGES.items():
+        if name not in subparsers.choices:
+            add_stage_command(subparsers, stage)
