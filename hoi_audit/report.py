@@ -4,14 +4,15 @@
 
 # %% ../nbs/19b_report.ipynb #5bf7919e
 from __future__ import annotations
-import math, re
+import json, math, re
 from html import escape
 from pathlib import Path
 import numpy as np
 import pandas as pd
 from . import __version__
 from .core import DataError, OutputError, sha256_folder, write_text
-from .results import field_kind, is_number
+from .results import field_kind, is_number, read_checked
+from .stages import STAGES
 from .cli import add_command
 from .procedural import layout_fingerprint
 from .tables import METRICS
@@ -34,8 +35,8 @@ from hoi_audit.verdict import (
 )
 
 # %% auto #0
-__all__ = ['REPORT_SECTIONS', 'DATASET_SECTIONS', 'report_html', 'report_path', 'write_report', 'report_command',
-           'add_subcommand']
+__all__ = ['REPORT_SECTIONS', 'DATASET_SECTIONS', 'PAGE_STYLE', 'report_html', 'report_path', 'stage_for', 'stage_page_html',
+           'write_report', 'report_command', 'add_subcommand']
 
 # %% ../nbs/19b_report.ipynb #f8b0fefb
 REPORT_SECTIONS = {
@@ -413,6 +414,15 @@ def _dataset_section(
         f"<h2>Dataset: {escape(dataset)}</h2>{inner}</section>"
     )
 
+# %% ../nbs/19b_report.ipynb #9d80a9aa
+PAGE_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;line-height:1.45}"
+    "table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t th{padding:.2em .6em;"
+    "border-bottom:1px solid #ddd;text-align:left}code{background:#f4f4f4;padding:0 .2em;word-break:break-all}"
+    "img{max-width:100%}div.verdict{border-left:4px solid #2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}"
+    "section.dataset{border-top:3px solid #333;margin-top:2.5em}ul.pins{font-size:.9em}"
+)  # every report page's CSS (the audit's and any stage's)
+
 # %% ../nbs/19b_report.ipynb #d1ff1cb4
 def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> str:
     "The page: REPORT_SECTIONS in order, then the datasets' sections."
@@ -420,13 +430,7 @@ def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> s
         f'<section id="{k}"><h2>{escape(REPORT_SECTIONS[k])}</h2>{s[k]}</section>'
         for k in REPORT_SECTIONS
     )
-    style = (
-        "body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;line-height:1.45}"
-        "table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t th{padding:.2em .6em;"
-        "border-bottom:1px solid #ddd;text-align:left}code{background:#f4f4f4;padding:0 .2em;word-break:break-all}"
-        "img{max-width:100%}div.verdict{border-left:4px solid #2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}"
-        "section.dataset{border-top:3px solid #333;margin-top:2.5em}ul.pins{font-size:.9em}"
-    )
+    style = PAGE_STYLE
     names = escape(", ".join(datasets))
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hoi_audit report: {names}</title>'
@@ -470,14 +474,83 @@ def report_path(results) -> Path:
     results = Path(results)
     return results.with_name(f"{results.stem}.report.html")
 
+# %% ../nbs/19b_report.ipynb #24264e1d
+def stage_for(
+    experiment: str,  # a results JSON's `experiment`
+    path=None,  # the file (named in the error)
+):
+    "The registered stage that writes `experiment`'s results JSON (`Stage.results_name`)."
+    found = [s for s in STAGES.values() if s.results_name == experiment]
+    if not found:
+        known = ", ".join(sorted(s.results_name for s in STAGES.values())) or "none"
+        raise DataError(
+            f"{path or experiment}: no registered stage writes {experiment!r} results (registered: {known}); a plug-in's "
+            "stage needs its plug-in: hoi-audit --plugin FILE report ..."
+        )
+    return found[0]
+
+# %% ../nbs/19b_report.ipynb #e8412e2f
+def _flat(d: dict, prefix: str = "") -> list:
+    "(dotted key, value) of a nested mapping, in its order."
+    out = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out += _flat(v, key + ".") if isinstance(v, dict) and v else [(key, v)]
+    return out
+
+
+def stage_page_html(
+    payload: dict,  # the results JSON, checked (`results.read_checked`)
+    path,  # its file
+    stage,  # its `stages.Stage`
+    data_fingerprint: str | None = None,  # SHA-256 of the data folder it read (optional)
+) -> str:  # one self-contained HTML page
+    "The report page of any stage's results: what pins it, the settings it records, then the stage's section."
+    path = Path(path)
+    pins = _flat(payload["pins"]) + (
+        [("data folder", data_fingerprint)] if data_fingerprint else []
+    )
+    pin_list = (
+        "".join(f"<li><b>{escape(k)}</b>: <code>{escape(str(v))}</code></li>" for k, v in pins)
+        or "<li><em>none recorded</em></li>"
+    )
+    settings = "".join(
+        f"<tr><td>{escape(k)}</td><td><code>{escape(json.dumps(v))}</code></td></tr>"
+        for k, v in _flat(payload["config"])
+    )
+    title = escape(f"{payload['experiment']} ({payload['scale']} scale)")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hoi_audit report: {title}</title>'
+        f"<style>{PAGE_STYLE}</style></head><body><h1>hoi_audit report: {title}</h1>"
+        f"<p>Generated by hoi_audit {escape(__version__)} from <code>{escape(path.name)}</code>, the results of the "
+        f"<code>{escape(stage.name)}</code> stage; regenerate with <code>hoi-audit report {escape(path.name)}</code>.</p>"
+        f'<section id="pins"><h2>Pinned inputs</h2><ul class="pins">{pin_list}</ul></section>'
+        f'<section id="settings"><h2>Settings</h2><table class="t">{settings}</table></section>'
+        f'<section id="stage-{escape(stage.name)}"><h2>{escape(stage.name)}</h2>{stage.section(payload)}</section></body></html>\n'
+    )
+
+# %% ../nbs/19b_report.ipynb #e7d99a34
+def _experiment_of(results) -> str | None:
+    "The `experiment` a results JSON names (None: unreadable, or none named; the audit's reader says what is wrong)."
+    try:
+        payload = json.loads(Path(results).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (
+        payload.get("experiment")
+        if isinstance(payload, dict) and isinstance(payload.get("experiment"), str)
+        else None
+    )
+
 # %% ../nbs/19b_report.ipynb #2041b418
 def write_report(
     results,  # the audit's results JSON
     out=None,  # the HTML file (default: `report_path(results)`, beside the results)
     data_dir=None,  # the audited data folder, fingerprinted into the report (optional)
 ) -> Path:
-    "Write the audit report atomically; returns its path. An MS-TCN --data folder is pinned as the audit pins it (`layout_fingerprint`)."
-    audit = load_audit(results)
+    "Write the report page atomically: an audit's (`report_html`), or any registered stage's (`stage_page_html`); returns its path. An MS-TCN --data folder is pinned as the audit pins it (`layout_fingerprint`)."
+    experiment = _experiment_of(results)
+    audit = load_audit(results) if experiment in (None, "four_condition") else None
     fingerprint = None
     if data_dir is not None:
         if not Path(data_dir).is_dir():
@@ -486,7 +559,13 @@ def write_report(
             Path(data_dir) / "mapping.txt"
         ).is_file()  # the audit's own pin: the same number as its pins.data
         fingerprint = layout_fingerprint(data_dir) if ms_tcn else sha256_folder(data_dir)
-    return write_text(Path(out) if out else report_path(results), report_html(audit, fingerprint))
+    if audit is None:  # another stage's results: checked as any results JSON, and its stage's page
+        page = stage_page_html(
+            read_checked(results, experiment), results, stage_for(experiment, results), fingerprint
+        )
+    else:
+        page = report_html(audit, fingerprint)
+    return write_text(Path(out) if out else report_path(results), page)
 
 # %% ../nbs/19b_report.ipynb #9ce74c07
 def report_command(results:str, # the four_condition results JSON written by `hoi-audit audit` (its 2x2 is read from beside it)
