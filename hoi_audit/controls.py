@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 from typing import Annotated, Callable, Sequence
 import pandas as pd
 from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, Registry
-from .core import sha256_json
 from .store import ResultStore
 from .conditions import training_options, CONDITIONS, AuditConfig
 from .engine import audit_records, window_accuracy_records
@@ -16,13 +15,14 @@ from .stats import mean_std
 from .cli import add_command, parse_list
 from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 from hoi_audit.pairing import (
-    _side,
-    _store,
     ControlHistories,
     audit_spec,
-    command_config,
     gap_summary,
     pair_records,
+    run_keywords,
+    side_records,
+    stage_config,
+    store_part,
     tidy_records,
 )
 
@@ -145,7 +145,7 @@ def run_controls(
             splits,
             seeds,
             conditions,
-            _store(store, f"schedule={schedule}"),
+            store_part(store, f"schedule={schedule}"),
             replace(config, schedule=schedule, cross_test=cross),
             history_fn,
             progress,
@@ -174,13 +174,13 @@ def boundary_information(dataset, # a `ProceduralDataset` with features
     history_fn = history_fn or ControlHistories()
     cross = tuple(sorted({k for c in CONTROLS.values() if c.schedule == "boundary" for k in c.cross_test}))
     config = replace(config, schedule="boundary", cross_test=cross)
-    sub = _store(store, "schedule=boundary")
+    sub = store_part(store, "schedule=boundary")
     recs = audit_records(dataset, splits, seeds, tuple(RECOVERY_CONDITIONS.values()), sub, config, history_fn, progress, workers)
     window = window_accuracy_records(dataset, splits, sub, config, history_fn, progress)
     out = [{**r, "control": "boundary_information", "recovery": "window", "seed": config.recognizer_seed} for r in window.drop(columns="n_videos").to_dict("records")]
     for kind, cond in RECOVERY_CONDITIONS.items():
         out += [{"control": "boundary_information", "recovery": kind, **{k: x[k] for k in ("dataset", "split", "seed", "condition")},
-                 "metric": "act1", "value": float(x["value"])} for x in _side(recs, cond).query("metric == 'act1'").to_dict("records")]
+                 "metric": "act1", "value": float(x["value"])} for x in side_records(recs, cond).query("metric == 'act1'").to_dict("records")]
     drop = pair_records(recs, "recognizer_bfr", "recognizer_ba", control="boundary_information")[-1]
     drop = {k: v for k, v in drop.items() if k not in ("oracle", "non_oracle")} | {"metric": "drop_act1", "compared": "recognizer_bfr - recognizer_ba"}
     out.append(drop)          # BFR - BA: what removing the annotated boundaries from recovery costs
@@ -229,15 +229,7 @@ def controls_stage_run(
     reference_rows: bool = False,  # (records only)
 ) -> ControlsRun:
     "`run_controls` and `boundary_information` as the stage runs them, on one dataset, with the spec's device in the trainer's config."
-    kw = dict(
-        splits=spec.split_list,
-        seeds=list(spec.seeds),
-        store=spec.store,
-        config=spec.on_device(config),
-        history_fn=history_fn,
-        progress=spec.progress,
-        workers=spec.workers,
-    )
+    kw = run_keywords(spec, config, history_fn)
     return ControlsRun(
         run_controls(dataset, list(controls), **kw) if controls else None,
         boundary_information(dataset, **kw) if recovery else None,
@@ -294,11 +286,8 @@ def controls_stage_config(
     controls: Sequence[str] = tuple(CONTROLS),  # the controls run
     **settings,  # the other settings (not recorded)
 ) -> tuple:  # (the results config, the pins)
-    "The command's results config (`pairing.command_config`, with the controls run) and its pins (the config's SHA-256)."
-    cfg = command_config(
-        spec.on_device(config), spec.seeds, *datasets.values(), controls=list(controls)
-    )
-    return cfg, {"config": sha256_json(cfg)}
+    "The command's results config (`pairing.stage_config`, with the controls run) and its pins (the config's SHA-256)."
+    return stage_config(datasets, spec, config, controls=list(controls))
 
 # %% ../nbs/18b_controls.ipynb #b4cc38d4
 CONTROLS_STAGE = register_stage(

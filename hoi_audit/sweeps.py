@@ -8,28 +8,33 @@ from dataclasses import replace
 from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
-from .core import PROTOCOL_SEEDS, DataError, HoiAuditError
+from .core import PROTOCOL_SEEDS, DataError, HoiAuditError, sha256_json
 from .store import ResultStore
 from .conditions import training_options, AuditConfig
 from .engine import audit_records, history_quality
-from .cli import add_command, parse_list
+from .cli import parse_list
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 from hoi_audit.pairing import (
     PROBE_INPUTS,
-    _finish,
-    _own,
-    _setup,
-    _store,
     ControlHistories,
+    audit_spec,
     dose_condition,
     horizon_schedule,
     noise_condition,
+    own_history,
     pair_records,
     probe_condition,
+    run_keywords,
+    stage_config,
+    store_part,
+    tidy_records,
 )
 
 # %% auto #0
-__all__ = ['history_dose', 'noise_sweep', 'horizon_audit', 'context_probes', 'sweep_table', 'sensitivity_command',
-           'horizons_command', 'context_probes_command', 'add_subcommand']
+__all__ = ['SWEEP_STAGES', 'history_dose', 'noise_sweep', 'horizon_audit', 'context_probes', 'sweep_table', 'sensitivity_command',
+           'horizons_command', 'context_probes_command', 'sensitivity_stage_run', 'sensitivity_stage_show',
+           'horizons_stage_run', 'horizons_stage_show', 'context_probes_stage_run', 'context_probes_stage_show',
+           'sweep_stage_records', 'sweep_stage_config', 'sweep_records_pins', 'add_subcommand']
 
 # %% ../nbs/18c_sweeps.ipynb #b0ef0f1a
 def _sweep_records(
@@ -38,7 +43,7 @@ def _sweep_records(
     "Matched tests (each condition with its own history) of the conditions in `value_of`, with the sweep's factor."
     r = recs[
         recs["condition"].isin(value_of)
-        & (recs["test_history"] == recs["condition"].map(_own))
+        & (recs["test_history"] == recs["condition"].map(own_history))
         & (recs["metric"] == metric)
     ]
     r = r.assign(**{factor: r["condition"].map(value_of)}, **extra)
@@ -63,7 +68,7 @@ def history_dose(dataset, # a `ProceduralDataset` with features
     frames = []
     for h in histories:
         conds = {dose_condition(h, n).name: int(n) for n in lengths}
-        recs = audit_records(dataset, splits, seeds, list(conds), _store(store, "sweep=boundary"), replace(config, schedule="boundary", cross_test=()),
+        recs = audit_records(dataset, splits, seeds, list(conds), store_part(store, "sweep=boundary"), replace(config, schedule="boundary", cross_test=()),
                              history_fn, progress, workers)
         frames.append(_sweep_records(recs, "history_length", conds, history=h))
     return pd.concat(frames, ignore_index=True)
@@ -84,7 +89,7 @@ def noise_sweep(dataset, # a `ProceduralDataset` with features
     "Figure 3 (right): Act@1 as controlled GT-history noise falls, and the real recognizer's Act@1 at its own measured edit rate."
     history_fn = history_fn or ControlHistories()
     conds = {noise_condition(r, noise_seed).name: float(r) for r in rates}
-    config, sub = replace(config, schedule="boundary", cross_test=()), _store(store, "sweep=boundary")
+    config, sub = replace(config, schedule="boundary", cross_test=()), store_part(store, "sweep=boundary")
     names = list(conds) + [reference]
     recs = audit_records(dataset, splits, seeds, names, sub, config, history_fn, progress, workers)
     act = _sweep_records(recs, "noise_rate", {**conds, reference: np.nan})
@@ -111,7 +116,7 @@ def horizon_audit(dataset, # a `ProceduralDataset` with features
     history_fn, out = history_fn or ControlHistories(), []
     for h in horizons:
         schedule = horizon_schedule(h).name
-        recs = audit_records(dataset, splits, seeds, conditions, _store(store, f"schedule={schedule}"), replace(config, schedule=schedule, cross_test=()),
+        recs = audit_records(dataset, splits, seeds, conditions, store_part(store, f"schedule={schedule}"), replace(config, schedule=schedule, cross_test=()),
                              history_fn, progress, workers)
         out.append(_sweep_records(recs, "horizon", {c: int(h) for c in conditions}))
         out.append(pd.DataFrame([pair_records(recs, oracle, non_oracle, horizon=int(h))[-1]]))
@@ -139,7 +144,7 @@ def context_probes(
             splits,
             seeds,
             list(conds),
-            _store(store, "sweep=boundary"),
+            store_part(store, "sweep=boundary"),
             replace(config, schedule="boundary", cross_test=()),
             history_fn,
             progress,
@@ -172,20 +177,13 @@ def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/
                         **training, # the options of `conditions.training_options`
                        ) -> int: # the exit status
     "Figure 3 / Table 12: history-length dose and controlled history noise"
-    dataset, kw, paths, scale = _setup("sensitivity", data_dir, out, store, training, name)
     lengths, rates = parse_list(lengths, int), parse_list(noise_rates, float)
-    histories = parse_list(histories)
-    frames = []
-    if lengths:
-        dose = history_dose(dataset, lengths, histories, **kw); frames.append(dose)
-        print(sweep_table(dose, "history_length", by="history").round(1).to_string())
-    if rates:
-        noise = noise_sweep(dataset, rates, noise_seed, **kw); frames.append(noise)
-        print(sweep_table(noise, "noise_rate", by="metric").round(1).to_string())
-        print(noise[noise["metric"] == "history_edit_rate"].groupby("condition")["value"].mean().round(3).to_string())
-    if not frames: raise HoiAuditError("nothing to run: give --lengths and/or --noise-rates")
-    return _finish(paths, "sensitivity", pd.concat(frames, ignore_index=True), scale, kw, dataset, lengths=lengths, histories=histories,
-                   noise_rates=rates, noise_seed=noise_seed)
+    if not lengths and not rates: raise HoiAuditError("nothing to run: give --lengths and/or --noise-rates")
+    spec, config = audit_spec(training, store)
+    run_stage("sensitivity", spec, data_dir, out, name=name, config=config, lengths=lengths, histories=parse_list(histories),
+              noise_rates=rates, noise_seed=noise_seed)
+    return 0
+
 
 # %% ../nbs/18c_sweeps.ipynb #5e670382
 def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
@@ -196,12 +194,10 @@ def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, s
                      **training, # the options of `conditions.training_options`
                     ) -> int: # the exit status
     "Table 15: video only / recognizer / GT history for targets h actions ahead"
-    dataset, kw, paths, scale = _setup("horizons", data_dir, out, store, training, name)
-    horizons = parse_list(horizons, int)
-    r = horizon_audit(dataset, horizons, **kw)
-    print(sweep_table(r, "horizon").round(1).to_string())
-    print(r[r["metric"] == "gap_act1"][["horizon", "value", "ci_low", "ci_high", "n"]].round(1).to_string(index=False))
-    return _finish(paths, "horizons", r, scale, kw, dataset, horizons=horizons)
+    spec, config = audit_spec(training, store)
+    run_stage("horizons", spec, data_dir, out, name=name, config=config, horizons=parse_list(horizons, int))
+    return 0
+
 
 # %% ../nbs/18c_sweeps.ipynb #cf67a518
 def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
@@ -213,17 +209,172 @@ def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTru
                            **training, # the options of `conditions.training_options`
                           ) -> int: # the exit status
     "Table 17: history only / state only / history + state, without window video"
-    dataset, kw, paths, scale = _setup("context_probes", data_dir, out, store, training, name)
     inputs, histories = parse_list(probe_inputs), parse_list(histories)
     unknown = [p for p in inputs if p not in PROBE_INPUTS]
     if unknown: raise HoiAuditError(f"unknown probe input(s) {unknown}; probe inputs are {list(PROBE_INPUTS)}")
-    r = context_probes(dataset, inputs, histories, **kw)
-    print(sweep_table(r, "probe_input", by="history").round(1).to_string())
-    return _finish(paths, "context_probes", r, scale, kw, dataset, probe_inputs=inputs, histories=histories)
+    spec, config = audit_spec(training, store)
+    run_stage("context-probes", spec, data_dir, out, name=name, config=config, probe_inputs=inputs, histories=histories)
+    return 0
+
+
+# %% ../nbs/18c_sweeps.ipynb #91f075b8
+def sensitivity_stage_run(dataset, # a `ProceduralDataset` with features
+                          spec:RunSpec, # splits, seeds, store, workers, progress and the device the networks train on
+                          config:AuditConfig=AuditConfig(), # the audit's settings
+                          *, lengths:Sequence[int]=(0, 1, 2, 4, 8), # history lengths H of the dose (empty: no dose)
+                          histories:Sequence[str]=("gt", "ba"), # history sources of the dose
+                          noise_rates:Sequence[float]=(0.8, 0.6, 0.4, 0.2, 0.1, 0.0), # edit probabilities of the noisy GT history (empty: no noise sweep)
+                          noise_seed:int=0, # seed of the corruption
+                          history_fn:Callable|None=None, # recognizer backend (None: a `ControlHistories()` per sweep)
+                         ) -> dict: # 'dose' and 'noise' (each where asked): the sweeps' records
+    "`history_dose` and `noise_sweep` as the stage runs them, on one dataset, with the spec's device in the trainer's config."
+    kw, out = run_keywords(spec, config, history_fn), {}
+    if lengths: out["dose"] = history_dose(dataset, lengths, histories, **kw)
+    if noise_rates: out["noise"] = noise_sweep(dataset, noise_rates, noise_seed, **kw)
+    return out
+
+
+# %% ../nbs/18c_sweeps.ipynb #cf04b154
+def sensitivity_stage_show(
+    name: str,  # the dataset's name (its tables name it)
+    run: dict,  # its 'dose' and 'noise' records
+):
+    "Print the dose (Table 12) and the noise sweep (Figure 3, right) with every history's measured edit rate, where they ran."
+    if "dose" in run:
+        print(sweep_table(run["dose"], "history_length", by="history").round(1).to_string())
+    if "noise" in run:
+        noise = run["noise"]
+        print(sweep_table(noise, "noise_rate", by="metric").round(1).to_string())
+        print(
+            noise[noise["metric"] == "history_edit_rate"]
+            .groupby("condition")["value"]
+            .mean()
+            .round(3)
+            .to_string()
+        )
+
+# %% ../nbs/18c_sweeps.ipynb #cda4c12f
+def horizons_stage_run(
+    dataset,  # a `ProceduralDataset` with features
+    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    config: AuditConfig = AuditConfig(),  # the audit's settings (the schedule is set per horizon)
+    *,
+    horizons: Sequence[int] = (1, 2, 3, 4, 5),  # actions ahead
+    history_fn: Callable | None = None,  # recognizer backend (None: a `ControlHistories()`)
+) -> dict:  # 'horizons': `horizon_audit`'s records
+    "`horizon_audit` as the stage runs it, on one dataset, with the spec's device in the trainer's config."
+    return {"horizons": horizon_audit(dataset, horizons, **run_keywords(spec, config, history_fn))}
+
+# %% ../nbs/18c_sweeps.ipynb #fbcfe770
+def horizons_stage_show(
+    name: str,  # the dataset's name
+    run: dict,  # its 'horizons' records
+):
+    "Print Table 15's view: each condition's Act@1 per horizon, then the gap per horizon with its interval."
+    r = run["horizons"]
+    print(sweep_table(r, "horizon").round(1).to_string())
+    print(
+        r[r["metric"] == "gap_act1"][["horizon", "value", "ci_low", "ci_high", "n"]]
+        .round(1)
+        .to_string(index=False)
+    )
+
+# %% ../nbs/18c_sweeps.ipynb #3239b239
+def context_probes_stage_run(
+    dataset,  # a `ProceduralDataset` with features
+    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    config: AuditConfig = AuditConfig(),  # the audit's settings (boundary schedule)
+    *,
+    probe_inputs: Sequence[str] = tuple(PROBE_INPUTS),  # PROBE_INPUTS keys
+    histories: Sequence[str] = ("gt",),  # history sources the probes read
+    history_fn: Callable | None = None,  # recognizer backend (None: a `ControlHistories()`)
+) -> dict:  # 'probes': `context_probes`' records
+    "`context_probes` as the stage runs it, on one dataset, with the spec's device in the trainer's config."
+    return {
+        "probes": context_probes(
+            dataset, probe_inputs, histories, **run_keywords(spec, config, history_fn)
+        )
+    }
+
+# %% ../nbs/18c_sweeps.ipynb #c301b7cd
+def context_probes_stage_show(
+    name: str,  # the dataset's name
+    run: dict,  # its 'probes' records
+):
+    "Print Table 17's view: each probe input's Act@1 per history source."
+    print(sweep_table(run["probes"], "probe_input", by="history").round(1).to_string())
+
+# %% ../nbs/18c_sweeps.ipynb #6d719d0e
+def sweep_stage_records(
+    results: dict,  # dataset name -> a sweep stage's run (part -> records)
+    **settings,  # the run's settings (not used)
+) -> list[dict]:
+    "The results JSON's records of a sweep stage: each part (in the order the runs hold them) over the datasets in the run's order, tidied."
+    parts = dict.fromkeys(k for r in results.values() for k in r)
+    return tidy_records(
+        pd.concat([r[k] for k in parts for r in results.values() if k in r], ignore_index=True)
+    )
+
+# %% ../nbs/18c_sweeps.ipynb #cbebcd81
+def sweep_stage_config(
+    datasets: dict,  # dataset name -> dataset
+    spec: RunSpec,  # the run's spec
+    config: AuditConfig = AuditConfig(),  # the audit's settings
+    history_fn: Callable | None = None,  # the recognizer backend (not recorded)
+    **settings,  # the stage's grid (lengths, histories, noise_rates, noise_seed; horizons; probe_inputs, histories): recorded
+) -> tuple:  # (the results config, the pins)
+    "A sweep command's results config (`pairing.stage_config`: the settings, the seeds, its grid, a renamed dataset's names) and its pins."
+    return stage_config(datasets, spec, config, **settings)
+
+# %% ../nbs/18c_sweeps.ipynb #1af47b8b
+def sweep_records_pins(
+    results: dict,  # dataset name -> a sweep stage's run
+) -> dict:  # {'records': SHA-256}
+    "The experiment notebooks' pins of a sweep stage: the SHA-256 of the records it writes (`run_stage(..., pins=sweep_records_pins)`)."
+    return {"records": sha256_json(sweep_stage_records(results))}
+
+# %% ../nbs/18c_sweeps.ipynb #be429b01
+SWEEP_STAGES = tuple(
+    register_stage(
+        Stage(
+            name,
+            command,
+            run=run,
+            records=sweep_stage_records,
+            config=sweep_stage_config,
+            show=show,
+            options=(training_options,),
+            metric_kinds=kinds,
+        )
+    )
+    for name, command, run, show, kinds in [
+        (
+            "sensitivity",
+            sensitivity_command,
+            sensitivity_stage_run,
+            sensitivity_stage_show,
+            {"act1": "percent", "history_edit_rate": "nonnegative"},
+        ),
+        (
+            "horizons",
+            horizons_command,
+            horizons_stage_run,
+            horizons_stage_show,
+            {"act1": "percent"},
+        ),
+        (
+            "context-probes",
+            context_probes_command,
+            context_probes_stage_run,
+            context_probes_stage_show,
+            {"act1": "percent"},
+        ),
+    ]
+)  # the sensitivity, horizons and context-probes stages
 
 # %% ../nbs/18c_sweeps.ipynb #72dcd292
 def add_subcommand(subparsers):
     "Register `hoi-audit sensitivity`, `horizons` and `context-probes`."
-    for handler in (sensitivity_command, horizons_command, context_probes_command):
-        p = add_command(subparsers, handler, shared=(training_options,))
+    for stage in SWEEP_STAGES:
+        p = add_stage_command(subparsers, stage)
     return p
