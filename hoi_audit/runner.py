@@ -41,7 +41,7 @@ from .commands import add_subcommands
 
 # %% auto #0
 __all__ = ['PLUGINS_CELL', 'EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
-           'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_in_env', 'with_plugins',
+           'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_parameter', 'with_plugins',
            'run_experiment', 'reproduce', 'store_roots', 'store_status', 'pending_estimate', 'plan_experiment',
            'labels_in_use', 'backend_of', 'parse_duration', 'reproduce_command', 'status_command', 'plan_command',
            'build_parser', 'os_error_message', 'rejected_value', 'run_guarded', 'output_claim', 'plugin_args',
@@ -131,11 +131,14 @@ def backend_in_env(backend):
     return _environment_variable(BACKEND_ENV, None if backend is None else backend_spec(backend))
 
 # %% ../nbs/95_runner.ipynb #6fc32241
-def device_in_env(
-    device: str | None,  # 'auto', 'cpu' or 'cuda'; None changes nothing
-):
-    "Make `device` (resolved here: 'auto' is CUDA where torch sees it) the default `TrainConfig.device` in the notebooks' kernels, through `$HOI_AUDIT_DEVICE`."
-    return _environment_variable(DEVICE_ENV, None if device is None else resolve_device(device))
+def device_parameter(
+    notebook,  # an experiment notebook
+    device: str | None,  # 'auto', 'cpu' or 'cuda'; None: no parameter (the notebook's default: $HOI_AUDIT_DEVICE, else the CPU)
+) -> dict:  # {"device": 'cpu' or 'cuda'} for a notebook that declares `device`, else {}
+    "The `device` papermill parameter of one experiment (resolved here: 'auto' is CUDA where torch sees it); a notebook that trains no network declares none and gets none."
+    if device is None or "device" not in notebook_parameters(notebook):
+        return {}
+    return {"device": resolve_device(device)}
 
 # %% ../nbs/95_runner.ipynb #668a5768
 PLUGINS_CELL = """# injected by hoi-audit --plugin: the command's plug-ins, loaded in this kernel as in the command
@@ -231,6 +234,7 @@ def run_experiment(
     *,
     params: dict | None = None,  # extra parameters, each declared in the notebook's parameters cell
     progress: bool = True,  # show papermill's cell progress
+    device: str | None = None,  # where its networks train ('auto', 'cpu' or 'cuda'; `device_parameter`); None: the notebook's default
 ) -> dict:
     "Execute one experiment notebook with papermill; return what it wrote."
     notebook, out = Path(notebook), Path(out).resolve()
@@ -244,7 +248,7 @@ def run_experiment(
     # generated inputs (ExperimentPaths.data)
     shared_now = lambda: _mtimes((out / "raw" / "shared").glob("*/*"))
     before, shared_before = figures_now(), shared_now()
-    parameters = {**params, "scale": scale, "out_dir": str(out)}
+    parameters = {**params, "scale": scale, "out_dir": str(out), **device_parameter(notebook, device)}
     _execute_notebook(notebook, partial, parameters, failed=failed, progress=progress)
     os.replace(partial, final)
     if failed.exists():
@@ -287,12 +291,13 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
     missing = [n for n in names if n not in found]
     if missing: raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
     from tqdm import tqdm
+    device = None if device is None else resolve_device(device)   # once for every notebook, and a bad one said before any
     written = []
     deadline = None if budget is None else str(time.time() + float(budget))
-    with backend_in_env(backend), device_in_env(device), _environment_variable(BUDGET_ENV, deadline):
+    with backend_in_env(backend), _environment_variable(BUDGET_ENV, deadline):
         for name in tqdm(names, desc="experiments", disable=not progress, file=sys.stderr):
             try:
-                written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress))
+                written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress, device=device))
             except BudgetSpent as e:  # the rest waits for the next run: its units are pending in the store
                 written.append({"experiment": name, "stopped": str(e), "not_started": names[names.index(name) + 1:]})
                 break
