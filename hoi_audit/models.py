@@ -79,7 +79,77 @@ VECTOR_INPUTS = (
     "elapsed_fraction",
 )  # inputs that enter the model as one linear token each
 
+# %% ../nbs/15_models.ipynb #1f3292e1
+def _check_input_names(
+    inputs: Sequence[str],  # the condition's inputs
+    queries: pd.DataFrame,  # its queries
+    history: Sequence[tuple] | None,  # the history per query (None: the queries' GT history)
+    *,
+    history_source: str,  # the history's source
+    with_history: bool,  # whether the condition has a history
+) -> None:
+    "Refuse inputs outside INPUTS (or none), a history input without a history, a GT history not called 'oracle', a history per query that is not one per query."
+    unknown = [i for i in inputs if i not in INPUTS]
+    if unknown or not inputs:
+        raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(inputs)}")
+    if "history" in inputs and not with_history:
+        raise ValueError("inputs hold 'history' but with_history=False")
+    if history is None and history_source != "oracle":
+        raise ProvenanceError("the queries' own history is the GT history: its source is 'oracle'")
+    if history is not None and len(history) != len(queries):
+        raise DataError(f"{len(history)} histories for {len(queries)} queries")
 
+# %% ../nbs/15_models.ipynb #5cbe26eb
+def _video_block(
+    dataset,  # the `ProceduralDataset` the queries come from
+    queries: pd.DataFrame,  # the queries
+    video_tokens: np.ndarray | None,  # precomputed `video_window_tokens` (None: computed here)
+    *,
+    n_tokens: int,  # pooled video tokens, when computed here
+) -> Block:
+    "The window video block (source `video`): the precomputed tokens, checked to be one row per query, or the queries' own."
+    tokens = (
+        video_window_tokens(dataset, queries, n_tokens) if video_tokens is None else video_tokens
+    )
+    if len(tokens) != len(queries):
+        raise DataError(f"{len(tokens)} video token rows for {len(queries)} queries")
+    return Block("video", "video", tokens)
+
+# %% ../nbs/15_models.ipynb #f14cd148
+def _query_input_block(
+    name: str,  # "history", "state" or "elapsed_fraction"
+    dataset,  # the `ProceduralDataset` the queries come from
+    queries: pd.DataFrame,  # the queries
+    *,
+    history: list | None,  # the history per query (None: the queries' GT history)
+    history_source: str,  # its source
+    max_history: int,  # history tokens kept
+    with_history: bool,  # the state summarises the history (False: elapsed frames only)
+) -> Block:
+    "A block computed from the queries (`query_block`), carrying the source of what it read: history tokens, the causal state, or the elapsed fraction (oracle)."
+    if name == "history":
+        return query_block(
+            "history",
+            lambda v: history_token_matrix(v["history"], max_history),
+            queries,
+            history,
+            history_source,
+        )
+    if name == "state":
+        return query_block(
+            "state",
+            lambda v: state_matrix(v, len(dataset.classes), with_history),
+            queries,
+            history,
+            history_source,
+        )
+    return query_block(
+        "elapsed_fraction",
+        lambda v: v["elapsed_fraction"][:, None].astype(np.float32),
+        queries,
+    )
+
+# %% ../nbs/15_models.ipynb #957792c3
 def input_blocks(
     dataset,  # the `ProceduralDataset` the queries come from
     queries: pd.DataFrame,  # queries (history, t, windows)
@@ -92,56 +162,24 @@ def input_blocks(
     with_history: bool = True,  # the condition has a history: the state summarises it (False: elapsed frames only)
 ) -> list[Block]:  # one Block per input, named as in INPUTS
     "The input blocks of a condition: window video, history tokens, causal state (and the oracle elapsed fraction), each with its source."
-    unknown = [i for i in inputs if i not in INPUTS]
-    if unknown or not inputs:
-        raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(inputs)}")
-    if "history" in inputs and not with_history:
-        raise ValueError("inputs hold 'history' but with_history=False")
-    if history is None and history_source != "oracle":
-        raise ProvenanceError("the queries' own history is the GT history: its source is 'oracle'")
-    if history is not None and len(history) != len(queries):
-        raise DataError(f"{len(history)} histories for {len(queries)} queries")
+    _check_input_names(
+        inputs, queries, history, history_source=history_source, with_history=with_history
+    )
     history = None if history is None else [tuple(h) for h in history]
-    blocks = []
-    for name in inputs:
-        if name == "video":
-            tokens = (
-                video_window_tokens(dataset, queries, n_tokens)
-                if video_tokens is None
-                else video_tokens
-            )
-            if len(tokens) != len(queries):
-                raise DataError(f"{len(tokens)} video token rows for {len(queries)} queries")
-            blocks.append(Block("video", "video", tokens))
-        elif name == "history":
-            blocks.append(
-                query_block(
-                    "history",
-                    lambda v: history_token_matrix(v["history"], max_history),
-                    queries,
-                    history,
-                    history_source,
-                )
-            )
-        elif name == "state":
-            blocks.append(
-                query_block(
-                    "state",
-                    lambda v: state_matrix(v, len(dataset.classes), with_history),
-                    queries,
-                    history,
-                    history_source,
-                )
-            )
-        else:
-            blocks.append(
-                query_block(
-                    "elapsed_fraction",
-                    lambda v: v["elapsed_fraction"][:, None].astype(np.float32),
-                    queries,
-                )
-            )
-    return blocks
+    return [
+        _video_block(dataset, queries, video_tokens, n_tokens=n_tokens)
+        if name == "video"
+        else _query_input_block(
+            name,
+            dataset,
+            queries,
+            history=history,
+            history_source=history_source,
+            max_history=max_history,
+            with_history=with_history,
+        )
+        for name in inputs
+    ]
 
 # %% ../nbs/15_models.ipynb #dbc8aec2
 DEVICE_ENV = "HOI_AUDIT_DEVICE"  # the device of every TrainConfig not given one (`hoi-audit reproduce --device` sets it): auto, cpu or cuda
@@ -487,55 +525,80 @@ def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
         params, lr=config.lr, weight_decay=config.weight_decay, **({"fused": True} if fused else {})
     )
 
+# %% ../nbs/15_models.ipynb #95c7969c
+def _epoch_loss(
+    model: nn.Module,  # the network, in training mode
+    X: dict,  # input name -> tensor of every row
+    Y: torch.Tensor,  # the targets of every row
+    order: torch.Tensor,  # the rows of this epoch, shuffled
+    *,
+    opt: torch.optim.Optimizer,  # steps once per mini-batch
+    batch_size: int,  # rows per mini-batch
+    name: str,  # the model's name (errors)
+    epoch: int,  # the epoch's number (errors)
+) -> float:  # the epoch's mean training loss over its rows
+    "One epoch: a step per mini-batch of `order` on the network's own objective (`training_loss`, a diffusion head) or cross-entropy."
+    loss_fn = nn.CrossEntropyLoss()
+    train_loss = getattr(model, "training_loss", None)
+    total = 0.0
+    for i in range(0, len(order), batch_size):
+        idx = order[i : i + batch_size]
+        batch = {k: v[idx] for k, v in X.items()}
+        loss = (
+            train_loss(batch, Y[idx]) if train_loss is not None else loss_fn(model(**batch), Y[idx])
+        )
+        if not torch.isfinite(loss):
+            raise AnticipatorContractError(
+                f"{name}: training loss is {float(loss)} at epoch {epoch}"
+            )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        total += float(loss.detach()) * len(idx)
+    return total / max(len(order), 1)
+
+# %% ../nbs/15_models.ipynb #7d29fa39
+def _val_loss(
+    model: nn.Module,  # the network
+    X: dict,  # input name -> tensor of every row
+    Y: torch.Tensor,  # the targets of every row
+    *,
+    val_idx: torch.Tensor,  # the validation rows
+) -> float:
+    "The validation cross-entropy of the network's logits (every architecture is early-stopped on it), in eval mode."
+    model.eval()
+    with torch.no_grad():
+        return float(
+            nn.CrossEntropyLoss()(model(**{k: v[val_idx] for k, v in X.items()}), Y[val_idx])
+        )
+
 # %% ../nbs/15_models.ipynb #8f11ba8d
 def _train_epochs(
-    model: nn.Module,
-    result: Anticipator,
-    X: dict,
-    Y: torch.Tensor,
-    train_idx: torch.Tensor,
-    val_idx: torch.Tensor,
-    config: TrainConfig,
-    seed: int,
-    name: str,
+    model: nn.Module,  # the network, on its device
+    result: Anticipator,  # gets the epochs' records (`history`) and `best_epoch`
+    X: dict,  # input name -> tensor of every row
+    *,
+    Y: torch.Tensor,  # the targets of every row
+    rows: tuple,  # (the rows trained on, the rows early stopping reads: none keeps the last epoch)
+    config: TrainConfig,  # epochs, batch size, patience, optimiser
+    seed: int,  # the shuffling's seed
+    name: str,  # the model's name (errors)
 ):
     "AdamW on shuffled mini-batches with early stopping on the validation cross-entropy; the best epoch's weights are loaded, the epochs recorded in `result`."
-    opt = _optimizer(model, config)
-    loss_fn = nn.CrossEntropyLoss()
-    train_loss = getattr(
-        model, "training_loss", None
-    )  # a network with its own objective (a diffusion head); else cross-entropy
+    (train_idx, val_idx), opt = rows, _optimizer(model, config)
     shuffle = torch.Generator().manual_seed(seed)
     best, best_state, waited = math.inf, None, 0
     for epoch in range(config.epochs):
         model.train()
         order = train_idx[torch.randperm(len(train_idx), generator=shuffle)]
-        total = 0.0
-        for i in range(0, len(order), config.batch_size):
-            idx = order[i : i + config.batch_size]
-            batch = {k: v[idx] for k, v in X.items()}
-            loss = (
-                train_loss(batch, Y[idx])
-                if train_loss is not None
-                else loss_fn(model(**batch), Y[idx])
-            )
-            if not torch.isfinite(loss):
-                raise AnticipatorContractError(
-                    f"{name}: training loss is {float(loss)} at epoch {epoch}"
-                )
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-        record = {"epoch": epoch, "train_loss": total / max(len(order), 1)}
+        loss = _epoch_loss(
+            model, X, Y, order, opt=opt, batch_size=config.batch_size, name=name, epoch=epoch
+        )
+        record = {"epoch": epoch, "train_loss": loss}
         if len(
             val_idx
         ):  # every architecture is early-stopped on the same criterion: validation cross-entropy of its logits
-            model.eval()
-            with torch.no_grad():
-                record["val_loss"] = float(
-                    loss_fn(model(**{k: v[val_idx] for k, v in X.items()}), Y[val_idx])
-                )
+            record["val_loss"] = _val_loss(model, X, Y, val_idx=val_idx)
             score = record["val_loss"]
         else:
             score = -epoch  # no validation part: keep the last epoch
@@ -601,15 +664,12 @@ def _fit(
     }  # already reduced: the projection is attached after
     result.projection, result.input_shapes = projection, input_shapes
     Y = torch.as_tensor(y).to(device)
-    train_idx, val_idx = (
-        torch.as_tensor(np.flatnonzero(fit_rows)),
-        torch.as_tensor(np.flatnonzero(val)),
-    )
+    rows = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
     if build is not None:  # a shape check before training (eval mode draws no random numbers)
         model.eval()
         with torch.no_grad():
             _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
-    _train_epochs(model, result, X, Y, train_idx, val_idx, config, seed, name)
+    _train_epochs(model, result, X, Y=Y, rows=rows, config=config, seed=seed, name=name)
     model.to(
         "cpu"
     )  # trained where the config says, handed back on the CPU: testing, ablations and attributions read it as any other model
