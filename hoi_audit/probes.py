@@ -4,7 +4,9 @@
 
 # %% ../nbs/20_probes.ipynb #6cb2c7f1
 from __future__ import annotations
+import contextlib, io
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Callable, Mapping, Sequence
 import numpy as np
@@ -12,9 +14,6 @@ import pandas as pd
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from .core import DataError, HoiAuditError
-from .results import write_results
-from .store import CommandOutput
-from .cli import add_command
 from hoi_audit.procedural import (
     REAL_DATASETS,
     labels_pins,
@@ -24,12 +23,16 @@ from hoi_audit.procedural import (
     real_labels_root,
 )
 from .queries import next_action_queries, split_queries
+from .grammar import bayes_accuracy
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 
 # %% auto #0
-__all__ = ['PREDICTORS', 'PREDICTOR_LABELS', 'CONTEXTS', 'encode_latest', 'encode_set', 'encode_sequence', 'MajorityPredictor',
-           'BigramPredictor', 'HistoryClassifier', 'latest_action_predictor', 'completed_set_predictor',
-           'full_history_predictor', 'act_at_1', 'ceiling_act1', 'decomposition_table', 'decomposition',
-           'dataset_folders', 'wide_table', 'run_decomposition', 'probes_command', 'add_subcommand']
+__all__ = ['PREDICTORS', 'PREDICTOR_LABELS', 'CONTEXTS', 'PROBES_STAGE', 'encode_latest', 'encode_set', 'encode_sequence',
+           'MajorityPredictor', 'BigramPredictor', 'HistoryClassifier', 'latest_action_predictor',
+           'completed_set_predictor', 'full_history_predictor', 'act_at_1', 'ceiling_act1', 'decomposition_table',
+           'decomposition', 'dataset_folders', 'wide_table', 'read_decomposition_data', 'run_decomposition',
+           'probes_command', 'DecompositionRun', 'probes_stage_run', 'probes_stage_show', 'probes_stage_records',
+           'probes_stage_config', 'add_subcommand']
 
 # %% ../nbs/20_probes.ipynb #c0f62c87
 def _latest(history):
@@ -265,37 +268,47 @@ def wide_table(per_split: pd.DataFrame) -> pd.DataFrame:
     }
     return pd.DataFrame(cols).rename(index=PREDICTOR_LABELS)
 
+# %% ../nbs/20_probes.ipynb #877944ac
+def read_decomposition_data(
+    data,  # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
+    splits: Sequence[int] | None = None,  # split numbers the run needs; None: every split
+    name: str | None = None,  # the dataset's name when `data` is one MS-TCN folder (default: each folder's name, made safe)
+) -> dict:  # dataset name -> dataset, in the folders' order
+    "Every folder's labels read and checked (`procedural.read_for_command`) before the first is computed: one error lists every problem."
+    folders = dataset_folders(data)
+    if name is not None and len(folders) != 1:
+        raise HoiAuditError(f"a name is for one MS-TCN folder; {data} holds {len(folders)}")
+    datasets, problems = {}, []
+    for root in folders:
+        try:
+            dataset = read_for_command(root, name, splits, needs_features=False)
+            datasets[dataset.name] = dataset
+        except DataError as e:
+            problems.append(str(e))
+    if problems:
+        raise DataError("\n".join(problems))
+    return datasets
+
 # %% ../nbs/20_probes.ipynb #d24a1a4c
 def run_decomposition(data_dir, # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
-                      out=None, # the results JSON to write (None: print only)
+                      out=None, # the results JSON to write (a .json path, or a folder: its results/decomposition.json); None: print only
                       splits:Sequence[int]|None=None, # split numbers; None: every split
                       predictors:Sequence[str]|None=None, # predictor names; None: all five
                       scale:str="full", # recorded in the results JSON
-                      quiet:bool=False, # do not print the table
+                      quiet:bool=False, # do not print the tables
                       name:str|None=None, # the dataset's name when `data_dir` is one MS-TCN folder (default: each folder's name, made safe)
                       **query_kwargs, # options of `next_action_queries`
                      ) -> pd.DataFrame: # the per-split records of every dataset
-    "Run the decomposition on every dataset under `data_dir`, print the table, write the results JSON."
-    folders = dataset_folders(data_dir)
-    if name is not None and len(folders) != 1: raise HoiAuditError(f"a name is for one MS-TCN folder; {data_dir} holds {len(folders)}")
-    datasets, problems = [], []
-    for root in folders:   # every folder's input checked before the first is computed
-        try: datasets.append(read_for_command(root, name, splits, needs_features=False))
-        except DataError as e: problems.append(str(e))
-    if problems: raise DataError("\n".join(problems))
-    frames, pins = [], {}
-    for root, dataset in zip(folders, datasets):
-        per_split, _ = decomposition(dataset, splits, predictors, **query_kwargs)
-        frames.append(per_split); pins.update(labels_pins(root, dataset.name))
-    per_split = pd.concat(frames, ignore_index=True)
-    if not quiet: print(wide_table(per_split).to_string())
-    if out is not None:
-        renamed = {d.name: name_config(d) for d in datasets if name_config(d)}   # datasets not named as their folders
-        config = {"queries": "next_action_queries", "predictors": list(per_split["predictor"].unique()), "splits": splits,
-                  **{k: v for k, v in query_kwargs.items()}, **({"dataset_names": renamed} if renamed else {})}
-        records = per_split[["dataset", "split", "predictor", "metric", "value", "n_test"]]
-        write_results(out, "decomposition", records, scale=scale, config=config, pins=pins)
-    return per_split
+    "Run the decomposition on every dataset under `data_dir`, print the tables, and with `out` write the results JSON (the `probes` stage)."
+    datasets = read_decomposition_data(data_dir, splits, name)
+    spec = RunSpec(splits=splits, device="cpu", scale=scale)   # nothing trains
+    with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        if out is not None:
+            results = run_stage(PROBES_STAGE, spec, datasets, out, predictors=predictors, **query_kwargs).results
+        else:
+            results = {k: probes_stage_run(d, spec, predictors=predictors, **query_kwargs) for k, d in datasets.items()}
+            for k, r in results.items(): probes_stage_show(k, r)
+    return pd.concat([r.per_split for r in results.values()], ignore_index=True)
 
 # %% ../nbs/20_probes.ipynb #9e075213
 def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-layout folder (features optional), or a folder of them
@@ -313,12 +326,103 @@ def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-lay
         raise HoiAuditError("probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME ...] (the shipped labels), not both")
     if name is not None and data_dir is None: raise HoiAuditError("probes: --name names DATA_DIR's dataset; the shipped labels keep theirs")
     data = data_dir if data_dir is not None else [real_labels_root(n) for n in (real or REAL_DATASETS)]
-    paths = CommandOutput.parse(out, "decomposition")
-    run_decomposition(data, out=paths.results, splits=splits, predictors=predictors, name=name)
-    paths.wrote(paths.results); paths.report()
+    datasets = read_decomposition_data(data, splits, name)   # every folder checked before the first is computed
+    run_stage(PROBES_STAGE, RunSpec(splits=splits, device="cpu", scale="full"), datasets, out, predictors=predictors)   # nothing trains
     return 0
+
+# %% ../nbs/20_probes.ipynb #31e3f0f7
+@dataclass
+class DecompositionRun:
+    "One dataset's decomposition as the stage runs it: the per-split records, and the test ceilings and exact Bayes values when asked for."
+    per_split:pd.DataFrame # from `decomposition`: dataset, split, predictor, metric 'act1', value, n_train, n_test
+    ceilings:pd.DataFrame|None = None # metric 'test_ceiling' per split and predictor (`ceiling_act1` of the predictor's input)
+    bayes:pd.DataFrame|None = None # metric 'bayes' per predictor (split 0): the generator's exact accuracy
+
+# %% ../nbs/20_probes.ipynb #030ff4fc
+def probes_stage_run(dataset, # a `ProceduralDataset` (labels only are enough)
+                     spec:RunSpec, # its splits (nothing trains: the seeds and the device are not used)
+                     *,
+                     predictors:Sequence[str]|None=None, # predictor names; None: all five
+                     ceilings:Mapping[str, str]|None=None, # predictor -> its input (`CONTEXTS`) whose test ceiling is recorded; None: none
+                     bayes=None, # the synthetic dataset (`synthetic.synthetic_dataset`) whose exact Bayes accuracies are recorded; None: none
+                     n_test:bool=True, # (the records' setting: each record carries its split's number of test queries)
+                     **query_kwargs, # options of `next_action_queries`
+                    ) -> DecompositionRun:
+    "`decomposition` as the stage runs it, on one dataset: the per-split records, and the test ceilings and Bayes values asked for."
+    per_split, _ = decomposition(dataset, spec.split_list, predictors, **query_kwargs)
+    rows = []
+    for split in dataset.splits if spec.split_list is None else spec.split_list:
+        if not ceilings: break
+        _, test = split_queries(dataset, split, **query_kwargs)
+        rows += [{"dataset": dataset.name, "split": split, "predictor": p, "metric": "test_ceiling", "value": ceiling_act1(test, ctx)}
+                 for p, ctx in ceilings.items()]
+    exact = None if bayes is None else pd.DataFrame(
+        [{"dataset": dataset.name, "split": 0, "predictor": p, "metric": "bayes", "value": 100 * bayes_accuracy(bayes, p, include_first=True)}
+         for p in PREDICTORS])
+    return DecompositionRun(per_split, pd.DataFrame(rows) if rows else None, exact)
+
+# %% ../nbs/20_probes.ipynb #47083ad5
+def probes_stage_show(
+    name: str,  # the dataset's name
+    result: DecompositionRun,  # its decomposition
+):
+    "Print the dataset's Act@1 per predictor, mean±std over splits (`wide_table`)."
+    print(wide_table(result.per_split).to_string())
+
+# %% ../nbs/20_probes.ipynb #46378ad9
+def probes_stage_records(
+    results: dict,  # dataset name -> `DecompositionRun`
+    *,
+    n_test: bool = True,  # each record carries its split's number of test queries
+    **settings,  # the run's other settings (not needed)
+) -> pd.DataFrame:
+    "The records of every dataset in the run's order: the per-split Act@1, then the test ceilings, then the exact Bayes values."
+    cols = ["dataset", "split", "predictor", "metric", "value"] + (["n_test"] if n_test else [])
+    frames = [r.per_split[cols] for r in results.values()]
+    frames += [r.ceilings for r in results.values() if r.ceilings is not None]
+    frames += [r.bayes for r in results.values() if r.bayes is not None]
+    return pd.concat(frames, ignore_index=True)
+
+# %% ../nbs/20_probes.ipynb #a8a61ca8
+def probes_stage_config(
+    datasets: dict,  # dataset name -> dataset
+    spec: RunSpec,  # the run's spec (its splits are recorded)
+    *,
+    predictors: Sequence[str] | None = None,  # predictor names; None: all five
+    ceilings=None,  # (the experiment's settings: the command records neither)
+    bayes=None,
+    n_test: bool = True,
+    **query_kwargs,  # options of `next_action_queries`, recorded
+) -> tuple:  # (the results config, the pins)
+    "The command's results config (queries, predictors, splits, query options, renamed datasets) and its pins (`procedural.labels_pins`)."
+    renamed = {
+        d.name: name_config(d) for d in datasets.values() if name_config(d)
+    }  # datasets not named as their folders
+    config = {
+        "queries": "next_action_queries",
+        "predictors": list(dict.fromkeys(predictors or PREDICTORS)),
+        "splits": spec.split_list,
+        **query_kwargs,
+        **({"dataset_names": renamed} if renamed else {}),
+    }
+    return config, {k: v for d in datasets.values() for k, v in labels_pins(d.root, d.name).items()}
+
+# %% ../nbs/20_probes.ipynb #7bc18b7c
+PROBES_STAGE = register_stage(
+    Stage(
+        "probes",
+        probes_command,
+        run=probes_stage_run,
+        records=probes_stage_records,
+        config=probes_stage_config,
+        show=probes_stage_show,
+        metric_kinds={"act1": "percent", "test_ceiling": "percent", "bayes": "percent"},
+        experiment="decomposition",
+        needs_features=False,
+    )
+)
 
 # %% ../nbs/20_probes.ipynb #6084812f
 def add_subcommand(subparsers):
     "Register `hoi-audit probes` (the label-only decomposition predictors of Table 16)."
-    return add_command(subparsers, probes_command)
+    return add_stage_command(subparsers, PROBES_STAGE)
