@@ -101,28 +101,31 @@ def _recover_name(source: HistorySource) -> str:
         else getattr(r, "name", getattr(r, "__qualname__", type(r).__name__))
     )
 
-# %% ../nbs/17b_engine.ipynb #60cce83b
-def _histories(dataset, split, train_q, test_q, name, config, history_fn, store) -> dict:
-    "The train and test histories of one source (recovered ones through the store) and, for recovered ones, their quality."
-    src = HISTORY_SOURCES[name]
-    if src.recover is gt_histories:
-        tr, te = gt_histories(dataset, split, train_q, test_q, config)
-        return {"train": tr, "test": te, "quality": None}
+# %% ../nbs/17b_engine.ipynb #c36f30b8
+def _history_unit(
+    dataset,  # the audited dataset
+    split: int,  # the split
+    queries: tuple,  # (train, test) queries
+    *,
+    name: str,  # a recovered history source (HISTORY_SOURCES)
+    config: AuditConfig,  # settings
+    history_fn: Callable,  # the recognizer backend
+) -> Unit:
+    "The store unit of one split's recovered histories: what they are a function of (settings, recognizer, queries, features, GT)."
+    src, (train_q, test_q) = HISTORY_SOURCES[name], queries
     videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
-    unit = Unit(
+    keys = (
+        "window",
+        "schedule",
+        "recognizer_window",
+        "recognizer_stride",
+        "recognizer_seed",
+        "cross_fit",
+        "recognizer_folds",
+    )
+    return Unit(
         {"dataset": dataset.name, "split": split, "history": name},
-        config={
-            k: getattr(config, k)
-            for k in (
-                "window",
-                "schedule",
-                "recognizer_window",
-                "recognizer_stride",
-                "recognizer_seed",
-                "cross_fit",
-                "recognizer_folds",
-            )
-        }
+        config={k: getattr(config, k) for k in keys}
         | {
             "history_fn": getattr(history_fn, "name", type(history_fn).__name__),
             "recover": _recover_name(src),
@@ -141,30 +144,63 @@ def _histories(dataset, split, train_q, test_q, name, config, history_fn, store)
         },
     )
 
-    def compute(u, workdir):
-        from hoi_audit.recovery import history_edit_rate, history_item_accuracy
+# %% ../nbs/17b_engine.ipynb #6390d5c8
+def _recover_histories(
+    dataset,  # the audited dataset
+    split: int,  # the split
+    queries: tuple,  # (train, test) queries
+    *,
+    name: str,  # a recovered history source (HISTORY_SOURCES)
+    config: AuditConfig,  # settings
+    history_fn: Callable,  # the recognizer backend (sources without their own `recover`)
+) -> dict:  # train, test (lists of ints), quality (part -> edit rate, item accuracy)
+    "Recover one split's histories (the source's own `recover`, else the recognizer backend), checked one per query, and measure them against GT."
+    from hoi_audit.recovery import history_edit_rate, history_item_accuracy
 
-        tr, te = (
-            history_fn(dataset, split, train_q, test_q, name, config)
-            if src.recover is None
-            else src.recover(dataset, split, train_q, test_q, config)
+    src, (train_q, test_q) = HISTORY_SOURCES[name], queries
+    tr, te = (
+        history_fn(dataset, split, train_q, test_q, name, config)
+        if src.recover is None
+        else src.recover(dataset, split, train_q, test_q, config)
+    )
+    if len(tr) != len(train_q) or len(te) != len(test_q):
+        raise DataError(
+            f"history source {name!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries"
         )
-        if len(tr) != len(train_q) or len(te) != len(test_q):
-            raise DataError(
-                f"history source {name!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries"
-            )
-        quality = {
-            part: {
-                "history_edit_rate": history_edit_rate(h, q["history"]),
-                "history_item_acc": history_item_accuracy(h, q["history"]),
-            }
-            for part, h, q in (("train", tr, train_q), ("test", te, test_q))
+    quality = {
+        part: {
+            "history_edit_rate": history_edit_rate(h, q["history"]),
+            "history_item_acc": history_item_accuracy(h, q["history"]),
         }
-        return {
-            "train": [list(map(int, h)) for h in tr],
-            "test": [list(map(int, h)) for h in te],
-            "quality": quality,
-        }
+        for part, h, q in (("train", tr, train_q), ("test", te, test_q))
+    }
+    return {
+        "train": [list(map(int, h)) for h in tr],
+        "test": [list(map(int, h)) for h in te],
+        "quality": quality,
+    }
+
+# %% ../nbs/17b_engine.ipynb #60cce83b
+def _histories(
+    dataset,  # the audited dataset
+    split: int,  # the split
+    queries: tuple,  # (train, test) queries
+    *,
+    name: str,  # the history source (HISTORY_SOURCES)
+    config: AuditConfig,  # settings
+    history_fn: Callable,  # the recognizer backend of the 'ba'/'bfr' sources
+    store: ResultStore,  # where recovered histories are kept
+) -> dict:  # train, test (tuples), quality (None for GT)
+    "The train and test histories of one source (recovered ones through the store) and, for recovered ones, their quality."
+    if HISTORY_SOURCES[name].recover is gt_histories:
+        tr, te = gt_histories(dataset, split, *queries, config)
+        return {"train": tr, "test": te, "quality": None}
+    unit = _history_unit(dataset, split, queries, name=name, config=config, history_fn=history_fn)
+
+    def compute(u, workdir):
+        return _recover_histories(
+            dataset, split, queries, name=name, config=config, history_fn=history_fn
+        )
 
     r = store.run([unit], compute, progress=False, backend=current_backend())[0]
     return {
@@ -250,41 +286,52 @@ def _results_config(config: AuditConfig) -> dict:
         {"model": identity(config.architecture)} if ":" in config.architecture else {}
     )
 
+# %% ../nbs/17b_engine.ipynb #c91dad45
+def _unit_inputs(
+    c: AuditCondition,  # the unit's condition
+    plan: dict,  # `_split_plan`: queries, tests, hist
+    *,
+    video_identity: dict | None,  # `_video_identity` (read when the condition reads video)
+    model: str | None,  # a user network's `_model_identity`
+) -> dict:  # a unit's `inputs`
+    "What a condition's units are a function of: targets, training videos and query times, a user network, its video, each history it trains or tests on."
+    train_q, test_q = plan["queries"]
+    inputs = {
+        "train_targets": sha256_json(train_q["target"].tolist()),
+        "test_targets": sha256_json(test_q["target"].tolist()),
+        "train_videos": sha256_json(train_q["video"].tolist()),
+        "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()]),
+    }
+    if model:
+        inputs["model"] = (
+            model  # a user's network: retrained weights or edited code recompute its units
+        )
+    if "video" in c.inputs:
+        inputs |= video_identity
+    for k in plan["tests"][c.name]:
+        if k:
+            inputs |= {
+                f"train_history_{c.history}": sha256_json(plan["hist"][c.history]["train"]),
+                f"test_history_{k}": sha256_json(plan["hist"][k]["test"]),
+            }
+    return inputs
+
 # %% ../nbs/17b_engine.ipynb #dcd23a10
 def _split_units(
-    dataset,
-    split: int,
-    conds,
-    seeds,
-    tests: dict,
-    hist: dict,
-    train_q: pd.DataFrame,
-    test_q: pd.DataFrame,
-    config: AuditConfig,
-    video_identity: dict | None,
-    model: str | None,
-) -> tuple:
+    dataset,  # the audited dataset
+    split: int,  # the split
+    conds,  # its conditions (AuditCondition)
+    *,
+    seeds,  # training seeds
+    plan: dict,  # `_split_plan`: queries, tests, hist
+    config: AuditConfig,  # settings
+    video_identity: dict | None,  # `_video_identity`
+    model: str | None,  # a user network's `_model_identity`
+) -> tuple:  # units, unit path -> AuditCondition
     "A split's units, one per (condition, seed), and the condition of each unit path; `model`: a user network's `_model_identity`."
     units, unit_cond = [], {}
     for c in conds:
-        inputs = {
-            "train_targets": sha256_json(train_q["target"].tolist()),
-            "test_targets": sha256_json(test_q["target"].tolist()),
-            "train_videos": sha256_json(train_q["video"].tolist()),
-            "query_times": sha256_json([train_q["t"].tolist(), test_q["t"].tolist()]),
-        }
-        if model:
-            inputs["model"] = (
-                model  # a user's network: retrained weights or edited code recompute its units
-            )
-        if "video" in c.inputs:
-            inputs |= video_identity
-        for k in tests[c.name]:
-            if k:
-                inputs |= {
-                    f"train_history_{c.history}": sha256_json(hist[c.history]["train"]),
-                    f"test_history_{k}": sha256_json(hist[k]["test"]),
-                }
+        inputs = _unit_inputs(c, plan, video_identity=video_identity, model=model)
         for seed in seeds:
             u = Unit(
                 {
@@ -298,7 +345,7 @@ def _split_units(
                     **config.as_dict(),
                     "inputs": list(c.inputs),
                     "history": c.history,
-                    "tests": tests[c.name],
+                    "tests": plan["tests"][c.name],
                 },
                 inputs=inputs,
             )
@@ -358,21 +405,17 @@ def _unit_rows(units: list, results: list) -> list[dict]:
                 )
     return rows
 
-# %% ../nbs/17b_engine.ipynb #26ec5d6d
-def _split_records(
-    dataset,
-    split: int,
-    conds,
-    seeds,
-    store: ResultStore,
-    config: AuditConfig,
-    history_fn: Callable,
-    fit: Callable,
-    progress: bool,
-    backend,
-    model: str | None,
-) -> list[dict]:
-    "One split of `audit_records`: its queries, histories and units, run through the store; the tidy rows of every test."
+# %% ../nbs/17b_engine.ipynb #dc6b5150
+def _split_plan(
+    dataset,  # the audited dataset
+    split: int,  # the split
+    conds,  # its conditions (AuditCondition)
+    *,
+    config: AuditConfig,  # settings
+    history_fn: Callable,  # the recognizer backend
+    store: ResultStore,  # where recovered histories are kept
+) -> dict:  # queries (train, test), groups, tests (condition -> test histories), hist (source -> histories)
+    "What a split's units read: its queries, the participants early stopping holds out, each condition's test histories and every history they name."
     train_q, test_q = split_audit_queries(dataset, split, config)
     groups = [
         dataset.video(v).participant or v for v in train_q["video"]
@@ -380,8 +423,31 @@ def _split_records(
     tests = {c.name: _tests(c, config) for c in conds}
     kinds = sorted({k for ks in tests.values() for k in ks if k})
     hist = {
-        k: _histories(dataset, split, train_q, test_q, k, config, history_fn, store) for k in kinds
+        k: _histories(
+            dataset, split, (train_q, test_q), name=k, config=config, history_fn=history_fn, store=store
+        )
+        for k in kinds
     }
+    return {"queries": (train_q, test_q), "groups": groups, "tests": tests, "hist": hist}
+
+# %% ../nbs/17b_engine.ipynb #26ec5d6d
+def _split_records(
+    dataset,  # the audited dataset
+    split: int,  # the split
+    conds,  # its conditions (AuditCondition)
+    *,
+    seeds,  # training seeds
+    store: ResultStore,  # where units are kept
+    config: AuditConfig,  # settings
+    history_fn: Callable,  # the recognizer backend
+    fit: Callable,  # trains one checkpoint
+    progress: bool,  # progress bars
+    backend,  # who computes the units
+    model: str | None,  # a user network's `_model_identity`
+) -> list[dict]:
+    "One split of `audit_records`: its queries, histories and units, run through the store; the tidy rows of every test."
+    p = _split_plan(dataset, split, conds, config=config, history_fn=history_fn, store=store)
+    train_q, test_q = p["queries"]
     video = _video_identity(dataset, split, train_q, test_q, conds)
     tokens_key = (
         None
@@ -392,24 +458,16 @@ def _split_records(
         dataset,
         train_q,
         test_q,
-        hist,
+        p["hist"],
         config,
         None if video is None else lambda compute: store.shared_arrays(tokens_key, compute),
     )
     units, unit_cond = _split_units(
-        dataset,
-        split,
-        conds,
-        seeds,
-        tests,
-        hist,
-        train_q,
-        test_q,
-        config,
-        video,
-        model,
+        dataset, split, conds, seeds=seeds, plan=p, config=config, video_identity=video, model=model
     )
-    compute = _unit_compute(dataset, fit, unit_cond, tests, blocks, train_q, test_q, groups, config)
+    compute = _unit_compute(
+        dataset, fit, unit_cond, p["tests"], blocks, train_q, test_q, p["groups"], config
+    )
     try:  # the split's video tokens are pooled once, by the first process that needs them, and removed when its units are done
         results = store.run(
             units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend
@@ -434,7 +492,9 @@ def audit_records(dataset, # a `ProceduralDataset` with features
     conds, splits, fit, store, history_fn, backend = _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers)
     rows = []
     model = _model_identity(config.architecture)   # once per audit: a user's code and checkpoints are hashed here, not per split
-    for split in splits: rows += _split_records(dataset, split, conds, seeds, store, config, history_fn, fit, progress, backend, model)
+    for split in splits:
+        rows += _split_records(dataset, split, conds, seeds=seeds, store=store, config=config, history_fn=history_fn, fit=fit,
+                               progress=progress, backend=backend, model=model)
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"])
 
 # %% ../nbs/17b_engine.ipynb #469afc8b
@@ -453,7 +513,8 @@ def history_quality(dataset, # the audited dataset
         if not conds: break
         train_q, test_q = split_audit_queries(dataset, split, config)
         for k in sorted({c.history for c in conds}):
-            quality = _histories(dataset, split, train_q, test_q, k, config, history_fn, store)["quality"]
+            quality = _histories(dataset, split, (train_q, test_q), name=k, config=config, history_fn=history_fn,
+                                 store=store)["quality"]
             rows += [{"dataset": dataset.name, "split": split, "condition": c.name, "history": k, "part": part, "metric": m, "value": float(v)}
                      for c in conds if c.history == k for part in ("train", "test") for m, v in quality[part].items()]
     return pd.DataFrame(rows, columns=["dataset", "split", "condition", "history", "part", "metric", "value"])
