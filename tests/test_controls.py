@@ -190,6 +190,28 @@ def test_controls_cli_takes_the_stage_path_and_writes_what_it_wrote_before(tiny,
                            config=cfg, pins={"config": sha256_json(cfg)})
     assert out.read_bytes() == before.read_bytes()
 
+def test_sweep_cli_takes_the_stage_path_and_writes_what_it_wrote_before(tiny, tmp_path, capsys):
+    """`hoi-audit context-probes` (as `sensitivity` and `horizons`) goes through `stages.run_stage`: its results JSON is, byte for byte,
+    what the command wrote before the stage path (the sweep's tidy records; the config with its seeds and grid, pinned by its SHA-256),
+    and it says what it wrote."""
+    from hoi_audit.core import sha256_json
+    from hoi_audit.results import write_results
+    from hoi_audit.procedural import name_config
+    parser = argparse.ArgumentParser(); add_subcommand(parser.add_subparsers())
+    out = tmp_path / "p.json"
+    args = parser.parse_args(["context-probes", str(tiny.root), "--splits", "1,2", "--seeds", "42", "--tokens", "2", "--epochs", "2", "--d-model", "16",
+                              "--probe-inputs", "history,state", "--device", "cpu", "--out", str(out)])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out
+    config = AuditConfig(n_tokens=2, train=TrainConfig(epochs=2, d_model=16, device="cpu"))
+    store = ResultStore(tmp_path / "store" / "context_probes")
+    assert f"wrote {out}" in printed and f"wrote {store.root}/" in printed, printed
+    r = context_probes(tiny, ["history", "state"], ["gt"], splits=[1, 2], seeds=[42], store=store, config=config)   # the command's units
+    cfg = {**config.as_dict(), "seeds": [42], "probe_inputs": ["history", "state"], "histories": ["gt"], **name_config(tiny)}
+    before = write_results(tmp_path / "before.json", "context_probes", tidy_records(r), scale="full", config=cfg,
+                           pins={"config": sha256_json(cfg)})
+    assert out.read_bytes() == before.read_bytes()
+
 def test_committed_full_scale_context_probes_against_the_planted_bayes_accuracies_and_four_condition():
     """results/full/context_probes.json (Table 17 at the paper's sizes): on the preset, history only sits under the exact Bayes accuracy
     of the full history and state only reaches that of the completed-action set (the state holds that set); history + state is the
