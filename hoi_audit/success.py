@@ -22,21 +22,21 @@ from hoi_audit.core import (
     sha256_json,
     write_npy,
 )
-from .results import write_results
-from .store import CommandOutput, ExperimentPaths, Unit
+from .store import ExperimentPaths, Unit
 from .cluster import current_backend
-from .cli import add_command
 from .provenance import Block, Condition, derive_block
 from .episodes import Episodes, make_episodes, read_episodes
 from .stats import PROBE_METRICS, batched, bootstrap_interval
 from .worldmodel import WorldModel, check_rollout, train_forecaster
 from .contracts import call_user, check_world_model, user_world_model
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 
 # %% auto #0
-__all__ = ['HORIZONS', 'FEATURE_SETS', 'FEATURE_CONDITIONS', 'ProbeInputs', 'probe_inputs', 'summarize_commands',
+__all__ = ['HORIZONS', 'FEATURE_SETS', 'FEATURE_CONDITIONS', 'SUCCESS_STAGE', 'ProbeInputs', 'probe_inputs', 'summarize_commands',
            'forecast_features', 'feature_blocks', 'assemble', 'make_probe', 'fit_probe', 'hard_test_pairs',
-           'hard_test_index', 'seed_mean_metric', 'seed_mean_delta', 'run_success_probes', 'success_table',
-           'format_table', 'success_command', 'add_subcommand']
+           'hard_test_index', 'seed_mean_metric', 'seed_mean_delta', 'SuccessInput', 'success_input',
+           'success_stage_run', 'success_stage_show', 'success_stage_records', 'success_stage_config',
+           'run_success_probes', 'success_table', 'format_table', 'success_command', 'add_subcommand']
 
 # %% ../nbs/43_success.ipynb #32dd3ed4
 HORIZONS = (1, 2, 4)  # bins rolled out
@@ -537,6 +537,158 @@ def _success_config(
         "n_heldout": len(held),
     }
 
+# %% ../nbs/43_success.ipynb #3ec46529
+@dataclass
+class SuccessInput:
+    "The success probes' input, prepared once: the splits, the hard test set, the world model's source, and the pins of it all."
+
+    train: Episodes  # train_full
+    held: Episodes  # heldout
+    pairs: pd.DataFrame  # the hard test set's matched pairs (`hard_test_pairs`)
+    horizons: list  # H values
+    fc_config: dict  # the forecaster's config (the package's, or the user's model's identity)
+    make: Callable  # make(seed) -> a checked world model
+    fc_seed: Callable  # fc_seed(probe seed) -> its forecaster's seed ('given': one frozen model)
+    check: Callable  # check(world model) -> its fingerprint at every horizon
+    forecaster_seed: int | None  # one forecaster for all probe seeds, or None: one per probe seed
+    pins: dict  # train_full, heldout, hard_pairs and the caller's input pins
+
+    @property
+    def hard(self) -> np.ndarray:
+        return hard_test_index(self.pairs)
+
+# %% ../nbs/43_success.ipynb #a06a5496
+def success_input(episodes:Episodes, # embedded or read_episodes(folder)
+                  *,
+                  horizons:Sequence[int]=HORIZONS, # H values
+                  model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
+                  forecaster_kind:str="jepa", # the package's frozen world model (worldmodel.KINDS), when `model` is None
+                  forecaster_steps:int=600, # its training steps
+                  forecaster_seed:int|None=None, # None: one forecaster per probe seed (as ranking); an int: one for all
+                  pins:dict|None=None, # extra input pins for the results JSON (e.g. the outcome audit)
+                 ) -> SuccessInput:
+    "The splits (each with both classes), their hard test pairs, the world model's source (a user's model built and checked here), the pins."
+    horizons = [int(h) for h in horizons]
+    train, held = _probe_splits(episodes)
+    pairs = hard_test_pairs(held)
+    K, D = episodes.n_bins, episodes.latent_dim
+    check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
+    fc_config, make, fc_seed = _world_model_source(
+        model, train, horizons, check=check, forecaster_kind=forecaster_kind,
+        forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed)
+    all_pins = {"train_full": train.fingerprint(), "heldout": held.fingerprint(),
+                "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()), **(pins or {})}
+    return SuccessInput(train, held, pairs, horizons, fc_config, make, fc_seed, check, forecaster_seed, all_pins)
+
+# %% ../nbs/43_success.ipynb #924ea3b4
+def success_stage_run(
+    data: SuccessInput,  # from `success_input`
+    spec: RunSpec,  # probe (and forecaster) seeds, the store, progress (the world models train on the CPU)
+    *,
+    feature_sets: Sequence[str] = FEATURE_SETS,  # the probe inputs
+    n_boot: int = 1000,  # bootstrap replicates of every interval
+) -> dict:  # probe_records (the per-seed rows), records, summary, comparison, table, pairs
+    "The forecasters, then the probes (each a unit of the store), then the seed-mean intervals: section 1 of the downstream protocols."
+    seeds, train_pin, held_pin = list(spec.seeds), data.pins["train_full"], data.pins["heldout"]
+    _run_forecasters(
+        spec.store,
+        data.make,
+        data.check,
+        fc_config=data.fc_config,
+        fc_seed=data.fc_seed,
+        seeds=seeds,
+        horizons=data.horizons,
+        train=data.train,
+        held=data.held,
+        train_pin=train_pin,
+        progress=spec.progress,
+    )
+    records, proba = _run_probes(
+        spec.store,
+        data.fc_config,
+        data.fc_seed,
+        seeds=seeds,
+        horizons=data.horizons,
+        feature_sets=feature_sets,
+        train=data.train,
+        held=data.held,
+        hard=data.hard,
+        train_pin=train_pin,
+        held_pin=held_pin,
+        progress=spec.progress,
+    )
+    tests = (("full", np.arange(len(data.held))), ("hard", data.hard))
+    summary, comparison = _seed_mean_intervals(
+        data.held.success.astype(int),
+        proba,
+        tests,
+        clusters_of=_pair_clusters(data.held, data.pairs, data.hard),
+        seeds=seeds,
+        horizons=data.horizons,
+        feature_sets=feature_sets,
+        n_boot=n_boot,
+    )
+    return {
+        "probe_records": records,
+        "records": pd.DataFrame(records),
+        "summary": summary,
+        "comparison": comparison,
+        "table": success_table(summary),
+        "pairs": data.pairs,
+    }
+
+# %% ../nbs/43_success.ipynb #b9f4134b
+def success_stage_show(
+    name: str,  # the input's name
+    result: dict,  # from `success_stage_run`
+):
+    "Print the AUROC table on the full held-out split and the primary comparison (forecast minus context_action at H = 4)."
+    primary = result["comparison"].query("primary and test_set == 'full' and metric == 'auroc'")
+    print(format_table(result["summary"]).to_string())
+    if len(primary):
+        print(
+            f"forecast - context_action AUROC at H=4: {primary['value'].item():+.4f} "
+            f"[{primary['ci_low'].item():+.4f}, {primary['ci_high'].item():+.4f}]"
+        )
+
+# %% ../nbs/43_success.ipynb #1fbb0116
+def success_stage_records(
+    results: dict,  # input name -> `success_stage_run`'s result
+    **settings,  # the run's settings (not needed)
+) -> list:
+    "Each input's per-seed probe rows, then its summary rows, then its comparison rows."
+    return [
+        x
+        for r in results.values()
+        for x in r["probe_records"]
+        + r["summary"].to_dict("records")
+        + r["comparison"].to_dict("records")
+    ]
+
+# %% ../nbs/43_success.ipynb #e793b267
+def success_stage_config(
+    datasets: dict,  # input name -> `SuccessInput`
+    spec: RunSpec,  # the run's spec (its seeds are recorded)
+    *,
+    feature_sets: Sequence[str] = FEATURE_SETS,  # the probe inputs
+    n_boot: int = 1000,  # bootstrap replicates
+) -> tuple:  # (the results config, the pins)
+    "The settings written into the results JSON (`_success_config`) and the input's pins, as `success_input` prepared them."
+    (data,) = datasets.values()
+    config = _success_config(
+        list(spec.seeds),
+        data.horizons,
+        feature_sets,
+        n_boot=n_boot,
+        fc_config=data.fc_config,
+        fc_seed=data.fc_seed,
+        forecaster_seed=data.forecaster_seed,
+        pairs=data.pairs,
+        train=data.train,
+        held=data.held,
+    )
+    return config, data.pins
+
 # %% ../nbs/43_success.ipynb #319303fc
 def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
                        out_dir, # output root: results/, store/ below it
@@ -549,43 +701,19 @@ def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
                        model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
                        n_boot:int=1000, # bootstrap replicates of every interval
                        scale:str="small", # the results JSON's scale label
-                       results_path=None, # where to write the results JSON (default: out_dir/results/success_probes.json)
+                       results_path=None, # where to write the results JSON, a .json path (default: out_dir/results/success_probes.json)
                        pins:dict|None=None, # extra input pins for the results JSON (e.g. the outcome audit)
                        progress:bool=True, # progress bars
                       ) -> dict: # records, summary, comparison, table, pairs, results (path)
-    "Run section 1 of the downstream protocols and write its results JSON."
+    "Run section 1 of the downstream protocols and write its results JSON: the `success` stage (`stages.run_stage`), its store below `out_dir`."
     paths = ExperimentPaths(Path(out_dir), "success_probes")
-    store = paths.store
-    seeds, horizons = [int(s) for s in seeds], [int(h) for h in horizons]
-    train, held = _probe_splits(episodes)
-    train_pin, held_pin = train.fingerprint(), held.fingerprint()
-    pairs = hard_test_pairs(held)
-    hard = hard_test_index(pairs)
-    K, D = episodes.n_bins, episodes.latent_dim
-    check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
-    fc_config, make, fc_seed = _world_model_source(
-        model, train, horizons, check=check, forecaster_kind=forecaster_kind,
-        forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed)
-    _run_forecasters(store, make, check, fc_config=fc_config, fc_seed=fc_seed, seeds=seeds,
-                     horizons=horizons, train=train, held=held, train_pin=train_pin,
-                     progress=progress)
-    records, proba = _run_probes(store, fc_config, fc_seed, seeds=seeds, horizons=horizons,
-                                 feature_sets=feature_sets, train=train, held=held, hard=hard,
-                                 train_pin=train_pin, held_pin=held_pin, progress=progress)
-    tests = (("full", np.arange(len(held))), ("hard", hard))
-    clusters = _pair_clusters(held, pairs, hard)
-    summary, comparison = _seed_mean_intervals(
-        held.success.astype(int), proba, tests, clusters_of=clusters, seeds=seeds,
-        horizons=horizons, feature_sets=feature_sets, n_boot=n_boot)
-    config = _success_config(seeds, horizons, feature_sets, n_boot=n_boot, fc_config=fc_config,
-                             fc_seed=fc_seed, forecaster_seed=forecaster_seed, pairs=pairs,
-                             train=train, held=held)
-    all_pins = {"train_full": train_pin, "heldout": held_pin, "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()),
-                **(pins or {})}
-    path = write_results(results_path or paths.results, "success_probes", records + summary.to_dict("records") + comparison.to_dict("records"),
-                         scale=scale, config=config, pins=all_pins)
-    return {"records": pd.DataFrame(records), "summary": summary, "comparison": comparison, "table": success_table(summary),
-            "pairs": pairs, "results": path}
+    data = success_input(episodes, horizons=horizons, model=model, forecaster_kind=forecaster_kind,
+                         forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed, pins=pins)
+    spec = RunSpec(seeds=seeds, store=paths.store, progress=progress, device="cpu", scale=scale)   # the world models train on the CPU
+    run = run_stage(SUCCESS_STAGE, spec, {"episodes": data}, paths if results_path is None else Path(results_path),
+                    feature_sets=feature_sets, n_boot=n_boot)
+    result = run.results["episodes"]
+    return {k: result[k] for k in ("records", "summary", "comparison", "table", "pairs")} | {"results": run.path}
 
 # %% ../nbs/43_success.ipynb #8309cfa7
 def success_table(
@@ -642,21 +770,31 @@ def success_command(*,
     else:
         eps = make_episodes(size, seed=data_seed)
         scale = "full" if size == "full" else "small"
-    paths = CommandOutput.parse(out, "success_probes")
     started = time.time()
-    run = run_success_probes(eps, paths.out_dir, seeds=seeds, horizons=horizons, forecaster_steps=forecaster_steps,
-                             forecaster_seed=forecaster_seed, model=model,
-                             n_boot=n_boot, scale=scale, results_path=paths.results, pins=pins, progress=not quiet)
-    primary = run["comparison"].query("primary and test_set == 'full' and metric == 'auroc'")
-    print(format_table(run["summary"]).to_string())
-    if len(primary): print(f"forecast - context_action AUROC at H=4: {primary['value'].item():+.4f} "
-                           f"[{primary['ci_low'].item():+.4f}, {primary['ci_high'].item():+.4f}]")
-    paths.wrote(run["results"]); paths.wrote(paths.store.root)
-    paths.report()
+    data = success_input(eps, horizons=horizons, model=model, forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed, pins=pins)
+    spec = RunSpec(seeds=seeds, progress=not quiet, device="cpu", scale=scale)   # the world models train on the CPU
+    run_stage(SUCCESS_STAGE, spec, {"episodes": data}, out, feature_sets=FEATURE_SETS, n_boot=n_boot)
     print(f"done in {time.time() - started:.1f}s")
     return 0
+
+# %% ../nbs/43_success.ipynb #9e115e50
+SUCCESS_STAGE = register_stage(
+    Stage(
+        "success",
+        success_command,
+        run=success_stage_run,
+        records=success_stage_records,
+        config=success_stage_config,
+        show=success_stage_show,
+        metric_kinds={
+            m: "fraction" for m in ("auroc", "auprc", "balanced_accuracy", "brier", "ece")
+        }
+        | {"nll": "nonnegative"},
+        experiment="success_probes",
+    )
+)
 
 # %% ../nbs/43_success.ipynb #8477bbd3
 def add_subcommand(subparsers) -> argparse.ArgumentParser:
     "Register `hoi-audit success`."
-    return add_command(subparsers, success_command)
+    return add_stage_command(subparsers, SUCCESS_STAGE)
