@@ -22,20 +22,20 @@ from hoi_audit.core import (
     verify,
     write_npz,
 )
-from .results import write_results
 from .store import CommandOutput, ExperimentPaths, Unit
 from .cluster import current_backend
-from .cli import add_command
 from .provenance import TrackedArray
 from .stats import bootstrap_interval
 from .contracts import call_user, check_world_model, user_world_model
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 
 # %% auto #0
 __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP', 'RANK_METRICS', 'DEFAULT_METHODS', 'ENERGIES',
-           'DEFAULT_COMPARISONS', 'RankingPool', 'heldout_pool', 'GuardedLatents', 'plan_statistics', 'standardize',
-           'snap', 'context_grid', 'CandidateSet', 'build_candidates', 'build_candidates_reference', 'query_targets',
-           'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'user_model', 'run_ranking',
-           'ranking_command', 'add_subcommand']
+           'DEFAULT_COMPARISONS', 'RANKING_STAGE', 'RankingPool', 'heldout_pool', 'GuardedLatents', 'plan_statistics',
+           'standardize', 'snap', 'context_grid', 'CandidateSet', 'build_candidates', 'build_candidates_reference',
+           'query_targets', 'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'user_model',
+           'RankingInput', 'ranking_input', 'ranking_stage_run', 'ranking_stage_show', 'ranking_stage_records',
+           'ranking_stage_config', 'run_ranking', 'ranking_command', 'add_subcommand']
 
 # %% ../nbs/44_ranking.ipynb #3760ead3
 N_CANDIDATES = 16  # the recorded plan and 15 negatives
@@ -687,6 +687,109 @@ def _comparison_records(per_query, models, comparisons, *, n_boot) -> list:
                 )
     return records
 
+# %% ../nbs/44_ranking.ipynb #fdce82de
+@dataclass
+class RankingInput:
+    "The ranking's input, prepared once: the held-out pool, its pinned candidate set, the queries' context and targets, the methods."
+
+    pool: RankingPool  # the held-out pool (`heldout_pool`)
+    candidates: CandidateSet  # its candidate set (`build_candidates`)
+    context: np.ndarray  # (Q, C, D) the queries' visible latents
+    goal: np.ndarray  # the queries' goal latents (`query_targets`)
+    future: np.ndarray  # their recorded future latents
+    models: dict  # method -> (factory(seed) -> model, seeded[, identity])
+    data_pin: str  # SHA-256 of the context, goals and futures (every unit's input)
+
+# %% ../nbs/44_ranking.ipynb #39e807a3
+def ranking_input(episodes, # an `Episodes` with train_full and heldout splits
+                  models:Mapping|None=None, # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
+                  pin:str|None=None, # a published candidate-set SHA-256 to match (None: pin what is built)
+                 ) -> RankingInput:
+    "Build the candidate set (checked against `pin` before any unit), the queries' context and targets, and the methods."
+    pool = heldout_pool(episodes)
+    cs = build_candidates(pool.context, pool.plans, pool.success, pool.language, pool.episode_id)
+    if pin is not None: cs.check(pin)
+    goal, future = query_targets(episodes, pool, cs)
+    context = pool.context[cs.query]
+    models = default_models(episodes) if models is None else dict(models)
+    data_pin = sha256_json({"context": sha256_array(context), "goal": sha256_array(goal), "future": sha256_array(future)})
+    return RankingInput(pool, cs, context, goal, future, models, data_pin)
+
+# %% ../nbs/44_ranking.ipynb #84f2f269
+def ranking_stage_run(data:RankingInput, # from `ranking_input`
+                      spec:RunSpec, # seeds of the learned methods, the store, progress (the world models train on the CPU)
+                      *,
+                      n_boot:int=1000, # bootstrap replicates
+                      batch_size:int=8192, # rollouts per call
+                      comparisons:Sequence[tuple]=DEFAULT_COMPARISONS, # (method, baseline) pairs with a paired bootstrap delta
+                      config:dict|None=None, # settings the models depend on (e.g. training steps): in every unit's config and the JSON
+                     ) -> dict: # {"candidates": CandidateSet, "per_query": {(method, seed, energy): DataFrame}, "records": [...]}
+    "Score every method (one store unit per method and seed), then the records: each method's metrics and the paired deltas."
+    cs, models, pin = data.candidates, data.models, data.candidates.sha256
+    units, lookup = _ranking_units(models, spec.seeds, config, n_boot=n_boot, pin=pin, data_pin=data.data_pin)
+
+    def score(unit, workdir):
+        method, factory, seed = lookup[unit.path]
+        model = factory(None if seed == "none" else int(seed))
+        energies = candidate_energies(model, data.context, cs, data.goal, data.future, pin=pin, batch_size=batch_size,
+                                      name=models[method][2]["model"] if len(models[method]) > 2 else method)
+        write_npz(workdir / "energies.npz", compress=True, **energies)
+        return {e: rank_metrics(energies[e], cs.recorded).drop(columns=["lower", "tied"]).mean().to_dict() for e in energies}
+
+    spec.store.run(units, score, progress=spec.progress, desc="ranking units", backend=current_backend())
+    per_query, records = _method_records(spec.store, units, models, cs=cs, n_boot=n_boot)
+    records += _comparison_records(per_query, models, comparisons, n_boot=n_boot)
+    return {"candidates": cs, "per_query": per_query, "records": records}
+
+# %% ../nbs/44_ranking.ipynb #8a094c9b
+def ranking_stage_show(
+    name: str,  # the input's name
+    result: dict,  # from `ranking_stage_run`
+):
+    "Print each method's metrics (endpoint energy) and the candidate set's SHA-256."
+    table = pd.DataFrame(result["records"])
+    table = table[table["energy"] == "endpoint"].pivot_table(
+        index="method", columns="metric", values="value", sort=False
+    )
+    print(table.round(3).to_string())
+    print(f"candidate set sha256 {result['candidates'].sha256}")
+
+# %% ../nbs/44_ranking.ipynb #440260b1
+def ranking_stage_records(
+    results: dict,  # input name -> `ranking_stage_run`'s result
+    **settings,  # the run's settings (not needed)
+) -> list:
+    "Each input's records: every method's metrics, then the paired deltas."
+    return [x for r in results.values() for x in r["records"]]
+
+# %% ../nbs/44_ranking.ipynb #6b097870
+def ranking_stage_config(
+    datasets: dict,  # input name -> `RankingInput`
+    spec: RunSpec,  # the run's spec (its seeds are recorded)
+    *,
+    n_boot: int = 1000,  # bootstrap replicates
+    config: dict | None = None,  # settings the models depend on
+    **settings,  # the other settings (not recorded)
+) -> tuple:  # (the results config, the pins)
+    "The settings (the models', the candidate set's size and rules, seeds, methods, a user's models' identities) and the candidate set's pin."
+    (data,) = datasets.values()
+    cs = data.candidates
+    out = {
+        **(config or {}),
+        "n_queries": len(cs),
+        "pool": len(data.pool),
+        "n_boot": n_boot,
+        "seeds": list(spec.seeds),
+        "methods": list(data.models),
+        **cs.rules,
+    }
+    users = {
+        m: entry[2] for m, entry in data.models.items() if len(entry) > 2
+    }  # a user's method: its spec, code and checkpoints
+    if users:
+        out["user_models"] = users
+    return out, {"candidate_set": cs.sha256}
+
 # %% ../nbs/44_ranking.ipynb #9be27569
 def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 out_dir, # output root: results/, store/ below it
@@ -699,37 +802,15 @@ def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 progress:bool=False, # progress bar of the store
                 comparisons:Sequence[tuple]=DEFAULT_COMPARISONS, # (method, baseline) pairs with a paired bootstrap delta
                 config:dict|None=None, # settings the models depend on (e.g. training steps): in every unit's config and the JSON
-                results_path=None, # where to write the results JSON (default: out_dir/results/candidate_ranking.json)
+                results_path=None, # where to write the results JSON, a .json path (default: out_dir/results/candidate_ranking.json)
                ) -> dict: # {"results": path, "candidates": CandidateSet, "per_query": {(method, seed, energy): DataFrame}, "records": [...]}
-    "Build and pin the candidate set, score every method (one store unit per method and seed), write `candidate_ranking.json`."
+    "Build and pin the candidate set, score every method (one store unit per method and seed), write `candidate_ranking.json`: the `ranking` stage (`stages.run_stage`), its store below `out_dir`."
     paths = ExperimentPaths(Path(out_dir), "candidate_ranking")
-    pool = heldout_pool(episodes)
-    cs = build_candidates(pool.context, pool.plans, pool.success, pool.language, pool.episode_id)
-    if pin is not None: cs.check(pin)
-    pin = cs.sha256
-    goal, future = query_targets(episodes, pool, cs)
-    context = pool.context[cs.query]
-    models = default_models(episodes) if models is None else dict(models)
-    data_pin = sha256_json({"context": sha256_array(context), "goal": sha256_array(goal), "future": sha256_array(future)})
-    units, lookup = _ranking_units(models, seeds, config, n_boot=n_boot, pin=pin, data_pin=data_pin)
-
-    def score(unit, workdir):
-        method, factory, seed = lookup[unit.path]
-        model = factory(None if seed == "none" else int(seed))
-        energies = candidate_energies(model, context, cs, goal, future, pin=pin, batch_size=batch_size, name=models[method][2]["model"] if len(models[method]) > 2 else method)
-        write_npz(workdir / "energies.npz", compress=True, **energies)
-        return {e: rank_metrics(energies[e], cs.recorded).drop(columns=["lower", "tied"]).mean().to_dict() for e in energies}
-
-    store = paths.store
-    store.run(units, score, progress=progress, desc="ranking units", backend=current_backend())
-    per_query, records = _method_records(store, units, models, cs=cs, n_boot=n_boot)
-    records += _comparison_records(per_query, models, comparisons, n_boot=n_boot)
-    settings = {**(config or {}), "n_queries": len(cs), "pool": len(pool), "n_boot": n_boot, "seeds": list(seeds),
-                "methods": list(models), **cs.rules}
-    users = {m: entry[2] for m, entry in models.items() if len(entry) > 2}   # a user's method: its spec, code and checkpoints
-    if users: settings["user_models"] = users
-    path = write_results(results_path or paths.results, "candidate_ranking", records, scale=scale, config=settings, pins={"candidate_set": pin})
-    return {"results": path, "candidates": cs, "per_query": per_query, "records": records}
+    data = ranking_input(episodes, models, pin)
+    spec = RunSpec(seeds=seeds, store=paths.store, progress=progress, device="cpu", scale=scale)   # the world models train on the CPU
+    run = run_stage(RANKING_STAGE, spec, {"episodes": data}, paths if results_path is None else Path(results_path), n_boot=n_boot,
+                    batch_size=batch_size, comparisons=comparisons, config=config)
+    return {"results": run.path, **run.results["episodes"]}
 
 # %% ../nbs/44_ranking.ipynb #09530cb6
 def ranking_command(*,
@@ -758,18 +839,33 @@ def ranking_command(*,
         models[name] = user_model(spec, eps)
     own = [m for m in models if m not in names]
     comparisons = list(DEFAULT_COMPARISONS) + [(m, b) for m in own for b in names]
-    res = run_ranking(eps, paths.out_dir, models=models, seeds=seeds, results_path=paths.results, comparisons=comparisons,
-                      scale="full" if size == "full" and not episodes else "small", pin=pin, n_boot=n_boot,
-                      progress=not quiet, config={"episodes": "user" if episodes else f"embedded:{size}",
-                                                  "train_steps": train_steps})
-    table = pd.DataFrame(res["records"])
-    table = table[table["energy"] == "endpoint"].pivot_table(index="method", columns="metric", values="value", sort=False)
-    print(table.round(3).to_string())
-    print(f"candidate set sha256 {res['candidates'].sha256}")
-    paths.wrote(res["results"]); paths.wrote(paths.store.root); paths.report()
+    spec = RunSpec(seeds=seeds, progress=not quiet, device="cpu",   # the world models train on the CPU
+                   scale="full" if size == "full" and not episodes else "small")
+    run_stage(RANKING_STAGE, spec, {"episodes": ranking_input(eps, models, pin)}, paths, n_boot=n_boot, comparisons=comparisons,
+              config={"episodes": "user" if episodes else f"embedded:{size}", "train_steps": train_steps})
     return 0
+
+# %% ../nbs/44_ranking.ipynb #98d9c3f8
+RANKING_STAGE = register_stage(
+    Stage(
+        "ranking",
+        ranking_command,
+        run=ranking_stage_run,
+        records=ranking_stage_records,
+        config=ranking_stage_config,
+        show=ranking_stage_show,
+        metric_kinds={
+            "r_at_1": "fraction",
+            "r_at_5": "fraction",
+            "mrr": "fraction",
+            "mean_rank": "rank",
+            "win_rate": "fraction",
+        },
+        experiment="candidate_ranking",
+    )
+)
 
 # %% ../nbs/44_ranking.ipynb #061488ec
 def add_subcommand(subparsers):
     "Register `hoi-audit ranking`."
-    return add_command(subparsers, ranking_command)
+    return add_stage_command(subparsers, RANKING_STAGE)
