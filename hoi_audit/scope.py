@@ -17,17 +17,18 @@ from hoi_audit.core import (
     sha256_json,
     write_json,
 )
-from .results import write_results
-from .store import CommandOutput, ResultStore
+from .store import ResultStore
 from .conditions import AuditConfig, training_options
 from .tables import AuditResult, audit_results_records, four_condition_audit
 from .procedural import read_mstcn, safe_name
-from .cli import add_command
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
+from .pairing import audit_spec
 
 # %% auto #0
-__all__ = ['SCOPES', 'CARD_FILE', 'SCOPE_CONDITIONS', 'PAPER_SCOPE', 'DatasetCard', 'read_card', 'write_card', 'scope_row',
-           'ScopeResult', 'scope_table', 'format_scope_table', 'scope_results_records', 'scope_command',
-           'add_subcommand']
+__all__ = ['SCOPES', 'CARD_FILE', 'SCOPE_CONDITIONS', 'PAPER_SCOPE', 'SCOPE_STAGE', 'DatasetCard', 'read_card', 'write_card',
+           'scope_row', 'ScopeResult', 'ScopeSetting', 'scope_settings', 'scope_stage_run', 'scope_result',
+           'scope_table', 'format_scope_table', 'scope_results_records', 'scope_command', 'scope_stage_show',
+           'scope_stage_records', 'scope_stage_config', 'add_subcommand']
 
 # %% ../nbs/23_scope.ipynb #8716db7e
 SCOPES = ("primary", "next-action", "diagnostic")  # Table 4's scope labels
@@ -187,6 +188,75 @@ def _settings(datasets, cards) -> list:
         out.append((name, dataset, card))
     return out
 
+# %% ../nbs/23_scope.ipynb #4088d075
+@dataclass(frozen=True)
+class ScopeSetting:
+    "One setting of the scope table as its stage runs it: the name its row and its units carry, the dataset, its card and its splits."
+
+    name: str  # the row's name (the card's, else the dataset's)
+    dataset: object  # the `ProceduralDataset`
+    card: DatasetCard  # backbone, scope, note
+    splits: list | None  # the split numbers its audit uses (None: all of the dataset's)
+
+# %% ../nbs/23_scope.ipynb #35fc6897
+def scope_settings(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping setting name -> either
+                   cards:Mapping|None=None, # setting name -> DatasetCard (default: each folder's card.json)
+                   max_splits:int|None=None, # keep each dataset's first k splits (None: all)
+                   splits:Sequence[int]|None=None, # these split numbers of every dataset (None: all; `max_splits` keeps the first k of them)
+                  ) -> dict: # setting name -> `ScopeSetting`, in the order given
+    "The settings of a scope table, every setting's input checked before the first audit (one DataError lists every problem)."
+    out, problems = {}, []
+    for name, dataset, card in _settings(datasets, cards):
+        use = sorted(splits or dataset.splits)[:max_splits or None] if splits or max_splits else None   # None: all of the dataset's
+        try:
+            if hasattr(dataset, "preflight"): dataset.preflight(use, needs_features=True)
+        except DataError as e: problems.append(f"setting {name!r}: {e}")
+        out[name] = ScopeSetting(name, dataset, card, use)
+    if problems: raise DataError("\n".join(problems))
+    return out
+
+
+# %% ../nbs/23_scope.ipynb #3c9441be
+def scope_stage_run(
+    setting: ScopeSetting,  # one setting (`scope_settings`)
+    spec: RunSpec,  # seeds, store, workers, progress and the device the networks train on (the setting names its splits)
+    config: AuditConfig = AuditConfig(),  # the audit's settings, the same for every setting
+    *,
+    conditions: Sequence[str] = SCOPE_CONDITIONS,  # audit rows
+    **settings,  # the run's other settings (not used)
+) -> ScopeResult:  # the setting's row, audit and card
+    "One setting's four-condition audit and its row of Table 13, as the scope stage runs it."
+    audit = four_condition_audit(
+        setting.dataset,
+        setting.splits,
+        list(spec.seeds),
+        conditions,
+        spec.store,
+        spec.on_device(config),
+        progress=spec.progress,
+        workers=spec.workers,
+    )
+    row = scope_row(
+        audit, setting.dataset, DatasetCard(**{**asdict(setting.card), "name": setting.name})
+    )
+    return ScopeResult(
+        pd.DataFrame([row]).set_index("setting"),
+        {setting.name: audit},
+        {setting.name: setting.card},
+    )
+
+# %% ../nbs/23_scope.ipynb #b8fad06e
+def scope_result(
+    results: dict,  # setting name -> `ScopeResult` (one setting each, from `scope_stage_run`), in the table's order
+) -> ScopeResult:  # the table of every setting
+    "The settings' results as one scope table: their rows stacked, their audits and cards side by side."
+    rows = [row for r in results.values() for row in r.table.reset_index().to_dict("records")]
+    return ScopeResult(
+        pd.DataFrame(rows).set_index("setting"),
+        {k: a for r in results.values() for k, a in r.audits.items()},
+        {k: c for r in results.values() for k, c in r.cards.items()},
+    )
+
 # %% ../nbs/23_scope.ipynb #f8f3fbe4
 def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping setting name -> either
                 cards:Mapping|None=None, # setting name -> DatasetCard (default: each folder's card.json)
@@ -202,19 +272,10 @@ def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping s
     "Tables 4 and 13: the four-condition audit of every setting, one row each."
     missing = {"gt_history", "recognizer_ba"} - set(conditions)
     if missing: raise ValueError(f"the scope table needs the conditions {sorted(missing)} (its gap is GT minus BA)")
-    settings, uses, problems = _settings(datasets, cards), [], []
-    for name, dataset, card in settings:   # every setting's input is checked before the first audit: one DataError lists all
-        uses.append(sorted(splits or dataset.splits)[:max_splits or None] if splits or max_splits else None)   # None: all of the dataset's
-        try:
-            if hasattr(dataset, "preflight"): dataset.preflight(uses[-1], needs_features=True)
-        except DataError as e: problems.append(f"setting {name!r}: {e}")
-    if problems: raise DataError("\n".join(problems))
-    rows, audits, used = [], {}, {}
-    for (name, dataset, card), use in zip(settings, uses):
-        audits[name] = four_condition_audit(dataset, use, seeds, conditions, store, config, progress=progress, workers=workers)
-        rows.append(scope_row(audits[name], dataset, DatasetCard(**{**asdict(card), "name": name})))
-        used[name] = card
-    return ScopeResult(pd.DataFrame(rows).set_index("setting"), audits, used)
+    settings = scope_settings(datasets, cards, max_splits, splits)
+    spec = RunSpec(seeds=seeds, store=store, workers=workers, progress=progress, device=config.train.device)   # the config's device, as given
+    return scope_result({name: scope_stage_run(setting, spec, config, conditions=conditions) for name, setting in settings.items()})
+
 
 # %% ../nbs/23_scope.ipynb #ebb9ab85
 PAPER_SCOPE = pd.DataFrame(
@@ -407,23 +468,65 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
         cards[key] = (d, card)
     renamed = {k: safe_name(k) for k in cards if safe_name(k) != k}   # a setting's name keys its units: letters, digits and _.+- only
     for k, v in renamed.items(): print(f"hoi-audit: note: setting {k!r} keys its stored results as {v!r} (letters, digits and _.+- only)", file=sys.stderr)
-    spec, config = training_options(**training)
-    seeds, splits = list(spec.seeds), spec.split_list
-    paths = CommandOutput.parse(out, "scope")
-    store = ResultStore(Path(store)) if store else paths.store
-    result = scope_table({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, seeds, config,
-                         store, progress=spec.progress, workers=spec.workers, splits=splits)
-    shown = format_scope_table(result.table)
-    with pd.option_context("display.width", 250, "display.max_columns", 20): print(shown.to_string())
-    cfg = {**config.as_dict(), "seeds": seeds, "max_splits": max_splits, **({"splits": splits} if splits else {}),
-           "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)", **({"dataset_names": renamed} if renamed else {})}
-    paths.wrote(write_results(paths.results, "scope", scope_results_records(result), scale=spec.scale, config=cfg,
-                              pins={"config": sha256_json(cfg)}))
-    paths.report()
-    print(f"wrote {store.root}/")
+    spec, config = audit_spec(training, store)
+    settings = scope_settings({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, spec.split_list)
+    run_stage("scope", spec, settings, out, config=config, max_splits=max_splits)
     return 0
+
+
+# %% ../nbs/23_scope.ipynb #981ee953
+def scope_stage_show(
+    name: str,  # the setting's name
+    run: ScopeResult,  # its row
+):
+    "Print the setting's row of Tables 4 / 13 as the paper prints it."
+    with pd.option_context("display.width", 250, "display.max_columns", 20):
+        print(format_scope_table(run.table).to_string())
+
+# %% ../nbs/23_scope.ipynb #eac55e58
+def scope_stage_records(
+    results: dict,  # setting name -> `ScopeResult` of one setting, in the table's order
+    **settings,  # the run's settings (not used)
+) -> list[dict]:
+    "The results JSON's records: the stacked table's cells, then each setting's audit records (`scope_results_records`)."
+    return scope_results_records(scope_result(results))
+
+# %% ../nbs/23_scope.ipynb #c936942d
+def scope_stage_config(
+    datasets: dict,  # setting name -> `ScopeSetting`
+    spec: RunSpec,  # the run's spec (its seeds, the splits named on the command line, the device)
+    config: AuditConfig = AuditConfig(),  # the audit's settings
+    max_splits: int | None = None,  # each dataset's first k splits (None: all)
+    **settings,  # the other settings (not recorded)
+) -> tuple:  # (the results config, the pins)
+    "The command's results config (the audit's settings, seeds, split choice, interval, a renamed setting's store key) and its pins (the config's SHA-256)."
+    renamed = {k: safe_name(k) for k in datasets if safe_name(k) != k}
+    splits = spec.split_list
+    cfg = {
+        **spec.on_device(config).as_dict(),
+        "seeds": list(spec.seeds),
+        "max_splits": max_splits,
+        **({"splits": splits} if splits else {}),
+        "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)",
+        **({"dataset_names": renamed} if renamed else {}),
+    }
+    return cfg, {"config": sha256_json(cfg)}
+
+# %% ../nbs/23_scope.ipynb #1043be0b
+SCOPE_STAGE = register_stage(
+    Stage(
+        "scope",
+        scope_command,
+        run=scope_stage_run,
+        records=scope_stage_records,
+        config=scope_stage_config,
+        show=scope_stage_show,
+        options=(training_options,),
+        metric_kinds={f"act1_{k}": "percent" for k in _COLUMNS},
+    )
+)
 
 # %% ../nbs/23_scope.ipynb #5958553b
 def add_subcommand(subparsers):
     "Register `hoi-audit scope`."
-    return add_command(subparsers, scope_command, shared=(training_options,))
+    return add_stage_command(subparsers, SCOPE_STAGE)

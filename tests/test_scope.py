@@ -12,7 +12,7 @@ from scipy import stats as sps
 from hoi_audit.conditions import AuditConfig
 from hoi_audit.tables import four_condition_audit
 from hoi_audit.core import DataError, HoiAuditError
-from hoi_audit.results import read_results
+from hoi_audit.results import read_results, write_results
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
 from hoi_audit.procedural import read_mstcn
@@ -123,6 +123,20 @@ def run_cli(*argv):
     add_subcommand(parser.add_subparsers())
     args = parser.parse_args(["scope", *map(str, argv)])
     return args.func(args)
+
+
+def test_command_takes_the_stage_path_and_writes_what_it_wrote_before(gtea, tmp_path):
+    """`hoi-audit scope` goes through `stages.run_stage`: its results JSON is, byte for byte, what the command wrote before the stage path
+    (`scope_results_records` of the table; the config with its seeds and max_splits, pinned by its SHA-256)."""
+    from hoi_audit.core import sha256_json
+    out = tmp_path / "s.json"
+    assert run_cli(gtea, "--out", out, "--seeds", "42", "--max-splits", "2", "--epochs", "3", "--d-model", "16", "--tokens", "2", "--device", "cpu") == 0
+    config = AuditConfig(n_tokens=2, train=TrainConfig(epochs=3, d_model=16, device="cpu"))
+    result = scope_table([gtea], max_splits=2, seeds=[42], config=config, store=ResultStore(tmp_path / "store" / "scope"))   # the command's units
+    cfg = {**config.as_dict(), "seeds": [42], "max_splits": 2, "interval": "paired Student-t over splits, n_splits - 1 df (none for one split)"}
+    before = write_results(tmp_path / "before.json", "scope", scope_results_records(result), scale="full", config=cfg,
+                           pins={"config": sha256_json(cfg)})
+    assert out.read_bytes() == before.read_bytes()
 
 
 def test_command_writes_only_below_out_and_is_byte_identical(gtea, tmp_path, capsys):
