@@ -484,8 +484,8 @@ def stage_for(
     if not found:
         known = ", ".join(sorted(s.results_name for s in STAGES.values())) or "none"
         raise DataError(
-            f"{path or experiment}: no registered stage writes {experiment!r} results (registered: {known}); a plug-in's "
-            "stage needs its plug-in: hoi-audit --plugin FILE report ..."
+            f"{path or experiment}: no registered stage writes experiment {experiment!r} (the stages' results: {known}); "
+            "a plug-in's stage needs its plug-in: hoi-audit --plugin FILE report ..."
         )
     return found[0]
 

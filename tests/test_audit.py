@@ -361,3 +361,24 @@ def test_engine_2_moves_no_condition_beyond_the_seed_spread(tiny, tmp_path):
     assert (table["paired_mean_diff"].abs() <= table["engine1_sd"]).all(), table
     assert (table["engine1_sd"] > 0).all(), table            # the seeds do differ: the comparison is not vacuous
 
+
+def test_the_command_and_a_notebook_write_the_same_audit_through_its_stage(tiny, tmp_path, capsys):
+    "hoi-audit audit and `run_stage('audit', ...)` from a notebook are one path: the same records, 2x2 and reference, byte for byte."
+    from dataclasses import replace
+    from hoi_audit.conditions import training_options
+    from hoi_audit.stages import STAGES, run_stage
+    from hoi_audit.store import ExperimentPaths
+    assert STAGES["audit"].results_name == "four_condition"
+    argv = ["--conditions", "recognizer_ba,gt_history", "--splits", "1,2", "--seeds", "42", "--tokens", "2", "--epochs", "2", "--d-model", "16"]
+    assert _cli(str(tiny.root), *argv, "--out", str(tmp_path / "cli")) == 0
+    cli = tmp_path / "cli" / "results"
+    assert sorted(p.name for p in cli.iterdir()) == ["four_condition.json", "four_condition.report.html", "intervention_2x2.json"]
+    spec, config = training_options(splits="1,2", seeds="42", tokens=2, epochs=2, d_model=16)   # as the command reads its options
+    paths = ExperimentPaths(tmp_path / "nb", "four_condition", spec.scale)
+    run = run_stage("audit", replace(spec, store=paths.store), tiny, paths, config=config, conditions=["recognizer_ba", "gt_history"])
+    nb = tmp_path / "nb" / "results" / "full"
+    assert sorted(p.name for p in nb.iterdir() if p.is_file()) == ["four_condition.json", "intervention_2x2.json"]   # a notebook writes no page
+    for name in ("four_condition.json", "intervention_2x2.json"):
+        assert (nb / name).read_bytes() == (cli / name).read_bytes(), name
+    assert read_results(nb / "four_condition.json")["intervention_ref"]["path"] == "intervention_2x2.json"
+    assert list(run.results) == [tiny.name] and run.results[tiny.name].window is None

@@ -112,3 +112,19 @@ def test_report_errors_name_the_file(tmp_path):
     with pytest.raises(DataError, match="bad.json: not a readable results JSON"): report.write_report(bad)
     other = write_results(tmp_path / "o.json", "architectures", [{"metric": "a", "value": 1.0}])
     with pytest.raises(DataError, match="experiment 'architectures'"): report.write_report(other)
+
+def test_report_of_another_stage_has_its_pins_settings_and_section(tmp_path, capsys):
+    "`hoi-audit report` on a registered stage's results (the committed lta.json): a page with its pins, settings and every record."
+    lta = json.loads((REPO / "results" / "lta.json").read_text())
+    page = tmp_path / "lta.html"
+    assert main(["report", str(REPO / "results" / "lta.json"), "--out", str(page)]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {page}"
+    html = page.read_text()
+    assert html.count('<section id="stage-lta">') == 1 and html.count("<table") == 1 + len({r["metric"] for r in lta["records"]})
+    for name, pin in lta["pins"].items():
+        assert f"<b>{name}</b>: <code>{pin}</code>" in html
+    moc = [r for r in lta["records"] if r["metric"] == "moc"]
+    table = html.split('id="metric-moc">')[1].split("</table>")[0]
+    assert table.count("<tr") == len(moc) + 1 and re.findall(r"<th>(.*?)</th>", table)[-1] == "value"   # each record a row, its value last
+    assert f"<td>{moc[0]['value']:.6f}</td>" in table
+    assert report.report_path(REPO / "results" / "lta.json").name == "lta.report.html"
