@@ -217,13 +217,11 @@ class InterventionResult:
     contrast: pd.DataFrame # per training regime: test GT - test recognizer, paired by split, with its interval
     def __iter__(self): return iter((self.records, self.table, self.contrast))
 
-# %% ../nbs/17c_tables.ipynb #77b9460a
-def intervention_table(
+# %% ../nbs/17c_tables.ipynb #8c9e1cbb
+def _intervention_records(
     all_records: pd.DataFrame,  # every test, with test_history (from `audit_records`)
-    metric: str = "act1",  # the metric of the table
-    confidence: float = 0.95,  # the intervals' level
-) -> InterventionResult:
-    "Table 9 and the fixed-checkpoint oracle contrasts from cross-tested BA and GT checkpoints."
+) -> pd.DataFrame:  # the 2x2's records: train_history (ba, gt) in place of the condition
+    "The cross-tested recognizer_ba and gt_history records (tested with BA or GT histories), each named by the history it trained on."
     train_kind = {"recognizer_ba": "ba", "gt_history": "gt"}
     r = all_records[
         all_records["condition"].isin(train_kind) & all_records["test_history"].isin(["ba", "gt"])
@@ -231,7 +229,16 @@ def intervention_table(
     if r.empty:
         raise DataError("intervention_table: no cross-tested recognizer_ba / gt_history records")
     r.insert(list(r.columns).index("condition"), "train_history", r["condition"].map(train_kind))
-    r = r.drop(columns="condition").reset_index(drop=True)
+    return r.drop(columns="condition").reset_index(drop=True)
+
+# %% ../nbs/17c_tables.ipynb #77b9460a
+def intervention_table(
+    all_records: pd.DataFrame,  # every test, with test_history (from `audit_records`)
+    metric: str = "act1",  # the metric of the table
+    confidence: float = 0.95,  # the intervals' level
+) -> InterventionResult:
+    "Table 9 and the fixed-checkpoint oracle contrasts from cross-tested BA and GT checkpoints."
+    r = _intervention_records(all_records)
     units = unit_columns(r)
     per = (
         r[r["metric"] == metric].groupby([*units, "train_history", "test_history"])["value"].mean()
