@@ -202,7 +202,7 @@ class ScopeSetting:
 def scope_settings(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping setting name -> either
                    cards:Mapping|None=None, # setting name -> DatasetCard (default: each folder's card.json)
                    max_splits:int|None=None, # keep each dataset's first k splits (None: all)
-                   splits:Sequence[int]|None=None, # these split numbers of every dataset (None: all; `max_splits` keeps the first k of them)
+                   *, splits:Sequence[int]|None=None, # these split numbers of every dataset (None: all; `max_splits` keeps the first k of them)
                   ) -> dict: # setting name -> `ScopeSetting`, in the order given
     "The settings of a scope table, every setting's input checked before the first audit (one DataError lists every problem)."
     out, problems = {}, []
@@ -272,7 +272,7 @@ def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping s
     "Tables 4 and 13: the four-condition audit of every setting, one row each."
     missing = {"gt_history", "recognizer_ba"} - set(conditions)
     if missing: raise ValueError(f"the scope table needs the conditions {sorted(missing)} (its gap is GT minus BA)")
-    settings = scope_settings(datasets, cards, max_splits, splits)
+    settings = scope_settings(datasets, cards, max_splits, splits=splits)
     spec = RunSpec(seeds=seeds, store=store, workers=workers, progress=progress, device=config.train.device)   # the config's device, as given
     return scope_result({name: scope_stage_run(setting, spec, config, conditions=conditions) for name, setting in settings.items()})
 
@@ -469,7 +469,7 @@ def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN f
     renamed = {k: safe_name(k) for k in cards if safe_name(k) != k}   # a setting's name keys its units: letters, digits and _.+- only
     for k, v in renamed.items(): print(f"hoi-audit: note: setting {k!r} keys its stored results as {v!r} (letters, digits and _.+- only)", file=sys.stderr)
     spec, config = audit_spec(training, store)
-    settings = scope_settings({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, spec.split_list)
+    settings = scope_settings({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, splits=spec.split_list)
     run_stage("scope", spec, settings, out, config=config, max_splits=max_splits)
     return 0
 
@@ -496,6 +496,7 @@ def scope_stage_config(
     datasets: dict,  # setting name -> `ScopeSetting`
     spec: RunSpec,  # the run's spec (its seeds, the splits named on the command line, the device)
     config: AuditConfig = AuditConfig(),  # the audit's settings
+    *,
     max_splits: int | None = None,  # each dataset's first k splits (None: all)
     **settings,  # the other settings (not recorded)
 ) -> tuple:  # (the results config, the pins)

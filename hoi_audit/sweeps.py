@@ -320,6 +320,7 @@ def sweep_stage_config(
     datasets: dict,  # dataset name -> dataset
     spec: RunSpec,  # the run's spec
     config: AuditConfig = AuditConfig(),  # the audit's settings
+    *,
     history_fn: Callable | None = None,  # the recognizer backend (not recorded)
     **settings,  # the stage's grid (lengths, histories, noise_rates, noise_seed; horizons; probe_inputs, histories): recorded
 ) -> tuple:  # (the results config, the pins)
