@@ -426,9 +426,53 @@ def _unit(dataset, split: int, seed: int, config: LTAConfig) -> Unit:
         },
     )
 
+# %% ../nbs/22_lta.ipynb #3994a2a8
+def _video_counts(
+    dataset,  # the dataset
+    name: str,  # one test video
+    model,  # the fitted anticipation model (`fit_lta_model`)
+    *,
+    recognizer,  # the fitted window recognizer
+    config: LTAConfig,  # observed fractions, horizons, convention
+) -> tuple:  # (rows: per observed fraction, source and horizon its class counts; predictions by 'video|observed|source')
+    "One test video anticipated from each observed fraction, with the GT and the recognized transcript, and counted per horizon."
+    video, n_classes = dataset.video(name), len(dataset.classes)
+    n, rows, arrays = video.n_frames, [], {}
+    for alpha in config.observe:
+        cut = observed_end(n, alpha)
+        if cut < 1:
+            raise DataError(
+                f"{dataset.root}: video {name} has {n} frames: nothing observed at {alpha:.0%}"
+            )
+        last = max(horizon_end(n, alpha, b, config.convention) for b in config.predict)
+        sources = {
+            "gt": gt_observed_transcript(video, cut),
+            "recognizer": recognized_observed_transcript(recognizer, video, cut, config.min_run),
+        }
+        for condition in TRANSCRIPT_SOURCES:
+            pred = anticipate(
+                model, *sources[condition], cut / alpha, last, max_segments=config.max_segments
+            )
+            arrays[f"{name}|{alpha}|{condition}"] = pred
+            for beta in config.predict:
+                end = horizon_end(n, alpha, beta, config.convention)
+                c = class_counts(video.labels, pred, cut, end, n_classes)
+                rows.append(
+                    {
+                        "video": name,
+                        "observed": alpha,
+                        "beta": beta,
+                        "condition": condition,
+                        "correct": c[0].tolist(),
+                        "total": c[1].tolist(),
+                    }
+                )
+    return rows, arrays
+
 # %% ../nbs/22_lta.ipynb #063b0886
 def _compute_unit(dataset, split: int, seed: int, config: LTAConfig, workdir: Path) -> dict:
-    parts, n_classes = dataset.splits[split], len(dataset.classes)
+    "One (split, seed) unit: fit the window recognizer and the anticipation model, then count every test video's predictions (saved beside)."
+    parts = dataset.splits[split]
     recognizer = WindowRecognizer(max_windows=config.recognizer_max_windows).fit(
         dataset,
         split=split,
@@ -439,44 +483,8 @@ def _compute_unit(dataset, split: int, seed: int, config: LTAConfig, workdir: Pa
     model = fit_lta_model(dataset, parts["train"], config, seed)
     rows, arrays = [], {}
     for name in parts["test"]:
-        video = dataset.video(name)
-        n = video.n_frames
-        for alpha in config.observe:
-            cut = observed_end(n, alpha)
-            if cut < 1:
-                raise DataError(
-                    f"{dataset.root}: video {name} has {n} frames: nothing observed at {alpha:.0%}"
-                )
-            last = max(horizon_end(n, alpha, b, config.convention) for b in config.predict)
-            sources = {
-                "gt": gt_observed_transcript(video, cut),
-                "recognizer": recognized_observed_transcript(
-                    recognizer, video, cut, config.min_run
-                ),
-            }
-            for condition in TRANSCRIPT_SOURCES:
-                pred = anticipate(
-                    model, *sources[condition], cut / alpha, last, max_segments=config.max_segments
-                )
-                arrays[f"{name}|{alpha}|{condition}"] = pred
-                for beta in config.predict:
-                    c = class_counts(
-                        video.labels,
-                        pred,
-                        cut,
-                        horizon_end(n, alpha, beta, config.convention),
-                        n_classes,
-                    )
-                    rows.append(
-                        {
-                            "video": name,
-                            "observed": alpha,
-                            "beta": beta,
-                            "condition": condition,
-                            "correct": c[0].tolist(),
-                            "total": c[1].tolist(),
-                        }
-                    )
+        r, a = _video_counts(dataset, name, model, recognizer=recognizer, config=config)
+        rows, arrays = rows + r, arrays | a
     write_npz(
         workdir / "predictions.npz",
         compress=True,
@@ -570,6 +578,43 @@ def lta_table(
         index=["observed", "condition"], columns="beta", values=["moc", "moc_std"]
     )
 
+# %% ../nbs/22_lta.ipynb #a86518af
+def _split_gap(
+    gs: pd.DataFrame,  # one split's counts at one (observed, beta)
+    seeds: list,  # the training seeds
+    rng: np.random.Generator,  # the bootstrap's stream (shared by the splits, in order)
+    *,
+    oracle: str,  # the oracle transcript's condition
+    non_oracle: str,  # the recognized transcript's condition
+    n_boot: int,  # bootstrap replicates
+) -> tuple:  # (the split's oracle minus non-oracle MoC, mean over seeds; its n_boot video-resampled differences)
+    "One split's MoC difference, and the same over `n_boot` resamplings of its test videos (counts pooled over the drawn videos)."
+    videos = sorted(gs["video"].unique())
+    a, b = (_stack(gs[gs["condition"] == c], seeds, videos) for c in (oracle, non_oracle))
+    diff = float(np.mean(mean_over_classes(a.sum(axis=1)) - mean_over_classes(b.sum(axis=1))))
+    draws = rng.integers(0, len(videos), size=(n_boot, len(videos)))
+    w = np.stack([np.bincount(d, minlength=len(videos)) for d in draws]).astype(float)
+    moc = lambda c: mean_over_classes(np.einsum("bv,svck->bsck", w, c)).mean(axis=1)
+    return diff, moc(a) - moc(b)
+
+# %% ../nbs/22_lta.ipynb #4162cc0d
+def _split_interval(
+    diffs: pd.Series,  # per split, the MoC difference
+    confidence: float,  # the level
+) -> Interval:
+    "The Student-t interval of the splits' differences; with one split, its difference and no interval."
+    if len(diffs) > 1:
+        return student_t_interval(diffs, confidence)
+    return Interval(
+        float(diffs.mean()),
+        math.nan,
+        math.nan,
+        1,
+        confidence,
+        "student-t",
+        note="one split: undefined",
+    )
+
 # %% ../nbs/22_lta.ipynb #610711cc
 def lta_gap(
     counts: pd.DataFrame,  # from `lta_counts`
@@ -584,31 +629,14 @@ def lta_gap(
     for (alpha, beta), g in counts.groupby(["observed", "beta"], sort=True):
         rng = np.random.default_rng([seed, int(round(alpha * 1000)), int(round(beta * 1000))])
         split_diff, boot = {}, np.zeros(n_boot)
-        for split, gs in g.groupby("split", sort=True):
-            videos = sorted(gs["video"].unique())
-            a, b = (_stack(gs[gs["condition"] == c], seeds, videos) for c in (oracle, non_oracle))
-            split_diff[split] = float(
-                np.mean(mean_over_classes(a.sum(axis=1)) - mean_over_classes(b.sum(axis=1)))
+        for split, gs in g.groupby("split", sort=True):  # one bootstrap stream, split after split
+            split_diff[split], b = _split_gap(
+                gs, seeds, rng, oracle=oracle, non_oracle=non_oracle, n_boot=n_boot
             )
-            draws = rng.integers(0, len(videos), size=(n_boot, len(videos)))
-            w = np.stack([np.bincount(d, minlength=len(videos)) for d in draws]).astype(float)
-            moc = lambda c: mean_over_classes(np.einsum("bv,svck->bsck", w, c)).mean(axis=1)
-            boot += moc(a) - moc(b)
+            boot += b
         boot /= len(split_diff)
         diffs = pd.Series(split_diff)
-        t = (
-            student_t_interval(diffs, confidence)
-            if len(diffs) > 1
-            else Interval(
-                float(diffs.mean()),
-                math.nan,
-                math.nan,
-                1,
-                confidence,
-                "student-t",
-                note="one split: undefined",
-            )
-        )
+        t = _split_interval(diffs, confidence)
         q = np.nanpercentile(boot, [50 * (1 - confidence), 100 - 50 * (1 - confidence)])
         rows.append(
             {
