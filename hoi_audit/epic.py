@@ -21,7 +21,6 @@ from hoi_audit.core import (
     write_npz,
     sha256_array,
 )
-from .results import write_results
 from .provenance import Block, Condition, derive_block
 from .store import CommandOutput
 from .cli import add_command
@@ -45,12 +44,14 @@ from hoi_audit.decode import (
     target_bin,
 )
 from . import stats
+from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 
 # %% auto #0
-__all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'parse_timestamp', 'read_narrations', 'find_video', 'accounting',
-           'accounting_lines', 'EpicFeatures', 'extract', 'feature_sets', 'lopo_scores', 'AnticipationResult',
-           'anticipation_protocol', 'protocol_over_seeds', 'seed_mean_table', 'results_records', 'run_epic',
-           'decode_options', 'extract_command', 'epic_command', 'add_subcommand']
+__all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'EPIC_STAGE', 'parse_timestamp', 'read_narrations', 'find_video',
+           'accounting', 'accounting_lines', 'EpicFeatures', 'extract', 'feature_sets', 'lopo_scores',
+           'AnticipationResult', 'anticipation_protocol', 'protocol_over_seeds', 'seed_mean_table', 'results_records',
+           'EpicInput', 'epic_input', 'epic_stage_run', 'epic_stage_show', 'epic_stage_records', 'epic_stage_config',
+           'run_epic', 'decode_options', 'extract_command', 'epic_command', 'add_subcommand']
 
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
@@ -788,6 +789,103 @@ def _epic_pins(
         digest = sha256_file(narrations)
     return {"narrations": digest, **{f"fingerprint_{k}": v for k, v in prints.items()}}
 
+# %% ../nbs/45_epic.ipynb #ac09701d
+@dataclass
+class EpicInput:
+    "The protocol's input, prepared before the run: every narration extracted, the usable ones, the frozen forecasters, what the results record."
+    feats:EpicFeatures # every narration (its accounting and notes)
+    usable:EpicFeatures # the narrations the protocol uses (`_usable`)
+    forecasters:dict # seed -> frozen forecaster
+    narrations:object # the annotation CSV or DataFrame (pinned)
+    models:dict|None = None # from `_epic_models` (the command's config and pins); None: the caller gives its own
+    spec:BinSpec = BinSpec() # the observation bins
+    oracle:bool = True # was the target segment encoded?
+
+# %% ../nbs/45_epic.ipynb #347f858d
+def epic_input(
+    videos_dir,  # folder of videos (see find_video)
+    narrations,  # EPIC-100 annotation CSV
+    *,
+    encoder="embedded",  # "embedded", or an encoder / factory / "module:name"
+    forecaster="embedded",  # "embedded", or a forecaster or world model / factory / "module:name"
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # forecaster seeds
+    spec: BinSpec = BinSpec(),  # the observation bins
+    oracle: bool = True,  # also encode the target segment for the oracle upper bound
+    train_clips: str = "small",  # clip preset of the embedded forecaster's training windows
+    train_steps: int = 600,  # its training steps
+    **extract_kwargs,  # passed to `extract` (time_limit, accept_concealed, verify, isolate)
+) -> EpicInput:
+    "Build and check the models, extract every narration, keep the usable ones (`DataError` with the accounting when too few)."
+    models = _epic_models(
+        encoder,
+        forecaster,
+        list(seeds),
+        spec=spec,
+        train_clips=train_clips,
+        train_steps=train_steps,
+    )
+    feats = extract(
+        videos_dir, narrations, models["encoder"], spec=spec, with_target=oracle, **extract_kwargs
+    )
+    return EpicInput(
+        feats, _usable(feats, narrations), models["forecasters"], narrations, models, spec, oracle
+    )
+
+# %% ../nbs/45_epic.ipynb #cf31737c
+def epic_stage_run(
+    data: EpicInput,  # from `epic_input`, or built by the caller
+    spec: RunSpec,  # the run's spec (the forecasters are in the input, built with its seeds; nothing trains here)
+    *,
+    n_boot: int = 2000,  # bootstrap replicates
+) -> dict:  # records, seen (the seen-class fraction), table, summary, action_records (one per narration)
+    "The leave-one-participant-out protocol with each seed's forecaster (`protocol_over_seeds`)."
+    records, seen = protocol_over_seeds(data.usable, data.forecasters, n_boot=n_boot)
+    return {"records": records, "seen": seen, "table": seed_mean_table(records), "summary": data.feats.summary,
+            "action_records": data.feats.records}
+
+# %% ../nbs/45_epic.ipynb #ee96f468
+def epic_stage_show(
+    name: str,  # the input's name
+    result: dict,  # from `epic_stage_run`
+):
+    "Print the seed-mean table and the accounting of every narration (`accounting_lines`)."
+    s = result["summary"]
+    print(result["table"].round(3).to_string())
+    for line in accounting_lines(s, result["action_records"]):
+        print(line)
+    print(
+        f"  (each left-out narration's reason is in config.excluded, every note in config.notes); "
+        f"{s['actions_affected']} with substituted frames"
+    )
+
+# %% ../nbs/45_epic.ipynb #5b32e5b6
+def epic_stage_records(
+    results: dict,  # input name -> `epic_stage_run`'s result
+    **settings,  # the run's settings (not needed)
+) -> list:
+    "Each input's records (`results_records`: the protocol's rows, the seen-class fraction, the substitution counts)."
+    return [
+        x for r in results.values() for x in results_records(r["records"], r["seen"], r["summary"])
+    ]
+
+# %% ../nbs/45_epic.ipynb #5a0f7e99
+def epic_stage_config(
+    datasets: dict,  # input name -> `EpicInput` (built by `epic_input`: its models are recorded)
+    spec: RunSpec,  # the run's spec
+    *,
+    n_boot: int = 2000,  # bootstrap replicates
+) -> tuple:  # (the results config, the pins)
+    "The command's config (`_epic_config`) and pins (`_epic_pins`: the annotations and every model's fingerprint)."
+    (data,) = datasets.values()
+    if data.models is None:
+        raise HoiAuditError(
+            "epic: an input built without epic_input records no models: pass the run's config and pins"
+        )
+    config = _epic_config(
+        data.models, data.feats, n_boot=n_boot, spec=data.spec, oracle=data.oracle
+    )
+    return config, _epic_pins(data.narrations, data.models["prints"])
+
 # %% ../nbs/45_epic.ipynb #8bd50d3c
 def run_epic(
     videos_dir,  # folder of videos (see find_video)
@@ -803,36 +901,33 @@ def run_epic(
     train_clips: str = "small",  # clip preset of the embedded forecaster's training windows
     train_steps: int = 600,  # its training steps
     **extract_kwargs,  # passed to `extract` (time_limit, accept_concealed, verify, isolate)
-) -> dict:  # results (path), records, table, summary, paths (the CommandOutput), action_records (one per narration)
-    "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON."
+) -> dict:  # results (path), records, table, summary, action_records (one per narration), paths (the CommandOutput)
+    "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON: the `epic` stage (`stages.run_stage`)."
     paths = out if isinstance(out, CommandOutput) else CommandOutput.parse(out, "epic_anticipation")
-    models = _epic_models(
-        encoder,
-        forecaster,
-        list(seeds),
+    data = epic_input(
+        videos_dir,
+        narrations,
+        encoder=encoder,
+        forecaster=forecaster,
+        seeds=seeds,
         spec=spec,
+        oracle=oracle,
         train_clips=train_clips,
         train_steps=train_steps,
+        **extract_kwargs,
     )
-    feats = extract(
-        videos_dir, narrations, models["encoder"], spec=spec, with_target=oracle, **extract_kwargs
-    )
-    usable = _usable(feats, narrations)
-    records, seen = protocol_over_seeds(usable, models["forecasters"], n_boot=n_boot)
-    summary = feats.summary
-    config = _epic_config(models, feats, n_boot=n_boot, spec=spec, oracle=oracle)
-    pins = _epic_pins(narrations, models["prints"])
-    rows = results_records(records, seen, summary)
-    results = write_results(
-        paths.results, "epic_anticipation", rows, scale="full", config=config, pins=pins
-    )
+    run = run_stage(
+        EPIC_STAGE,
+        RunSpec(seeds=seeds, device="cpu", scale="full"),
+        {"epic": data},
+        paths,
+        n_boot=n_boot,
+    )  # trains on the CPU
+    result = run.results["epic"]
     return {
-        "results": paths.wrote(results),
-        "records": records,
-        "table": seed_mean_table(records),
-        "summary": summary,
+        "results": run.path,
+        **{k: result[k] for k in ("records", "table", "summary", "action_records")},
         "paths": paths,
-        "action_records": feats.records,
     }
 
 # %% ../nbs/45_epic.ipynb #68d42690
@@ -906,21 +1001,41 @@ def epic_command(*,
         videos, narrations = data["folder"], data["narrations"]
         for f in sorted(p for p in (paths.raw / f"epic_like_{size}").rglob("*") if p.is_file()): paths.wrote(f)
         print(f"embedded EPIC-like clips ({size}) in {videos}")
-    run = run_epic(videos, narrations, paths, encoder=encoder,
-                   forecaster=model, seeds=seeds, n_boot=n_boot, oracle=not no_oracle,
-                   train_clips=train_clips, train_steps=train_steps, **decode_options(**decoding))
-    s = run["summary"]
-    print(run["table"].round(3).to_string())
-    for line in accounting_lines(s, run["action_records"]): print(line)
-    print(f"  (each left-out narration's reason is in config.excluded, every note in config.notes); "
-          f"{s['actions_affected']} with substituted frames")
-    run["paths"].report()
+    run_epic(videos, narrations, paths, encoder=encoder, forecaster=model, seeds=seeds, n_boot=n_boot, oracle=not no_oracle,
+             train_clips=train_clips, train_steps=train_steps, **decode_options(**decoding))   # the epic stage: prints, writes, says what it wrote
     print(f"done in {time.time() - started:.1f}s")
     return 0
+
+# %% ../nbs/45_epic.ipynb #f3a26597
+EPIC_STAGE = register_stage(
+    Stage(
+        "epic",
+        epic_command,
+        run=epic_stage_run,
+        records=epic_stage_records,
+        config=epic_stage_config,
+        show=epic_stage_show,
+        metric_kinds={
+            m: "fraction"
+            for m in (
+                "top1_accuracy",
+                "top5_accuracy",
+                "mean_top1_recall",
+                "mean_top5_recall",
+                "seen_class_fraction",
+            )
+        },
+        experiment="epic_anticipation",
+        options=(decode_options,),
+    ),
+    # a notebook re-running this cell defines decode_options again, and `stages._same_stage` compares `options` by identity: the
+    # same stage, replaced (the subcommand's name is this module's alone)
+    replace=True,
+)
 
 # %% ../nbs/45_epic.ipynb #4b91c1ab
 def add_subcommand(subparsers):
     "Register `hoi-audit extract` and `hoi-audit epic`."
     p = add_command(subparsers, extract_command, shared=(decode_options,))
-    add_command(subparsers, epic_command, shared=(decode_options,))
+    add_stage_command(subparsers, EPIC_STAGE)
     return p
