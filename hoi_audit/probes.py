@@ -14,6 +14,7 @@ import pandas as pd
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 from .core import DataError, HoiAuditError
+from .store import CommandOutput
 from hoi_audit.procedural import (
     REAL_DATASETS,
     labels_pins,
@@ -326,8 +327,9 @@ def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-lay
         raise HoiAuditError("probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME ...] (the shipped labels), not both")
     if name is not None and data_dir is None: raise HoiAuditError("probes: --name names DATA_DIR's dataset; the shipped labels keep theirs")
     data = data_dir if data_dir is not None else [real_labels_root(n) for n in (real or REAL_DATASETS)]
+    paths = CommandOutput.parse(out, "decomposition")   # a bad --out is said before any folder is read
     datasets = read_decomposition_data(data, splits, name)   # every folder checked before the first is computed
-    run_stage(PROBES_STAGE, RunSpec(splits=splits, device="cpu", scale="full"), datasets, out, predictors=predictors)   # nothing trains
+    run_stage(PROBES_STAGE, RunSpec(splits=splits, device="cpu", scale="full"), datasets, paths, predictors=predictors)   # nothing trains
     return 0
 
 # %% ../nbs/20_probes.ipynb #31e3f0f7

@@ -22,7 +22,7 @@ from hoi_audit.core import (
     sha256_json,
     write_npy,
 )
-from .store import ExperimentPaths, Unit
+from .store import CommandOutput, ExperimentPaths, Unit
 from .cluster import current_backend
 from .provenance import Block, Condition, derive_block
 from .episodes import Episodes, make_episodes, read_episodes
@@ -770,10 +770,10 @@ def success_command(*,
     else:
         eps = make_episodes(size, seed=data_seed)
         scale = "full" if size == "full" else "small"
-    started = time.time()
+    paths, started = CommandOutput.parse(out, "success_probes"), time.time()   # a bad --out is said before any work
     data = success_input(eps, horizons=horizons, model=model, forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed, pins=pins)
     spec = RunSpec(seeds=seeds, progress=not quiet, device="cpu", scale=scale)   # the world models train on the CPU
-    run_stage(SUCCESS_STAGE, spec, {"episodes": data}, out, feature_sets=FEATURE_SETS, n_boot=n_boot)
+    run_stage(SUCCESS_STAGE, spec, {"episodes": data}, paths, feature_sets=FEATURE_SETS, n_boot=n_boot)
     print(f"done in {time.time() - started:.1f}s")
     return 0
 
