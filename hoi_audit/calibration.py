@@ -11,7 +11,7 @@ import pandas as pd
 from .core import DataError
 from .results import read_results
 from .procedural import read_splits
-from .features import _rng, FeatureSpec
+from .features import seeded_rng, FeatureSpec
 from .presets import PRESETS, PRESETS_FILE, knob_table, read_settings
 from .synthetic import synthetic_dataset, SyntheticDataset
 
@@ -150,7 +150,7 @@ def _subset(names: Sequence, n: int | None, seed: int, part: str) -> list:
     if n is None or n >= len(names):
         return names
     return sorted(
-        _rng(seed, "calibration", part).choice(names, size=int(n), replace=False).tolist()
+        seeded_rng(seed, "calibration", part).choice(names, size=int(n), replace=False).tolist()
     )
 
 # %% ../nbs/12d_calibration.ipynb #eeab8f70

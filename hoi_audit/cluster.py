@@ -13,7 +13,7 @@ from hoi_audit.core import (
     BudgetSpent,
     HoiAuditError,
     check_budget,
-    _alive,
+    process_alive,
     read_json,
     registries,
     sha256_bytes,
@@ -204,7 +204,7 @@ def die_with_parent(
             # 1: PR_SET_PDEATHSIG
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
     # an orphan is re-parented
-    gone = (lambda: os.getppid() != parent) if direct else (lambda: not _alive(parent))
+    gone = (lambda: os.getppid() != parent) if direct else (lambda: not process_alive(parent))
     die = lambda: os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
     if gone():
         die()  # the parent died before the kernel was asked (or before this process started)

@@ -32,7 +32,7 @@ from hoi_audit.stages import (
     stage_wrote,
 )
 from hoi_audit.engine import (
-    _results_config,
+    audit_results_config,
     audit_records,
     history_quality,
     window_accuracy_records,
@@ -225,7 +225,7 @@ def audit_stage_config(
         "config": sha256_json(config.as_dict()),
         "data": {d.name: layout_fingerprint(d.root) for d in datasets.values()},
     }
-    return _results_config(config) | _named(datasets), pins
+    return audit_results_config(config) | _named(datasets), pins
 
 # %% ../nbs/91_commands.ipynb #b5b3b6a3
 def audit_stage_companions(

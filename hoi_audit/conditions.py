@@ -36,7 +36,8 @@ from .stages import RunSpec
 __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', 'ORACLE', 'QUERY_SCHEDULES', 'HistorySource',
            'register_history_source', 'gt_histories', 'NoisyGT', 'AuditCondition', 'register_condition',
            'matched_pairs', 'described_conditions', 'AuditConfig', 'QuerySchedule', 'register_schedule',
-           'recognizer_fit_unit', 'RecognizerHistories', 'history_backend', 'Training', 'training_options']
+           'features_fingerprint', 'recognizer_fit_unit', 'RecognizerHistories', 'history_backend', 'Training',
+           'training_options']
 
 # %% ../nbs/17a_conditions.ipynb #5d8d9214
 @dataclass(frozen=True)
@@ -307,7 +308,7 @@ register_schedule(
 _CONTENT = {}  # (path, size, mtime_ns, inode) -> SHA-256 of a feature file's content: each file is read once per process
 
 
-def _features_fingerprint(dataset, videos) -> str:
+def features_fingerprint(dataset, videos) -> str:
     "Identity of the feature files a recognizer reads: each video's name and the SHA-256 of its file's content (not where or when it was written)."
     rows = []
     for v in videos:
@@ -357,7 +358,7 @@ def recognizer_fit_unit(
     }
     inputs = {
         "train_videos": sha256_json(train),
-        "features": _features_fingerprint(dataset, train),
+        "features": features_fingerprint(dataset, train),
         "labels": _labels_fingerprint(dataset, train),
     }
     kind = (

@@ -10,7 +10,7 @@ from typing import Literal, Protocol, Sequence, runtime_checkable
 import numpy as np
 import pandas as pd
 from .core import HoiAuditError, Registry, sha256_array, sha256_file, sha256_json
-from .plugins import ContractError, _name, call_user, identity, load_object
+from .plugins import ContractError, object_name, call_user, identity, load_object
 from .episodes import COMMAND_DIM, make_episodes
 from .worldmodel import WorldModel
 from .encoder import FrameEncoder, PooledMotionEncoder
@@ -57,7 +57,7 @@ def build(
         return obj
     if not callable(obj):
         raise ContractError(
-            f"{spec or _name(obj)}: a {role} needs a method {method}(...) or a factory returning one"
+            f"{spec or object_name(obj)}: a {role} needs a method {method}(...) or a factory returning one"
         )
     try:
         params = inspect.signature(obj).parameters
@@ -67,13 +67,13 @@ def build(
     kwargs = {k: v for k, v in offered.items() if takes_all or k in params}
     made = call_user(
         lambda: obj(**kwargs),
-        spec or _name(obj),
+        spec or object_name(obj),
         f"construction (the command offers {', '.join(offered) or 'no arguments'})",
         finite=False,
     )
     if not has_role(made):
         raise ContractError(
-            f"{spec or _name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}"
+            f"{spec or object_name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}"
         )
     return made
 
@@ -109,7 +109,7 @@ def user_world_model(
 ) -> tuple:  # (make(seed) -> a checked world model, seeded, identity)
     "The one adapter from a user's world model to a protocol: build it as the protocol does, check it, name it."
     target = load_object(model) if isinstance(model, str) else model
-    name = model if isinstance(model, str) else _name(model)
+    name = model if isinstance(model, str) else object_name(model)
     if check is None and train is None:
         raise ValueError(
             "user_world_model: give the protocol's `check`, or `train` (whose latent_dim the default check reads)"
@@ -181,7 +181,7 @@ def check_world_model(model, # an object with rollout(context, commands)
                       name:str|None=None, # what to call the model in errors
                      ) -> str: # fingerprint
     "Check a world model; return the SHA-256 fingerprint of its outputs."
-    name = name or _name(model)
+    name = name or object_name(model)
     if not callable(getattr(model, "rollout", None)): raise ContractError(f"{name} has no method rollout(context, commands)")
     rng, prints = np.random.default_rng(seed), []
     for C in np.atleast_1d(context_bins):
@@ -214,7 +214,7 @@ def check_encoder(
     name: str | None = None,
 ) -> str:  # fingerprint
     "Check a frame encoder; return the SHA-256 fingerprint of its outputs."
-    name = name or _name(encoder)
+    name = name or object_name(encoder)
     if not callable(getattr(encoder, "encode", None)):
         raise ContractError(f"{name} has no method encode(bins)")
     D = getattr(encoder, "latent_dim", None)
@@ -242,7 +242,7 @@ def check_forecaster(
     name: str | None = None,
 ) -> str:  # fingerprint
     "Check a context-only forecaster; return the SHA-256 fingerprint of its outputs."
-    name = name or _name(forecaster)
+    name = name or object_name(forecaster)
     if not callable(getattr(forecaster, "predict", None)):
         raise ContractError(f"{name} has no method predict(context)")
     ctx = (
@@ -273,7 +273,9 @@ class NullPlanForecaster:
         context = np.asarray(context, dtype=np.float32)
         out = self.model.rollout(context, np.zeros((len(context), 1, self.command_dim), np.float32))
         if not isinstance(out, dict) or "latents" not in out:
-            raise ContractError(f"{_name(self.model)}.rollout must return a dict with 'latents'")
+            raise ContractError(
+                f"{object_name(self.model)}.rollout must return a dict with 'latents'"
+            )
         return np.asarray(out["latents"])[:, -1]
 
 # %% ../nbs/42_contracts.ipynb #65596280
@@ -287,7 +289,7 @@ def as_context_forecaster(
     if callable(getattr(model, "rollout", None)):
         return NullPlanForecaster(model, command_dim)
     raise ContractError(
-        f"{_name(model)}: a forecaster needs predict(context) or a world model's rollout(context, commands)"
+        f"{object_name(model)}: a forecaster needs predict(context) or a world model's rollout(context, commands)"
     )
 
 # %% ../nbs/42_contracts.ipynb #acb0a2d0

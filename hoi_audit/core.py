@@ -13,10 +13,11 @@ import pandas as pd
 # %% auto #0
 __all__ = ['BUDGET_ENV', 'PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', 'FLOAT_DIGITS', 'SCALES', 'HoiAuditError',
            'DataError', 'PinMismatch', 'ManifestError', 'ProvenanceError', 'OutputError', 'BudgetSpent', 'check_budget',
-           'seed_everything', 'atomic_path', 'WriteLog', 'recording_writes', 'claim_output', 'to_jsonable',
-           'canonical_json', 'write_bytes', 'write_text', 'write_json', 'read_json', 'write_npy', 'write_npz',
-           'write_table', 'save_figure', 'sha256_bytes', 'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json',
-           'sha256_of', 'verify', 'numeric_environment', 'RegistryError', 'Registry', 'registries']
+           'seed_everything', 'ensure_folder', 'current_umask', 'fsync_path', 'atomic_path', 'WriteLog',
+           'recording_writes', 'process_alive', 'claim_output', 'to_jsonable', 'canonical_json', 'write_bytes',
+           'write_text', 'write_json', 'read_json', 'write_npy', 'write_npz', 'write_table', 'save_figure',
+           'sha256_bytes', 'sha256_file', 'sha256_folder', 'sha256_array', 'sha256_json', 'sha256_of', 'verify',
+           'numeric_environment', 'RegistryError', 'Registry', 'registries']
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
@@ -96,7 +97,8 @@ def seed_everything(
     return np.random.default_rng(seed)
 
 # %% ../nbs/00_core.ipynb #286cc2d7
-def _ensure_folder(folder: Path) -> Path:
+def ensure_folder(folder: Path) -> Path:
+    "`folder`, created with its parents where missing; an `OutputError` naming it where it cannot be, or is a file."
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -106,7 +108,7 @@ def _ensure_folder(folder: Path) -> Path:
     return folder
 
 # %% ../nbs/00_core.ipynb #f53adc3e
-def _umask() -> int:
+def current_umask() -> int:
     "The process umask, read without changing it (Linux), else the common 022."
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -117,7 +119,8 @@ def _umask() -> int:
     return 0o022
 
 # %% ../nbs/00_core.ipynb #6a7dda16
-def _fsync_path(path: Path, directory: bool = False):
+def fsync_path(path: Path, directory: bool = False):
+    "Flush `path` (a file, or with `directory` a folder's entries) to the disk: what an atomic write needs after its rename."
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
         os.fsync(fd)
@@ -134,7 +137,7 @@ def atomic_path(
 ):
     "Yield a temporary path beside `path`; on a clean exit fsync it and rename it onto `path` (atomically). An `OSError` names `path`."
     path = Path(path)
-    folder = _ensure_folder(path.parent)
+    folder = ensure_folder(path.parent)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=folder)
     except OSError as e:
@@ -143,11 +146,11 @@ def atomic_path(
     tmp = Path(tmp)
     try:
         yield tmp
-        _fsync_path(tmp)
+        fsync_path(tmp)
         # mkstemp makes 0600; a published file gets the usual permissions
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
-        _fsync_path(folder, directory=True)
+        fsync_path(folder, directory=True)
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -190,7 +193,7 @@ def _folder_locked(folder: Path):
         os.close(fd)
 
 
-def _alive(
+def process_alive(
     pid: int,  # a process id
 ) -> bool:
     "Whether process `pid` runs; a zombie (ended, not yet reaped by its parent) does not."
@@ -218,7 +221,7 @@ def _holders(text: str) -> list[dict]:
     for line in text.splitlines():
         with contextlib.suppress(json.JSONDecodeError, TypeError, KeyError):
             row = json.loads(line)
-            if _alive(int(row["pid"])):
+            if process_alive(int(row["pid"])):
                 rows.append(row)
     return rows
 
@@ -307,7 +310,7 @@ def claim_output(
     folder = Path(folder).absolute()
     # removed again when the run leaves them empty
     created = [p for p in (folder, *folder.parents) if not p.exists()]
-    _ensure_folder(folder)
+    ensure_folder(folder)
     mine = folder / f".hoi-audit.{name}.{sha256_json(settings)[:16]}.claim"
     with _folder_locked(folder):
         _refuse_others(folder, name, mine)

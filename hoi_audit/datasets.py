@@ -123,11 +123,11 @@ def preset_audit_dataset(
 ) -> object:  # a `ProceduralDataset` named `synthetic_<name>` (`synthetic_<name>_g<seed>` for seed > 0)
     "The synthetic preset `name` at `size` drawn with generator seed `seed`, written once below `data_dir` and read by every experiment that asks for it."
     from hoi_audit.procedural import read_mstcn
-    from hoi_audit.synthetic import _synthetic_config, shared_synthetic, synthetic_dataset
+    from hoi_audit.synthetic import synthetic_config, shared_synthetic, synthetic_dataset
 
     generator, dtype = synthetic_dataset(name, size, seed=seed), "float16" if size == "full" else "float32"
     if lazy:
-        recipe = {"generator": _synthetic_config(generator, dtype), "every": int(every)}
+        recipe = {"generator": synthetic_config(generator, dtype), "every": int(every)}
         make = partial(preset_audit_dataset, name, size, data_dir, every, seed)
         return Draw(seeded_name(f"synthetic_{name}", seed), recipe, make)
     root = shared_synthetic(generator, data_dir, dtype=dtype)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from .cluster import LocalBackend, current_backend
 from .core import PROTOCOL_SEEDS, DataError, sha256_json
-from .store import _SAFE, ResultStore, Unit
+from .store import SAFE_KEY, ResultStore, Unit
 from .models import anticipation_metrics, architecture, input_blocks, video_window_tokens
 from .queries import check_causality
 from .plugins import identity
@@ -22,7 +22,7 @@ from hoi_audit.conditions import (
     HISTORY_SOURCES,
     QUERY_SCHEDULES,
     TABLE1_CONDITIONS,
-    _features_fingerprint,
+    features_fingerprint,
     AuditCondition,
     AuditConfig,
     gt_histories,
@@ -33,7 +33,7 @@ from hoi_audit.conditions import (
 )
 
 # %% auto #0
-__all__ = ['split_audit_queries', 'audit_records', 'history_quality', 'window_accuracy_records']
+__all__ = ['split_audit_queries', 'audit_results_config', 'audit_records', 'history_quality', 'window_accuracy_records']
 
 # %% ../nbs/17b_engine.ipynb #a6306af1
 def _check_splits(dataset, splits) -> list:
@@ -134,7 +134,7 @@ def _history_unit(
         inputs={
             "train_queries": _queries_hash(train_q),
             "test_queries": _queries_hash(test_q),
-            "features": _features_fingerprint(dataset, videos),
+            "features": features_fingerprint(dataset, videos),
             # the oracle histories the quality is measured against, and how the query times were set (fixed times: the
             # recovered history drops its open run), so a store made under another construction is never read back
             "oracle_histories": sha256_json(
@@ -262,7 +262,7 @@ def _video_identity(
     if not any("video" in c.inputs for c in conds):
         return None
     return {
-        "video_features": _features_fingerprint(
+        "video_features": features_fingerprint(
             dataset, dataset.splits[split]["train"] + dataset.splits[split]["test"]
         ),
         "train_windows": _queries_hash(train_q),
@@ -272,7 +272,7 @@ def _video_identity(
 # %% ../nbs/17b_engine.ipynb #4963dbc6
 def _architecture_key(spec: str) -> str:
     "A unit-key value for an architecture: its registered name, or `user-<hash>` of a `module:factory` spec."
-    return spec if _SAFE.match(spec) else "user-" + sha256_json(spec)[:12]
+    return spec if SAFE_KEY.match(spec) else "user-" + sha256_json(spec)[:12]
 
 # %% ../nbs/17b_engine.ipynb #3b45fd23
 def _model_identity(spec: str) -> str | None:
@@ -280,7 +280,7 @@ def _model_identity(spec: str) -> str | None:
     return None if ":" not in spec else sha256_json(identity(spec))
 
 # %% ../nbs/17b_engine.ipynb #337807fb
-def _results_config(config: AuditConfig) -> dict:
+def audit_results_config(config: AuditConfig) -> dict:
     "A results JSON's config: the audit's settings, and for a user's network its identity (spec, code and checkpoint SHA-256s)."
     return config.as_dict() | (
         {"model": identity(config.architecture)} if ":" in config.architecture else {}
@@ -541,7 +541,7 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
                           config={k: getattr(config, k) for k in ("recognizer_window", "recognizer_stride", "recognizer_seed")}
                                  | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
                           inputs={"videos": sha256_json([dataset.splits[split]["train"], dataset.splits[split]["test"]]),
-                                  "features": _features_fingerprint(dataset, videos)}))
+                                  "features": features_fingerprint(dataset, videos)}))
     def compute(u, workdir):
         split = u.key["split"]
         rec = history_fn.recognizer(dataset, split, replace(config, cross_fit=False))   # the all-train recognizer; no fold models needed

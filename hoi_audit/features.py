@@ -12,10 +12,10 @@ from .core import DataError
 from .procedural import segments_of
 
 # %% auto #0
-__all__ = ['FeatureSpec', 'successor_ranks', 'synthesize_features']
+__all__ = ['seeded_rng', 'FeatureSpec', 'successor_ranks', 'synthesize_features']
 
 # %% ../nbs/12a_features.ipynb #2119553a
-def _rng(seed: int, *parts) -> np.random.Generator:
+def seeded_rng(seed: int, *parts) -> np.random.Generator:
     "A generator seeded by `seed` and the names in `parts` (stable across runs and platforms)."
     words = [int.from_bytes(hashlib.sha256(str(p).encode()).digest()[:4], "little") for p in parts]
     return np.random.default_rng(np.random.SeedSequence([int(seed), *words]))
@@ -52,7 +52,7 @@ class FeatureSpec:
 
     def _draw(self, kind:str, n:int) -> np.ndarray:
         "n standard normal prototypes of `kind` in the latent space; with `equal_norms`, each scaled to norm sqrt(latent_dim)."
-        p = _rng(self.seed, kind, n, self.latent_dim).standard_normal((n, self.latent_dim))
+        p = seeded_rng(self.seed, kind, n, self.latent_dim).standard_normal((n, self.latent_dim))
         return p * (np.sqrt(self.latent_dim) / np.linalg.norm(p, axis=1, keepdims=True)) if self.equal_norms else p
 
     def prototypes(self, n_classes:int) -> np.ndarray:
@@ -78,16 +78,16 @@ class FeatureSpec:
 
     def embedding(self) -> np.ndarray:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
-        q, _ = np.linalg.qr(_rng(self.seed, "embedding", self.latent_dim, self.dim).standard_normal((self.dim, self.latent_dim)))
+        q, _ = np.linalg.qr(seeded_rng(self.seed, "embedding", self.latent_dim, self.dim).standard_normal((self.dim, self.latent_dim)))
         return q.T
 
     def mean_offset(self) -> np.ndarray:
         "The offset every frame carries (dim,): `feature_mean` times a fixed half-normal draw per dimension (mean 0.8 at scale 1)."
-        return self.feature_mean * np.abs(_rng(self.seed, "feature mean", self.dim).standard_normal(self.dim))
+        return self.feature_mean * np.abs(seeded_rng(self.seed, "feature mean", self.dim).standard_normal(self.dim))
 
     def offset(self, kind:str, name) -> np.ndarray:
         "The latent offset of a participant or camera (unit scale)."
-        return _rng(self.seed, kind, name, self.latent_dim).standard_normal(self.latent_dim)
+        return seeded_rng(self.seed, kind, name, self.latent_dim).standard_normal(self.latent_dim)
 
 # %% ../nbs/12a_features.ipynb #a606adc7
 def _fade(n: int, end_fade: float) -> np.ndarray:
@@ -141,7 +141,7 @@ def _shown(
     shown = segs[:, 2].copy()
     if spec.confusion > 0:
         partner = spec.confusable(n_classes, background)
-        confused = _rng(spec.seed, "confusion", video_seed).random(len(segs)) < spec.confusion
+        confused = seeded_rng(spec.seed, "confusion", video_seed).random(len(segs)) < spec.confusion
         shown = np.array(
             [partner[c] if hit and c in partner else c for c, hit in zip(shown, confused)]
         )
@@ -210,7 +210,7 @@ def synthesize_features(
         raise DataError(f"video {video_seed!r}: label ids outside [0, {n_classes})")
     if spec.rank_signal > 0 and ranks is None:
         raise DataError(f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)")
-    rng = _rng(spec.seed, "video", video_seed)
+    rng = seeded_rng(spec.seed, "video", video_seed)
     background = set(int(b) for b in background)
     z = _latent(labels, spec, n_classes, background=background, ranks=ranks, rng=rng, video_seed=video_seed)
     if participant is not None:

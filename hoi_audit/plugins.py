@@ -11,7 +11,7 @@ from .core import HoiAuditError, sha256_file, sha256_json
 
 # %% auto #0
 __all__ = ['PLUGINS_ENV', 'CHECKPOINT_SUFFIXES', 'ContractError', 'load_module', 'load_object', 'plugins_environment',
-           'load_env_plugins', 'code_files', 'checkpoint_files', 'identity', 'call_user']
+           'load_env_plugins', 'object_name', 'code_files', 'checkpoint_files', 'identity', 'call_user']
 
 # %% ../nbs/06_plugins.ipynb #a982f978
 class ContractError(HoiAuditError, TypeError):
@@ -106,7 +106,8 @@ def load_env_plugins(
     return [load_module(spec, name=f"--plugin {spec}") for spec, _ in entries]
 
 # %% ../nbs/06_plugins.ipynb #55ca67ce
-def _name(obj) -> str:
+def object_name(obj) -> str:
+    "How an error names a user's object: a spec string as given, else its qualified name, else its type's name."
     return obj if isinstance(obj, str) else getattr(obj, "__qualname__", None) or type(obj).__name__
 
 # %% ../nbs/06_plugins.ipynb #e3a2e199
@@ -181,7 +182,7 @@ def identity(
 ) -> dict:  # model (spec or name), source_sha256, and code_sha256 / checkpoints where there are any
     "What names a user's model in a store unit: its spec or name, the SHA-256 of its code and of every checkpoint it reads."
     target = load_object(obj) if isinstance(obj, str) else obj
-    name = obj if isinstance(obj, str) else _name(obj)
+    name = obj if isinstance(obj, str) else object_name(obj)
     try:
         path = inspect.getsourcefile(
             target if isinstance(target, type) or inspect.isfunction(target) else type(target)

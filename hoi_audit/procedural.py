@@ -14,8 +14,8 @@ import hoi_audit
 from hoi_audit.core import (
     DataError,
     PinMismatch,
-    _ensure_folder,
-    _umask,
+    ensure_folder,
+    current_umask,
     sha256_bytes,
     sha256_file,
     sha256_folder,
@@ -25,7 +25,7 @@ from hoi_audit.core import (
     write_npy,
     write_text,
 )
-from .store import _SAFE
+from .store import SAFE_KEY
 
 # %% auto #0
 __all__ = ['DEFAULT_BACKGROUND', 'NAME_PATTERNS', 'ORIENTATIONS', 'DEFAULT_LENGTH_TOLERANCE', 'LAYOUT', 'SEGMENT_HEADER',
@@ -479,7 +479,7 @@ class _DatasetChecks:
 
     def _input_problems(self, splits:Sequence[int]|None, needs_features:bool) -> list[str]:
         "What is wrong with the input as a whole: the name, features needed but absent, a split asked for but absent, an empty bundle."
-        problems = [] if _SAFE.match(str(self.name)) else [f"{self.root}: dataset name {self.name!r} cannot key stored results "
+        problems = [] if SAFE_KEY.match(str(self.name)) else [f"{self.root}: dataset name {self.name!r} cannot key stored results "
                                                             f"(letters, digits and _.+- only), e.g. {safe_name(str(self.name))!r}"]
         if needs_features and not self.has_features:
             problems.append(f"{self.root / 'features'}: no .npy feature files; this needs features (D x T or T x D per video)")
@@ -598,12 +598,12 @@ def safe_name(
     "`name` made usable as a store key: accents folded to ASCII (NFKD), every other character `_`; a name with no letter left is hashed."
     folded = "".join(
         ch
-        if _SAFE.match(ch)
+        if SAFE_KEY.match(ch)
         else next(
             (
                 a
                 for a in [unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()]
-                if a and _SAFE.match(a)
+                if a and SAFE_KEY.match(a)
             ),
             "_",
         )
@@ -622,7 +622,7 @@ def _dataset_name(
 ) -> tuple[str, str | None]:  # (the name, a note when the folder's name had to be changed)
     "The dataset's name: a given one as it is (a `DataError` when it cannot key results), else the folder's, made safe."
     if name is not None:
-        if not _SAFE.match(str(name)):
+        if not SAFE_KEY.match(str(name)):
             raise DataError(
                 f"dataset name {name!r} cannot key stored results: use letters, digits and _.+- only, e.g. {safe_name(name)!r}"
             )
@@ -630,7 +630,7 @@ def _dataset_name(
     folder = Path(
         os.path.abspath(root)
     ).name  # 'data/..' and '.' name the folder they mean (links are not followed)
-    if _SAFE.match(folder):
+    if SAFE_KEY.match(folder):
         return folder, None
     safe = safe_name(folder)
     return safe, (
@@ -986,12 +986,12 @@ def materialize_real_labels(
     if final in _CHECKED and final.is_dir():
         return final  # checked already by this process (and not deleted since)
     if not final.is_dir():
-        parent = _ensure_folder(final.parent)
+        parent = ensure_folder(final.parent)
         build = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent))
         try:
             unpack_labels(packed, build / name)
             _check_rebuilt(build / name, name, packed)
-            os.chmod(build / name, 0o777 & ~_umask())
+            os.chmod(build / name, 0o777 & ~current_umask())
             try:
                 os.rename(
                     build / name, final

@@ -28,7 +28,7 @@ from hoi_audit.core import (
     HoiAuditError,
     OutputError,
     WriteLog,
-    _ensure_folder,
+    ensure_folder,
     claim_output,
     read_json,
     recording_writes,
@@ -157,7 +157,7 @@ def with_plugins(
     nb.cells.insert(
         0, nbformat.v4.new_code_cell(PLUGINS_CELL, metadata={"tags": ["injected-plugins"]})
     )
-    copy = _ensure_folder(Path(folder)) / Path(notebook).name
+    copy = ensure_folder(Path(folder)) / Path(notebook).name
     nbformat.write(nb, str(copy))
     return copy
 
@@ -241,7 +241,7 @@ def run_experiment(
     params = _checked_params(notebook, scale, params)
     # the full scale writes below results/full, figures/full
     paths = ExperimentPaths(out, notebook.stem, scale)
-    runs = _ensure_folder(out / "runs")
+    runs = ensure_folder(out / "runs")
     final, failed = runs / f"{notebook.stem}.ipynb", runs / f"{notebook.stem}.failed.ipynb"
     partial = runs / f".{notebook.stem}.partial.ipynb"
     figures_now = lambda: _mtimes(paths.figures.glob("*.png"))

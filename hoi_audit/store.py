@@ -14,8 +14,8 @@ from hoi_audit.core import (
     ManifestError,
     OutputError,
     PROTOCOL,
-    _ensure_folder,
-    _fsync_path,
+    ensure_folder,
+    fsync_path,
     check_budget,
     read_json,
     sha256_bytes,
@@ -26,10 +26,10 @@ from hoi_audit.core import (
 )
 
 # %% auto #0
-__all__ = ['UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'ExperimentPaths', 'CommandOutput']
+__all__ = ['SAFE_KEY', 'UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'ExperimentPaths', 'CommandOutput']
 
 # %% ../nbs/01_store.ipynb #7ebab6ea
-_SAFE = re.compile(r"^[A-Za-z0-9_.+-]+$")
+SAFE_KEY = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Unit:
         if not self.key:
             raise ValueError("a Unit needs a non-empty key")
         for k, v in self.key.items():
-            if not _SAFE.match(str(k)) or not _SAFE.match(str(v)):
+            if not SAFE_KEY.match(str(k)) or not SAFE_KEY.match(str(v)):
                 raise ValueError(
                     f"unit key {k!r}={v!r}: use letters, digits and _.+- only (it becomes a folder name)"
                 )
@@ -78,9 +78,7 @@ class _UnitStates:
     MANIFEST, RESULT, TIMING = "manifest.json", "result.json", "timing.json"
 
     def _lock_file(self, unit: Unit) -> Path:
-        return (
-            _ensure_folder(self.root / ".locks") / f"{sha256_bytes(unit.path.encode())[:24]}.lock"
-        )
+        return ensure_folder(self.root / ".locks") / f"{sha256_bytes(unit.path.encode())[:24]}.lock"
 
     @contextlib.contextmanager
     def _lock(self, unit: Unit, blocking: bool):
@@ -181,7 +179,7 @@ class _UnitFiles:
 
     def _scratch(self, unit: Unit) -> Path:
         "A fresh scratch folder for `unit` in `.tmp/` (a killed writer's leftovers removed: the caller holds the unit's lock)."
-        tmp_root = _ensure_folder(self.root / ".tmp")
+        tmp_root = ensure_folder(self.root / ".tmp")
         prefix = sha256_bytes(unit.path.encode())[:24]
         for old in tmp_root.glob(f"{prefix}-*"):
             shutil.rmtree(old, ignore_errors=True)
@@ -192,13 +190,13 @@ class _UnitFiles:
     def _install(self, unit: Unit, work: Path):
         "Rename the complete scratch folder `work` into the unit's place (a replaced unit goes through `.trash/`); clear its failure record."
         final = self.unit_dir(unit)
-        _ensure_folder(final.parent)
+        ensure_folder(final.parent)
         trash = None
         if final.exists():
-            trash = _ensure_folder(self.root / ".trash") / work.name
+            trash = ensure_folder(self.root / ".trash") / work.name
             os.rename(final, trash)
         os.rename(work, final)
-        _fsync_path(final.parent, directory=True)
+        fsync_path(final.parent, directory=True)
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
         self._failure_file(unit).unlink(missing_ok=True)
@@ -346,8 +344,8 @@ class _SharedArrays:
         with self._lock(Unit({"cache": key}), blocking=True):
             if not (folder / "done").exists():
                 shutil.rmtree(folder, ignore_errors=True)   # a killed writer's leftovers
-                for name, array in compute().items(): write_npy(_ensure_folder(folder) / f"{name}.npy", array)
-                write_json(_ensure_folder(folder) / "done", sorted(p.stem for p in folder.glob("*.npy")))
+                for name, array in compute().items(): write_npy(ensure_folder(folder) / f"{name}.npy", array)
+                write_json(ensure_folder(folder) / "done", sorted(p.stem for p in folder.glob("*.npy")))
         return {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in read_json(folder / "done")}
 
     def drop_shared(self, key:str):

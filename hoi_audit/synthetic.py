@@ -21,12 +21,12 @@ from hoi_audit.core import (
 )
 from .procedural import read_label_file, read_mapping, segments_of
 from .grammar import Grammar, bayes_table, expected_queries
-from .features import _rng, FeatureSpec, successor_ranks, synthesize_features
+from .features import seeded_rng, FeatureSpec, successor_ranks, synthesize_features
 from .presets import SIZES, Preset, preset
 
 # %% auto #0
-__all__ = ['VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'write_synthetic', 'participant_camera', 'label_successor_ranks',
-           'synthesize_features_for_labels', 'shared_synthetic', 'shared_label_features']
+__all__ = ['VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'synthetic_config', 'write_synthetic', 'participant_camera',
+           'label_successor_ranks', 'synthesize_features_for_labels', 'shared_synthetic', 'shared_label_features']
 
 # %% ../nbs/12c_synthetic.ipynb #6d9ba296
 @dataclass(frozen=True)
@@ -97,16 +97,16 @@ class SyntheticDataset:
         "The video's non-background actions (drawn from its session's seed)."
         v = video if isinstance(video, VideoSpec) else self.video(video)
         return self.grammar.sample(
-            _rng(self.seed, self.name, "transcript", v.session), task=v.task
+            seeded_rng(self.seed, self.name, "transcript", v.session), task=v.task
         )[1]
 
     def labels(self, video: str | VideoSpec) -> np.ndarray:
         "Class id per frame: background at the start/end (and between actions), then the actions with their durations."
         v = video if isinstance(video, VideoSpec) else self.video(video)
         p, cid, scale = self.preset, self.grammar.class_id, self.duration_scale
-        session = _rng(self.seed, self.name, "durations", v.session)
+        session = seeded_rng(self.seed, self.name, "durations", v.session)
         speed = math.exp(
-            _rng(self.seed, self.name, "speed", v.participant).normal(
+            seeded_rng(self.seed, self.name, "speed", v.participant).normal(
                 -(p.speed_spread**2) / 2, p.speed_spread
             )
         )
@@ -129,7 +129,7 @@ class SyntheticDataset:
             if i and p.gap_background and session.random() < p.gap_p:
                 segments.append((p.gap_background, frames(p.gap_background, session)))
             segments.append((a, frames(a, session)))
-        camera = _rng(
+        camera = seeded_rng(
             self.seed, self.name, "camera-trim", v.name
         )  # cameras of a session differ in their background trims
         if p.start_background:
@@ -174,7 +174,7 @@ def _videos(p: Preset, size: str, seed: int) -> list:
             raise DataError(
                 f"preset {p.name!r}/{size}: cannot spread {s.n_videos} videos over {len(sessions)} sessions"
             )
-        rng = _rng(seed, p.name, size, "cameras")
+        rng = seeded_rng(seed, p.name, size, "cameras")
         four = set(rng.choice(len(sessions), size=extra, replace=False).tolist())
         cams = {
             x: tuple(
@@ -282,7 +282,7 @@ def _knobs(spec) -> dict:
     }
 
 # %% ../nbs/12c_synthetic.ipynb #00b21d50
-def _synthetic_config(ds, dtype: str) -> dict:
+def synthetic_config(ds, dtype: str) -> dict:
     "What a written preset's files depend on (its `generator.json`): preset, size, seed, dtype and feature knobs."
     return {
         "preset": ds.name,
@@ -303,7 +303,7 @@ def write_synthetic(
 ) -> Path:
     "Write the dataset to `root` in the MS-TCN layout, one video at a time, plus `generator.json` and `truth.json`."
     root, ds = Path(root), dataset
-    config = _synthetic_config(ds, dtype)
+    config = synthetic_config(ds, dtype)
     _claim_folder(root, config, overwrite)
     _write_layout_common(root, ds.classes, ds.splits)
     todo = ds.videos if videos is None else [ds.video(v) for v in videos]
@@ -446,7 +446,7 @@ def shared_synthetic(
     dtype: str = "float32",  # feature storage: float32, or float16 to halve the disk
 ) -> Path:  # the written folder, `synthetic_<preset>_<size>_<config hash>` below data_dir
     "`write_synthetic` into the folder of `data_dir` that this exact configuration names: written once, read by every later caller."
-    name = f"synthetic_{dataset.name}_{dataset.size}_{sha256_json(_synthetic_config(dataset, dtype))[:12]}"
+    name = f"synthetic_{dataset.name}_{dataset.size}_{sha256_json(synthetic_config(dataset, dtype))[:12]}"
     return write_synthetic(dataset, Path(data_dir) / name, dtype=dtype)
 
 # %% ../nbs/12c_synthetic.ipynb #0ebc51ff
