@@ -23,7 +23,9 @@ __all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'RAW_ABLATIONS', 'TrainedCon
 # %% ../nbs/21_analysis.ipynb #8f67e1d8
 @dataclass
 class TrainedConditions:
-    "A split's queries, the histories by source, and one trained model per condition (for error analysis and attribution)."
+    """A split's queries, the histories by source, and one trained model per condition (for error
+    analysis and attribution).
+    """
 
     split: int  # the split
     train_q: pd.DataFrame  # training queries
@@ -33,34 +35,62 @@ class TrainedConditions:
     test_blocks: dict  # condition name -> its test blocks
 
 # %% ../nbs/21_analysis.ipynb #22cb223d
-def train_conditions(dataset, # a `ProceduralDataset` with features
-                     split:int=1, # the split (the paper's tables use split 1)
-                     conditions:Sequence[str]=("gt_history", "recognizer_ba"), # audit condition names (CONDITIONS)
-                     config:AuditConfig=AuditConfig(), # the audit's settings (architecture, budget, recognizer)
-                     seed:int=42, # the training seed
-                     history_fn=None, # the recognizer backend (default: `conditions.RecognizerHistories()`)
-                    ) -> TrainedConditions:
-    "Train one model per condition on a split exactly as the audit does (same queries, histories, blocks, architecture and budget)."
+def train_conditions(
+    dataset,  # a `ProceduralDataset` with features
+    split: int = 1,  # the split (the paper's tables use split 1)
+    # audit condition names (CONDITIONS)
+    conditions: Sequence[str] = ("gt_history", "recognizer_ba"),
+    # the audit's settings (architecture, budget, recognizer)
+    config: AuditConfig = AuditConfig(),
+    seed: int = 42,  # the training seed
+    # the recognizer backend (default: `conditions.RecognizerHistories()`)
+    history_fn=None,
+) -> TrainedConditions:
+    """Train one model per condition on a split exactly as the audit does (same queries, histories,
+    blocks, architecture and budget).
+    """
     conds = [CONDITIONS[c] for c in conditions]
     train_q, test_q = split_audit_queries(dataset, split, config)
     history_fn = history_fn or RecognizerHistories()
     hist = {}
     for c in conds:
-        if c.history is None or c.history in hist: continue
+        if c.history is None or c.history in hist:
+            continue
         src = HISTORY_SOURCES[c.history]
-        hist[c.history] = (src.recover or (lambda *a: history_fn(*a[:4], c.history, a[4])))(dataset, split, train_q, test_q, config)
+        hist[c.history] = (src.recover or (lambda *a: history_fn(*a[:4], c.history, a[4])))(
+            dataset, split, train_q, test_q, config
+        )
     fit = architecture(config.architecture)
     groups = [dataset.video(v).participant or v for v in train_q["video"]]
-    tokens = (video_window_tokens(dataset, train_q, config.n_tokens), video_window_tokens(dataset, test_q, config.n_tokens))
+    tokens = (
+        video_window_tokens(dataset, train_q, config.n_tokens),
+        video_window_tokens(dataset, test_q, config.n_tokens),
+    )
+
     def blocks(c, part):
         q = (train_q, test_q)[part]
-        return input_blocks(dataset, q, c.inputs, history=hist[c.history][part] if c.history else None,
-                            history_source=HISTORY_SOURCES[c.history].source if c.history else "oracle",
-                            video_tokens=tokens[part] if "video" in c.inputs else None, max_history=config.max_history,
-                            with_history=c.history is not None)
+        return input_blocks(
+            dataset,
+            q,
+            c.inputs,
+            history=hist[c.history][part] if c.history else None,
+            history_source=HISTORY_SOURCES[c.history].source if c.history else "oracle",
+            video_tokens=tokens[part] if "video" in c.inputs else None,
+            max_history=config.max_history,
+            with_history=c.history is not None,
+        )
+
     models, test_blocks = {}, {}
     for c in conds:
-        models[c.name] = fit(c.condition(), blocks(c, 0), train_q["target"], len(dataset.classes), groups, config.train, seed=seed)
+        models[c.name] = fit(
+            c.condition(),
+            blocks(c, 0),
+            train_q["target"],
+            len(dataset.classes),
+            groups,
+            config.train,
+            seed=seed,
+        )
         test_blocks[c.name] = blocks(c, 1)
     return TrainedConditions(split, train_q, test_q, hist, models, test_blocks)
 
@@ -69,7 +99,9 @@ def frequency_terciles(
     train_targets,  # target class per training query
     test_targets,  # target class per test query
 ) -> pd.Series:  # per test query: 'rarest', 'middle' or 'commonest'
-    "Test queries in three bins by their target class's training count; whole classes stay together (ranked by count, then class id), cut at thirds of the test queries."
+    """Test queries in three bins by their target class's training count; whole classes stay
+    together (ranked by count, then class id), cut at thirds of the test queries.
+    """
     counts = pd.Series(np.asarray(train_targets)).value_counts()
     test = pd.Series(np.asarray(test_targets))
     count_of = test.map(counts).fillna(0)
@@ -88,28 +120,41 @@ def frequency_terciles(
 # %% ../nbs/21_analysis.ipynb #56d43ca2
 START = -1  # the "previous action" of a query with an empty history
 
+
 def transition_probabilities(train_q:pd.DataFrame, # training queries (history, target): each is one observed transition
                              test_q:pd.DataFrame, # test queries
                             ) -> np.ndarray: # per test query: P_train(target | latest history action), 0 if that action was never seen
-    "The first-order transition probability of each test target given the latest action, estimated on the training transcripts."
+    """The first-order transition probability of each test target given the latest action, estimated
+    on the training transcripts.
+    """
     prev = lambda q: [h[-1] if len(h) else START for h in q["history"]]
-    pairs = pd.crosstab(pd.Series(prev(train_q), name="prev"), pd.Series(train_q["target"].to_numpy(), name="next"))
+    pairs = pd.crosstab(
+        pd.Series(prev(train_q), name="prev"), pd.Series(train_q["target"].to_numpy(), name="next")
+    )
     probs = pairs.div(pairs.sum(axis=1), axis=0)
-    return np.array([float(probs.at[p, y]) if p in probs.index and y in probs.columns else 0.0 for p, y in zip(prev(test_q), test_q["target"])])
+    return np.array(
+        [
+            float(probs.at[p, y]) if p in probs.index and y in probs.columns else 0.0
+            for p, y in zip(prev(test_q), test_q["target"])
+        ]
+    )
 
 # %% ../nbs/21_analysis.ipynb #0e12c7cf
+# bin -> [low, high) of P(a_{i+1} | a_i)
 TRANSITION_BINS = {
     "rare": (0.0, 0.1),
     "medium": (0.1, 0.5),
     "frequent": (0.5, 1.0 + 1e-9),
-}  # bin -> [low, high) of P(a_{i+1} | a_i)
+}
 
 
 def error_analysis(
     trained: TrainedConditions,  # from `train_conditions` (its gt_history model)
     condition: str = "gt_history",  # the model analysed (the paper: privileged GT history)
 ) -> pd.DataFrame:  # Table 20: factor, bin, bin_mean (train count or probability), act1, n
-    "Table 20: Act@1 of the model by target-class-frequency tercile and by transition-probability bin."
+    """Table 20: Act@1 of the model by target-class-frequency tercile and by transition-probability
+    bin.
+    """
     q = trained.test_q
     correct = (
         trained.models[condition].predict_logits(trained.test_blocks[condition]).argmax(1)
@@ -146,31 +191,39 @@ def error_analysis(
     return pd.DataFrame(rows)
 
 # %% ../nbs/21_analysis.ipynb #c33d2b98
+# ablation -> the stream it blanks
 ABLATIONS = {
     "zero_video": "video",
     "zero_history": "history",
     "zero_state": "state",
-}  # ablation -> the stream it blanks
+}
 
 
+# ablation -> the stream set to literal zeros before the model's reduction and standardisation
 RAW_ABLATIONS = {
     "zero_video_raw": "video",
     "zero_state_raw": "state",
-}  # ablation -> the stream set to literal zeros before the model's reduction and standardisation
+}
 
 
 def _blank_raw(blocks: Sequence, stream: str) -> list:
-    "The blocks with one stream's features at literal zeros, as a paper zeroes I3D features: off their mean where they have one."
+    """The blocks with one stream's features at literal zeros, as a paper zeroes I3D features: off
+    their mean where they have one.
+    """
     return [replace(b, data=np.zeros_like(b.data)) if b.name == stream else b for b in blocks]
 
 
 def _blank(inputs: dict, stream: str) -> dict:
-    "The stream at its training mean (standardised inputs are 0 there) or, for the history, all padding (an empty history)."
+    """The stream at its training mean (standardised inputs are 0 there) or, for the history, all
+    padding (an empty history).
+    """
     return {k: torch.zeros_like(v) if k == stream else v for k, v in inputs.items()}
 
 # %% ../nbs/21_analysis.ipynb #f8ff4d4c
 def _embedding_hooks(model: nn.Module, history: torch.Tensor, store: list) -> list:
-    "Hooks that keep the output of every embedding that reads the history tensor (the history's continuous input)."
+    """Hooks that keep the output of every embedding that reads the history tensor (the history's
+    continuous input).
+    """
 
     def hook(module, args, out):
         if args and args[0] is history:
@@ -184,11 +237,13 @@ def stream_attribution(
     model,  # a trained `models.Anticipator`
     blocks: Sequence,  # its test blocks
 ) -> pd.DataFrame:  # per query and stream: |grad x input| summed over the stream, and its share (%)
-    "Gradient x input of the predicted class's logit, per input stream: the float inputs directly, the history at its token embeddings."
+    """Gradient x input of the predicted class's logit, per input stream: the float inputs directly,
+    the history at its token embeddings.
+    """
     inputs = model.torch_inputs(blocks)
-    net = (
-        copy.deepcopy(model.model).double().eval()
-    )  # float64: a standardised value far outside the training range (a constant training column) overflows float32 gradients
+    # float64: a standardised value far outside the training range (a constant training column)
+    # overflows float32 gradients
+    net = copy.deepcopy(model.model).double().eval()
     x = {
         k: v.double().requires_grad_(True) if v.is_floating_point() else v
         for k, v in inputs.items()
@@ -207,7 +262,8 @@ def stream_attribution(
         if k == "history":
             if not kept:
                 raise DataError(
-                    "stream_attribution: the network reads the history through no nn.Embedding; no history attribution"
+                    "stream_attribution: the network reads the history through no "
+                    "nn.Embedding; no history attribution"
                 )
             out[k] = sum((e * e.grad).abs().flatten(1).sum(1) for e in kept).detach().numpy()
         else:
@@ -219,9 +275,12 @@ def stream_attribution(
 # %% ../nbs/21_analysis.ipynb #bacfc1b8
 def ablation_table(
     trained: TrainedConditions,  # from `train_conditions`
-    conditions: Sequence[str] = ("gt_history", "recognizer_ba"),  # the models compared (columns)
+    # the models compared (columns)
+    conditions: Sequence[str] = ("gt_history", "recognizer_ba"),
 ) -> pd.DataFrame:  # Table 21: rows full / zero_* (Act@1) and grad_x_input_* (mean share %), one column per condition
-    "Table 21: Act@1 of each model with one stream blanked (at its training mean; `_raw`: literal zeros), and each stream's mean grad x input share."
+    """Table 21: Act@1 of each model with one stream blanked (at its training mean; `_raw`: literal
+    zeros), and each stream's mean grad x input share.
+    """
     y = trained.test_q["target"].to_numpy()
     table = {}
     for c in conditions:

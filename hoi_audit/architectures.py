@@ -22,46 +22,69 @@ __all__ = ['FAMILIES', 'ARCHITECTURE_ORDER', 'InputSequence', 'TemporalConvNet',
 
 # %% ../nbs/16_architectures.ipynb #74523559
 class InputSequence(nn.Module):
-    "Any subset of the inputs as one token sequence: the vectors (state, elapsed fraction) first, then the video tokens, then the history (latest action last); padding zeroed."
+    """Any subset of the inputs as one token sequence: the vectors (state, elapsed fraction) first,
+    then the video tokens, then the history (latest action last); padding zeroed.
+    """
+
     def __init__(self, n_classes:int, # action classes (the history vocabulary is n_classes + 1, 0 = padding)
-                 shapes:Mapping[str, tuple], # input name -> per-query shape (as `fit_network` passes them)
+                 # input name -> per-query shape (as `fit_network` passes them)
+                 shapes:Mapping[str, tuple],
                  d:int, # token width
-                 bos:bool=False, # prepend a learned begin-of-sequence token (a causal model's first query)
+                 # prepend a learned begin-of-sequence token (a causal model's first query)
+                 bos:bool=False,
                 ):
         super().__init__()
         unknown = [k for k in shapes if k not in INPUTS]
-        if unknown or not shapes: raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(shapes)}")
+        if unknown or not shapes:
+            raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(shapes)}")
         self.inputs = tuple(k for k in INPUTS if k in shapes)
         self.vectors = [k for k in VECTOR_INPUTS if k in shapes]
         self.vector_proj = nn.ModuleDict({k: nn.Linear(shapes[k][0], d) for k in self.vectors})
         length = int(bos) + len(self.vectors)
         if "video" in shapes:
-            self.video_proj = nn.Linear(shapes["video"][1], d); length += shapes["video"][0]
-        self.token_embedding = nn.Embedding(n_classes + 1, d, padding_idx=0)   # history tokens (and a causal LM's output vocabulary)
-        if "history" in shapes: length += shapes["history"][0]
+            self.video_proj = nn.Linear(shapes["video"][1], d)
+            length += shapes["video"][0]
+        # history tokens (and a causal LM's output vocabulary)
+        self.token_embedding = nn.Embedding(n_classes + 1, d, padding_idx=0)
+        if "history" in shapes:
+            length += shapes["history"][0]
         self.bos = nn.Parameter(torch.zeros(1, 1, d)) if bos else None
         self.type_embedding = nn.Embedding(len(INPUTS) + 1, d)
         self.position = nn.Parameter(torch.zeros(1, length, d))
         self.length, self.d = length, d
         nn.init.normal_(self.position, std=0.02)
-        if bos: nn.init.normal_(self.bos, std=0.02)
+        if bos:
+            nn.init.normal_(self.bos, std=0.02)
 
     def forward(self, inputs:dict) -> tuple: # (tokens (n, L, d), padding mask (n, L), True = padding)
         n = next(iter(inputs.values())).shape[0]
         tokens, pads = [], []
+
         def add(x, kind, pad=None):
             tokens.append(x + self.type_embedding.weight[kind])
-            pads.append(torch.zeros(n, x.shape[1], dtype=torch.bool, device=x.device) if pad is None else pad)
-        if self.bos is not None: add(self.bos.expand(n, -1, -1), 0)
-        for k in self.vectors: add(self.vector_proj[k](inputs[k])[:, None], INPUTS.index(k) + 1)
-        if "video" in self.inputs: add(self.video_proj(inputs["video"]), 1)
-        if "history" in self.inputs: add(self.token_embedding(inputs["history"]), 2, inputs["history"] == 0)
+            pads.append(
+                torch.zeros(n, x.shape[1], dtype=torch.bool, device=x.device)
+                if pad is None
+                else pad
+            )
+
+        if self.bos is not None:
+            add(self.bos.expand(n, -1, -1), 0)
+        for k in self.vectors:
+            add(self.vector_proj[k](inputs[k])[:, None], INPUTS.index(k) + 1)
+        if "video" in self.inputs:
+            add(self.video_proj(inputs["video"]), 1)
+        if "history" in self.inputs:
+            add(self.token_embedding(inputs["history"]), 2, inputs["history"] == 0)
         x, pad = torch.cat(tokens, 1) + self.position, torch.cat(pads, 1)
         return x.masked_fill(pad[..., None], 0.0), pad
 
 # %% ../nbs/16_architectures.ipynb #3e17b28f
 class TemporalConvNet(nn.Module):
-    "TCN (Bai, Kolter & Koltun 2018): residual blocks of two causal dilated 1-D convolutions (dilation 2^i) over the input sequence; the last position's output gives the logits."
+    """TCN (Bai, Kolter & Koltun 2018): residual blocks of two causal dilated 1-D convolutions
+    (dilation 2^i) over the input sequence; the last position's output gives the logits.
+    """
+
     def __init__(self, n_classes:int, # action classes
                  shapes:Mapping[str, tuple], # input name -> per-query shape
                  config:TrainConfig=TrainConfig(), # d_model, n_layers (at least), dropout
@@ -70,20 +93,33 @@ class TemporalConvNet(nn.Module):
         super().__init__()
         self.embed = InputSequence(n_classes, shapes, config.d_model)
         self.inputs, self.n_classes = self.embed.inputs, n_classes
-        levels = config.n_layers   # enough levels that the last position sees the whole sequence (Bai et al.'s rule)
-        while 1 + 2 * (kernel_size - 1) * (2 ** levels - 1) < self.embed.length: levels += 1
+        # enough levels that the last position sees the whole sequence (Bai et al.'s rule)
+        levels = config.n_layers
+        while 1 + 2 * (kernel_size - 1) * (2**levels - 1) < self.embed.length:
+            levels += 1
         d, self.kernel_size = config.d_model, kernel_size
-        self.convs = nn.ModuleList(nn.ModuleList([nn.Conv1d(d, d, kernel_size, dilation=2 ** i), nn.Conv1d(d, d, kernel_size, dilation=2 ** i)])
-                                   for i in range(levels))
-        self.dropout, self.norm, self.head = nn.Dropout(config.dropout), nn.LayerNorm(d), nn.Linear(d, n_classes)
-        self.receptive_field = 1 + 2 * (kernel_size - 1) * (2 ** levels - 1)
+        self.convs = nn.ModuleList(
+            nn.ModuleList(
+                [
+                    nn.Conv1d(d, d, kernel_size, dilation=2**i),
+                    nn.Conv1d(d, d, kernel_size, dilation=2**i),
+                ]
+            )
+            for i in range(levels)
+        )
+        self.dropout, self.norm, self.head = (
+            nn.Dropout(config.dropout),
+            nn.LayerNorm(d),
+            nn.Linear(d, n_classes),
+        )
+        self.receptive_field = 1 + 2 * (kernel_size - 1) * (2**levels - 1)
 
-    def _causal(self, conv, x):   # left padding only: position t sees t and earlier
+    def _causal(self, conv, x):  # left padding only: position t sees t and earlier
         return conv(nn.functional.pad(x, ((self.kernel_size - 1) * conv.dilation[0], 0)))
 
     def forward(self, **inputs):
         x, _ = self.embed(inputs)
-        x = x.transpose(1, 2)                              # (n, d, L)
+        x = x.transpose(1, 2)  # (n, d, L)
         for first, second in self.convs:
             h = self.dropout(torch.relu(self._causal(first, x)))
             h = self.dropout(torch.relu(self._causal(second, h)))
@@ -92,7 +128,10 @@ class TemporalConvNet(nn.Module):
 
 # %% ../nbs/16_architectures.ipynb #cc785228
 class GRUAnticipator(nn.Module):
-    "GRU (Cho et al. 2014): a gated recurrent network reads the input sequence in order; its final hidden state gives the logits."
+    """GRU (Cho et al. 2014): a gated recurrent network reads the input sequence in order; its final
+    hidden state gives the logits.
+    """
+
     def __init__(self, n_classes:int, # action classes
                  shapes:Mapping[str, tuple], # input name -> per-query shape
                  config:TrainConfig=TrainConfig(), # d_model, n_layers, dropout
@@ -100,8 +139,13 @@ class GRUAnticipator(nn.Module):
         super().__init__()
         self.embed = InputSequence(n_classes, shapes, config.d_model)
         self.inputs, self.n_classes = self.embed.inputs, n_classes
-        self.gru = nn.GRU(config.d_model, config.d_model, num_layers=config.n_layers, batch_first=True,
-                          dropout=config.dropout if config.n_layers > 1 else 0.0)
+        self.gru = nn.GRU(
+            config.d_model,
+            config.d_model,
+            num_layers=config.n_layers,
+            batch_first=True,
+            dropout=config.dropout if config.n_layers > 1 else 0.0,
+        )
         self.norm, self.head = nn.LayerNorm(config.d_model), nn.Linear(config.d_model, n_classes)
 
     def forward(self, **inputs):
@@ -111,36 +155,49 @@ class GRUAnticipator(nn.Module):
 
 # %% ../nbs/16_architectures.ipynb #3c6afd00
 class DiagonalSSM(nn.Module):
-    "S4D (Gu, Gupta, Goel & Ré 2022): per channel a diagonal complex state space x' = Ax + Bu, y = Re(Cx) + Du, discretised by zero-order hold and applied as a causal convolution."
+    """S4D (Gu, Gupta, Goel & Ré 2022): per channel a diagonal complex state space x' = Ax + Bu, y =
+    Re(Cx) + Du, discretised by zero-order hold and applied as a causal convolution.
+    """
+
     def __init__(self, d:int, # channels
                  state:int=16, # state size N per channel (N/2 complex-conjugate pairs)
                  dt_min:float=1e-3, dt_max:float=1e-1, # range of the learned step sizes (log-uniform at init)
                 ):
         super().__init__()
         half = state // 2
-        self.log_dt = nn.Parameter(torch.rand(d) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
-        self.log_A_real = nn.Parameter(torch.log(0.5 * torch.ones(d, half)))                 # S4D-Lin: A_n = -1/2 + i pi n
+        self.log_dt = nn.Parameter(
+            torch.rand(d) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)
+        )
+        # S4D-Lin: A_n = -1/2 + i pi n
+        self.log_A_real = nn.Parameter(torch.log(0.5 * torch.ones(d, half)))
         self.A_imag = nn.Parameter(math.pi * torch.arange(half, dtype=torch.float32).repeat(d, 1))
-        self.C = nn.Parameter(torch.randn(d, half, 2) * math.sqrt(0.5))                      # complex C as (real, imag); B folded into C
+        # complex C as (real, imag); B folded into C
+        self.C = nn.Parameter(torch.randn(d, half, 2) * math.sqrt(0.5))
         self.D = nn.Parameter(torch.randn(d))
 
     def kernel(self, length:int) -> torch.Tensor: # (d, length) the convolution kernel K_l = 2 Re(C' exp(dt A)^l)
         dt = torch.exp(self.log_dt)[:, None]
         A = torch.complex(-torch.exp(self.log_A_real), self.A_imag)
         dtA = A * dt
-        C = torch.view_as_complex(self.C) * (torch.exp(dtA) - 1.0) / A                      # zero-order hold
-        powers = torch.exp(dtA[..., None] * torch.arange(length, device=A.device))            # (d, N/2, L)
+        C = torch.view_as_complex(self.C) * (torch.exp(dtA) - 1.0) / A  # zero-order hold
+        # (d, N/2, L)
+        powers = torch.exp(dtA[..., None] * torch.arange(length, device=A.device))
         return 2 * torch.einsum("dn,dnl->dl", C, powers).real
 
-    def forward(self, u:torch.Tensor) -> torch.Tensor: # (n, L, d) -> (n, L, d)
+    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (n, L, d) -> (n, L, d)
         L = u.shape[1]
         k = self.kernel(L)
-        y = torch.fft.irfft(torch.fft.rfft(u.transpose(1, 2), n=2 * L) * torch.fft.rfft(k, n=2 * L), n=2 * L)[..., :L]
+        y = torch.fft.irfft(
+            torch.fft.rfft(u.transpose(1, 2), n=2 * L) * torch.fft.rfft(k, n=2 * L), n=2 * L
+        )[..., :L]
         return y.transpose(1, 2) + u * self.D
 
 # %% ../nbs/16_architectures.ipynb #f36dc8ec
 class SSMAnticipator(nn.Module):
-    "A stack of S4D blocks (pre-norm, SSM, GELU, linear mixing, residual) over the input sequence; the last position gives the logits."
+    """A stack of S4D blocks (pre-norm, SSM, GELU, linear mixing, residual) over the input sequence;
+    the last position gives the logits.
+    """
+
     def __init__(self, n_classes:int, # action classes
                  shapes:Mapping[str, tuple], # input name -> per-query shape
                  config:TrainConfig=TrainConfig(), # d_model, n_layers, dropout
@@ -150,9 +207,17 @@ class SSMAnticipator(nn.Module):
         d = config.d_model
         self.embed = InputSequence(n_classes, shapes, d)
         self.inputs, self.n_classes = self.embed.inputs, n_classes
-        self.layers = nn.ModuleList(nn.ModuleDict({"norm": nn.LayerNorm(d), "ssm": DiagonalSSM(d, state), "mix": nn.Linear(d, d)})
-                                    for _ in range(config.n_layers))
-        self.dropout, self.norm, self.head = nn.Dropout(config.dropout), nn.LayerNorm(d), nn.Linear(d, n_classes)
+        self.layers = nn.ModuleList(
+            nn.ModuleDict(
+                {"norm": nn.LayerNorm(d), "ssm": DiagonalSSM(d, state), "mix": nn.Linear(d, d)}
+            )
+            for _ in range(config.n_layers)
+        )
+        self.dropout, self.norm, self.head = (
+            nn.Dropout(config.dropout),
+            nn.LayerNorm(d),
+            nn.Linear(d, n_classes),
+        )
 
     def forward(self, **inputs):
         x, _ = self.embed(inputs)
@@ -162,7 +227,11 @@ class SSMAnticipator(nn.Module):
 
 # %% ../nbs/16_architectures.ipynb #371c4088
 class CausalLMAnticipator(nn.Module):
-    "A decoder-only transformer (GPT: Radford et al. 2018) over [BOS, state, video, history tokens] with a causal mask; the next action is the next token, scored against the tied token embedding."
+    """A decoder-only transformer (GPT: Radford et al. 2018) over [BOS, state, video, history
+    tokens] with a causal mask; the next action is the next token, scored against the tied token
+    embedding.
+    """
+
     def __init__(self, n_classes:int, # action classes (the vocabulary: n_classes + padding)
                  shapes:Mapping[str, tuple], # input name -> per-query shape
                  config:TrainConfig=TrainConfig(), # d_model, n_heads, n_layers, dropout
@@ -171,17 +240,32 @@ class CausalLMAnticipator(nn.Module):
         d = config.d_model
         self.embed = InputSequence(n_classes, shapes, d, bos=True)
         self.inputs, self.n_classes = self.embed.inputs, n_classes
-        layer = nn.TransformerEncoderLayer(d, config.n_heads, dim_feedforward=2 * d, dropout=config.dropout, batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d,
+            config.n_heads,
+            dim_feedforward=2 * d,
+            dropout=config.dropout,
+            batch_first=True,
+            norm_first=True,
+        )
         self.decoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
         self.output_bias = nn.Parameter(torch.zeros(n_classes))
-        nn.init.normal_(self.embed.token_embedding.weight, std=0.02)    # GPT-2's initialisation: tied output logits start near uniform
-        with torch.no_grad(): self.embed.token_embedding.weight[0].zero_()
-        self.register_buffer("causal", torch.ones(self.embed.length, self.embed.length, dtype=torch.bool).triu(1), persistent=False)  # True: not attended
+        # GPT-2's initialisation: tied output logits start near uniform
+        nn.init.normal_(self.embed.token_embedding.weight, std=0.02)
+        with torch.no_grad():
+            self.embed.token_embedding.weight[0].zero_()
+        # True: not attended
+        self.register_buffer(
+            "causal",
+            torch.ones(self.embed.length, self.embed.length, dtype=torch.bool).triu(1),
+            persistent=False,
+        )
 
     def forward(self, **inputs):
         x, pad = self.embed(inputs)
-        h = self.decoder(x, mask=self.causal, src_key_padding_mask=pad)   # BOS is never padding: every position has a key
+        # BOS is never padding: every position has a key
+        h = self.decoder(x, mask=self.causal, src_key_padding_mask=pad)
         return self.norm(h[:, -1]) @ self.embed.token_embedding.weight[1:].T + self.output_bias
 
 # %% ../nbs/16_architectures.ipynb #7e3b6907
@@ -194,50 +278,76 @@ def _cosine_alpha_bar(steps:int) -> torch.Tensor: # (steps + 1,) cumulative sign
 
 # %% ../nbs/16_architectures.ipynb #2e29857d
 class DiffusionAnticipator(nn.Module):
-    "A conditional diffusion head (in the spirit of CARD, Han, Zheng & Zhou 2022): a transformer encodes the inputs, an MLP denoises the target's label embedding from noise, and the denoised embedding, compared with every class embedding, gives the logits."
+    """A conditional diffusion head (in the spirit of CARD, Han, Zheng & Zhou 2022): a transformer
+    encodes the inputs, an MLP denoises the target's label embedding from noise, and the denoised
+    embedding, compared with every class embedding, gives the logits.
+    """
+
     def __init__(self, n_classes:int, # action classes
                  shapes:Mapping[str, tuple], # input name -> per-query shape
-                 config:TrainConfig=TrainConfig(), # d_model, n_heads, n_layers, dropout (the context encoder)
+                 # d_model, n_heads, n_layers, dropout (the context encoder)
+                 config:TrainConfig=TrainConfig(),
                  steps:int=100, # diffusion steps of training
                  sample_steps:int=10, # deterministic DDIM steps at inference
                 ):
         super().__init__()
         d = config.d_model
         self.embed = InputSequence(n_classes, shapes, d, bos=True)
-        self.inputs, self.n_classes, self.steps, self.sample_steps = self.embed.inputs, n_classes, steps, sample_steps
-        layer = nn.TransformerEncoderLayer(d, config.n_heads, dim_feedforward=2 * d, dropout=config.dropout, batch_first=True)
+        self.inputs, self.n_classes, self.steps, self.sample_steps = (
+            self.embed.inputs,
+            n_classes,
+            steps,
+            sample_steps,
+        )
+        layer = nn.TransformerEncoderLayer(
+            d, config.n_heads, dim_feedforward=2 * d, dropout=config.dropout, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
         self.labels = nn.Embedding(n_classes, d)
         self.time = nn.Embedding(steps + 1, d)
-        self.denoiser = nn.Sequential(nn.Linear(3 * d, 2 * d), nn.GELU(), nn.Linear(2 * d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.denoiser = nn.Sequential(
+            nn.Linear(3 * d, 2 * d),
+            nn.GELU(),
+            nn.Linear(2 * d, 2 * d),
+            nn.GELU(),
+            nn.Linear(2 * d, d),
+        )
         self.scale = nn.Parameter(torch.tensor(math.log(5.0)))
         self.register_buffer("alpha_bar", _cosine_alpha_bar(steps), persistent=False)
 
     def label_embeddings(self) -> torch.Tensor: # (n_classes, d) unit-norm: the clean signal cannot shrink to fit the noise
         return nn.functional.normalize(self.labels.weight, dim=-1)
 
-    def context(self, inputs:dict) -> torch.Tensor: # (n, d)
+    def context(self, inputs: dict) -> torch.Tensor:  # (n, d)
         x, pad = self.embed(inputs)
         return self.encoder(x, src_key_padding_mask=pad)[:, 0]
 
-    def denoise(self, x_t, t, c) -> torch.Tensor: # the predicted clean label embedding
+    def denoise(self, x_t, t, c) -> torch.Tensor:  # the predicted clean label embedding
         return self.denoiser(torch.cat([x_t, self.time(t), c], -1))
 
     def decode(self, x0) -> torch.Tensor: # logits: scaled cosine similarity to each class embedding
-        return torch.exp(self.scale) * nn.functional.normalize(x0, dim=-1) @ self.label_embeddings().T
+        return (
+            torch.exp(self.scale) * nn.functional.normalize(x0, dim=-1) @ self.label_embeddings().T
+        )
 
-    def training_loss(self, inputs:dict, targets:torch.Tensor) -> torch.Tensor:
-        "Denoising loss at a random step (x0-prediction, as in CARD) plus the cross-entropy of the decoded prediction."
+    def training_loss(self, inputs: dict, targets: torch.Tensor) -> torch.Tensor:
+        """Denoising loss at a random step (x0-prediction, as in CARD) plus the cross-entropy of the
+        decoded prediction.
+        """
         c = self.context(inputs)
         e = self.label_embeddings()[targets]
         t = torch.randint(1, self.steps + 1, (len(targets),), device=targets.device)
         a = self.alpha_bar[t][:, None]
         x_t = a.sqrt() * e + (1 - a).sqrt() * torch.randn_like(e)
         x0 = self.denoise(x_t, t, c)
-        return nn.functional.mse_loss(x0, e) * e.shape[1] + nn.functional.cross_entropy(self.decode(x0), targets)
+        return nn.functional.mse_loss(x0, e) * e.shape[1] + nn.functional.cross_entropy(
+            self.decode(x0), targets
+        )
 
     def forward(self, **inputs):
-        "Deterministic DDIM (eta = 0) from the prior mean: the same inputs always give the same logits, whatever the batch."
+        """Deterministic DDIM (eta = 0) from the prior mean: the same inputs always give the same
+        logits, whatever the batch.
+        """
         c = self.context(inputs)
         x = torch.zeros(c.shape[0], c.shape[1], device=c.device)
         ts = torch.linspace(self.steps, 0, self.sample_steps + 1, device=c.device).round().long()
@@ -249,13 +359,14 @@ class DiffusionAnticipator(nn.Module):
         return self.decode(x0)
 
 # %% ../nbs/16_architectures.ipynb #3710d73f
+# name -> network class (n_classes, shapes, config); the transformer is models.AnticipationModel
 FAMILIES = {
     "tcn": TemporalConvNet,
     "gru": GRUAnticipator,
     "ssm": SSMAnticipator,
     "causal_lm": CausalLMAnticipator,
     "diffusion": DiffusionAnticipator,
-}  # name -> network class (n_classes, shapes, config); the transformer is models.AnticipationModel
+}
 
 
 def _builder(cls):
@@ -265,6 +376,7 @@ def _builder(cls):
 # replace=True: in this notebook the cell runs after the module registered the same families
 for _name, _cls in FAMILIES.items():
     register_architecture(_name, network_architecture(_builder(_cls), _name), replace=True)
+# Table 19's rows
 ARCHITECTURE_ORDER = (
     "transformer",
     "tcn",
@@ -272,4 +384,4 @@ ARCHITECTURE_ORDER = (
     "ssm",
     "causal_lm",
     "diffusion",
-)  # Table 19's rows
+)

@@ -16,73 +16,118 @@ __all__ = ['AUDIT_REQUIRED', 'INTERVENTION_REQUIRED', 'AUDIT_CONFIG', 'CONDITION
 
 # %% ../nbs/18d_audits.ipynb #3b3a2255
 def _companions(results: Path, experiment: str) -> list[Path]:
-    "Where a second results JSON of the same audit may sit beside the first: as `hoi-audit audit` writes it, then as the experiments do."
-    named = results.with_name(
-        f"{results.stem}.{experiment}.json"
-    )  # CommandOutput.results_for: <stem>.<experiment>.json
-    plain = results.with_name(
-        f"{experiment}.json"
-    )  # ExperimentPaths: results/<experiment>.json beside four_condition.json
+    """Where a second results JSON of the same audit may sit beside the first: as `hoi-audit audit`
+    writes it, then as the experiments do.
+    """
+    # CommandOutput.results_for: <stem>.<experiment>.json
+    named = results.with_name(f"{results.stem}.{experiment}.json")
+    # ExperimentPaths: results/<experiment>.json beside four_condition.json
+    plain = results.with_name(f"{experiment}.json")
     if results.parent.name == "results" and results.stem == "four_condition":
         return [plain, named]
     return [named] + ([plain] if results.stem == "four_condition" else [])
 
 # %% ../nbs/18d_audits.ipynb #4c8ac6b2
+# four_condition: what the report reads
 AUDIT_REQUIRED = {
     "": ("condition", "split", "metric", "value"),
     "gap_": ("ci_low", "ci_high", "n"),
-}  # four_condition: what the report reads
+}
+# intervention_2x2: what the report reads
 INTERVENTION_REQUIRED = {
     "": ("split", "train_history", "test_history", "metric", "value"),
     "contrast_": ("ci_low", "ci_high", "n"),
-}  # intervention_2x2: what the report reads
+}
+# config keys the report reads, where present
 AUDIT_CONFIG = {
     "architecture": "label",
     "train": "object",
     "cross_fit": "flag",
-}  # config keys the report reads, where present
+}
 
 # %% ../nbs/18d_audits.ipynb #f0af4136
 def load_intervention(payload:dict, # the audit's results JSON as parsed
                       path, # the file it came from (a reference resolves beside it)
                      ) -> dict: # payload (checked, records a DataFrame; None: not found), source (in words), file, sha256
-    "The audit's 2x2: embedded in the JSON, else by reference (its SHA-256 checked), else the sibling file; each checked."
+    """The audit's 2x2: embedded in the JSON, else by reference (its SHA-256 checked), else the
+    sibling file; each checked.
+    """
     path = Path(path)
     none = {"payload": None, "file": None, "sha256": None}
     if "intervention" in payload:
         iv = payload["intervention"]
         if not (isinstance(iv, dict) and isinstance(iv.get("records"), list)):
-            raise DataError(f"{path}: field 'intervention' is {shown_value(iv)}; expected an object with the 2x2's records")
-        shell = {"experiment": "intervention_2x2", "scale": payload["scale"], "config": payload["config"], "pins": {}}
-        checked = check_results(shell | {"records": iv["records"]}, f"{path} (its embedded 2x2)", "intervention_2x2",
-                                INTERVENTION_REQUIRED)
-        return none | {"payload": checked | {"records": pd.DataFrame(iv["records"])}, "source": f"embedded in {path.name}"}
+            raise DataError(
+                f"{path}: field 'intervention' is {shown_value(iv)}; expected an object with "
+                "the 2x2's records"
+            )
+        shell = {
+            "experiment": "intervention_2x2",
+            "scale": payload["scale"],
+            "config": payload["config"],
+            "pins": {},
+        }
+        checked = check_results(
+            shell | {"records": iv["records"]},
+            f"{path} (its embedded 2x2)",
+            "intervention_2x2",
+            INTERVENTION_REQUIRED,
+        )
+        return none | {
+            "payload": checked | {"records": pd.DataFrame(iv["records"])},
+            "source": f"embedded in {path.name}",
+        }
     if "intervention_ref" in payload:
         ref = payload["intervention_ref"]
-        if not (isinstance(ref, dict) and isinstance(ref.get("path"), str) and isinstance(ref.get("sha256"), str)):
-            raise DataError(f"{path}: field 'intervention_ref' is {shown_value(ref)}; expected "
-                            "{'path': the 2x2's results JSON relative to this file, 'sha256': its SHA-256}")
+        if not (
+            isinstance(ref, dict)
+            and isinstance(ref.get("path"), str)
+            and isinstance(ref.get("sha256"), str)
+        ):
+            raise DataError(
+                f"{path}: field 'intervention_ref' is {shown_value(ref)}; expected "
+                "{'path': the 2x2's results JSON relative to this file, 'sha256': its SHA-256}"
+            )
         file = path.parent / ref["path"]
-        if not file.is_file(): raise DataError(f"{file}: no such file; {path.name} references it as its 2x2 (intervention_ref)")
+        if not file.is_file():
+            raise DataError(
+                f"{file}: no such file; {path.name} references it as its 2x2 (intervention_ref)"
+            )
         sha = sha256_file(file)
         if sha != ref["sha256"].lower():
-            raise DataError(f"{file}: SHA-256 {sha} is not the {ref['sha256']} that {path.name} records for its 2x2 "
-                            "(intervention_ref.sha256): the file changed after the audit")
-        return {"payload": read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG), "file": file,
-                "sha256": sha, "source": f"{ref['path']}, referenced by {path.name}, SHA-256 checked"}
+            raise DataError(
+                f"{file}: SHA-256 {sha} is not the {ref['sha256']} that {path.name} records for "
+                "its 2x2 (intervention_ref.sha256): the file changed after the audit"
+            )
+        return {
+            "payload": read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG),
+            "file": file,
+            "sha256": sha,
+            "source": f"{ref['path']}, referenced by {path.name}, SHA-256 checked",
+        }
     candidates = _companions(path, "intervention_2x2")
     for file in candidates:
-        if not file.is_file(): continue
+        if not file.is_file():
+            continue
         iv = read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG)
         if iv["scale"] != payload["scale"]:
-            return none | {"source": f"not read: {file.name} beside the results is of scale {iv['scale']}, the audit of "
-                                     f"scale {payload['scale']}"}
-        return {"payload": iv, "file": file, "sha256": sha256_file(file),
-                "source": f"{file.name} beside {path.name} (the results JSON does not pin it)"}
-    return none | {"source": f"not found: neither embedded nor referenced in {path.name}, and no "
-                             f"{' or '.join(f.name for f in candidates)} beside it"}
+            return none | {
+                "source": f"not read: {file.name} beside the results is of scale {iv['scale']}, "
+                f"the audit of scale {payload['scale']}"
+            }
+        return {
+            "payload": iv,
+            "file": file,
+            "sha256": sha256_file(file),
+            "source": f"{file.name} beside {path.name} (the results JSON does not pin it)",
+        }
+    return none | {
+        "source": f"not found: neither embedded nor referenced in {path.name}, and no "
+        f"{' or '.join(f.name for f in candidates)} beside it"
+    }
 
 # %% ../nbs/18d_audits.ipynb #298430a6
+# a results JSON's conditions.<name> field -> (test, what is expected)
 CONDITION_FIELDS = {
     "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "inputs": (
@@ -98,14 +143,16 @@ CONDITION_FIELDS = {
         "a list of provenance sources",
     ),
     "deployable": (lambda v: isinstance(v, bool), "true or false"),
-}  # a results JSON's conditions.<name> field -> (test, what is expected)
+}
 
 # %% ../nbs/18d_audits.ipynb #544ec44a
 def recorded_conditions(
     payload: dict,  # a results JSON as parsed
     path,  # the file it came from (named in the error)
 ) -> dict | None:  # name -> label, inputs, history, sources, deployable; None where it records none
-    "The results JSON's own `conditions`, checked field by field: one `DataError` names the file and every problem."
+    """The results JSON's own `conditions`, checked field by field: one `DataError` names the file
+    and every problem.
+    """
     if "conditions" not in payload:
         return None
     conds = payload["conditions"]
@@ -136,17 +183,35 @@ def recorded_conditions(
 
 # %% ../nbs/18d_audits.ipynb #5d10d7fe
 def condition_info(names, # the condition names the records use
-                   recorded:dict|None=None, # `recorded_conditions`: the results JSON's own (None: it records none)
+                   # `recorded_conditions`: the results JSON's own (None: it records none)
+                   recorded:dict|None=None,
                   ) -> dict: # name -> label, inputs, history, sources, deployable (None: unknown), from (where it was read)
-    "Each condition as the results JSON records it, else as this package's registry (CONDITIONS) defines it, else unknown."
+    """Each condition as the results JSON records it, else as this package's registry (CONDITIONS)
+    defines it, else unknown.
+    """
     out = {}
     for n in names:
-        if recorded and n in recorded: out[n] = {"history": None, **recorded[n], "from": "results JSON"}
+        if recorded and n in recorded:
+            out[n] = {"history": None, **recorded[n], "from": "results JSON"}
         elif n in CONDITIONS:
             c = CONDITIONS[n]
-            out[n] = {"label": c.label, "inputs": list(c.inputs), "history": c.history, "sources": sorted(c.sources()),
-                      "deployable": c.deployable, "from": "package registry"}
-        else: out[n] = {"label": n, "inputs": [], "history": None, "sources": [], "deployable": None, "from": "not recorded"}
+            out[n] = {
+                "label": c.label,
+                "inputs": list(c.inputs),
+                "history": c.history,
+                "sources": sorted(c.sources()),
+                "deployable": c.deployable,
+                "from": "package registry",
+            }
+        else:
+            out[n] = {
+                "label": n,
+                "inputs": [],
+                "history": None,
+                "sources": [],
+                "deployable": None,
+                "from": "not recorded",
+            }
     return out
 
 # %% ../nbs/18d_audits.ipynb #9173a5dc
@@ -156,16 +221,21 @@ NO_DATASET = "(no dataset recorded)"  # the dataset of records that name none
 def with_dataset(
     records: pd.DataFrame,  # records, with or without a `dataset` column
 ) -> pd.DataFrame:  # a copy with a dataset on every row
-    "The records with a dataset on every row (NO_DATASET where they name none), so that no step can pool two datasets."
+    """The records with a dataset on every row (NO_DATASET where they name none), so that no step
+    can pool two datasets.
+    """
     out = records.copy()
     out["dataset"] = out["dataset"].fillna(NO_DATASET) if "dataset" in out else NO_DATASET
     return out
 
 # %% ../nbs/18d_audits.ipynb #1e33325a
 def load_audit(
-    results,  # a four-condition results JSON (`hoi-audit audit`, or the four_condition experiment)
+    # a four-condition results JSON (`hoi-audit audit`, or the four_condition experiment)
+    results,
 ) -> dict:  # payload, records (DataFrame), path, sha256, recorded_conditions, intervention (+ _source, _file, _sha256)
-    "Read an audit's results JSON and its 2x2, each checked (`read_checked`): an error names the file and every problem."
+    """Read an audit's results JSON and its 2x2, each checked (`read_checked`): an error names the
+    file and every problem.
+    """
     path = Path(results)
     payload = read_checked(path, "four_condition", AUDIT_REQUIRED, AUDIT_CONFIG)
     iv = load_intervention(payload, path)

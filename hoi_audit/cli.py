@@ -14,25 +14,57 @@ from .core import HoiAuditError
 __all__ = ['parameter_docs', 'argument_spec', 'run_command', 'add_command', 'parse_list']
 
 # %% ../nbs/05_cli.ipynb #5a1d0c3e
-def parameter_docs(func:Callable) -> dict:
-    "name -> (`anno`, `default`, `kind`, `docment`) of each parameter: annotations resolved by `typing.get_type_hints`, docments read as fastcore reads them."
-    hints = typing.get_type_hints(func, include_extras=True)   # string annotations (PEP 563) evaluated in the function's module
+def parameter_docs(func: Callable) -> dict:
+    """name -> (`anno`, `default`, `kind`, `docment`) of each parameter: annotations resolved by
+    `typing.get_type_hints`, docments read as fastcore reads them.
+    """
+    # string annotations (PEP 563) evaluated in the function's module
+    hints = typing.get_type_hints(func, include_extras=True)
     src = textwrap.dedent(inspect.getsource(func))
-    node = next(n for n in ast.parse(src).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    node = next(
+        n for n in ast.parse(src).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
     a = node.args
-    first_line = {x.arg: x.lineno for x in [*a.posonlyargs, *a.args, *filter(None, [a.vararg]), *a.kwonlyargs, *filter(None, [a.kwarg])]}
-    comments = {t.start[0]: t.string[1:].strip() for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT}
+    first_line = {
+        x.arg: x.lineno
+        for x in [
+            *a.posonlyargs,
+            *a.args,
+            *filter(None, [a.vararg]),
+            *a.kwonlyargs,
+            *filter(None, [a.kwarg]),
+        ]
+    }
+    comments = {
+        t.start[0]: t.string[1:].strip()
+        for t in tokenize.generate_tokens(io.StringIO(src).readline)
+        if t.type == tokenize.COMMENT
+    }
+
     def docment(line):   # the comment on the parameter's first line, else the comment lines right above it
-        if line in comments: return comments[line]
+        if line in comments:
+            return comments[line]
         above = []
-        while line - 1 in comments and line - 1 not in first_line.values(): line -= 1; above.insert(0, comments[line])
+        while line - 1 in comments and line - 1 not in first_line.values():
+            line -= 1
+            above.insert(0, comments[line])
         return "\n".join(above) or None
-    return {k: SimpleNamespace(anno=hints.get(k, inspect.Parameter.empty), default=p.default, kind=p.kind, docment=docment(first_line[k]))
-            for k, p in inspect.signature(func).parameters.items()}
+
+    return {
+        k: SimpleNamespace(
+            anno=hints.get(k, inspect.Parameter.empty),
+            default=p.default,
+            kind=p.kind,
+            docment=docment(first_line[k]),
+        )
+        for k, p in inspect.signature(func).parameters.items()
+    }
 
 # %% ../nbs/05_cli.ipynb #aaf2e9be
 def _unwrap(anno) -> tuple:
-    "The type of an annotation and the argparse settings in its `Annotated` metadata; `X | None` reads as `X`."
+    """The type of an annotation and the argparse settings in its `Annotated` metadata; `X | None`
+    reads as `X`.
+    """
     extra = {}
     if get_origin(anno) is Annotated:
         anno, *meta = get_args(anno)
@@ -79,7 +111,9 @@ def argument_spec(
 
 # %% ../nbs/05_cli.ipynb #19bb5ee2
 def run_command(args: argparse.Namespace) -> int:
-    "Call the handler that `add_command` registered for the parsed subcommand with the parsed options as keywords."
+    """Call the handler that `add_command` registered for the parsed subcommand with the parsed
+    options as keywords.
+    """
     kwargs = {k: v for k, v in vars(args).items() if k not in ("_handler", "func", "command")}
     return args._handler(**kwargs)
 
@@ -87,24 +121,43 @@ def run_command(args: argparse.Namespace) -> int:
 def add_command(subparsers, # the `add_subparsers()` object of the `hoi-audit` parser
                 func:Callable, # the handler: documented parameters, returns the exit status
                 name:str|None=None, # the subcommand (default: the function's name without `_command`, dashes for underscores)
-                shared:Sequence[Callable]=(), # functions whose parameters are options too, passed to `func` as keywords
+                # functions whose parameters are options too, passed to `func` as keywords
+                shared:Sequence[Callable]=(),
                ) -> argparse.ArgumentParser:
-    "Register `func` as a subcommand whose options are its parameters and whose help is its docments and docstring."
+    """Register `func` as a subcommand whose options are its parameters and whose help is its
+    docments and docstring.
+    """
     name = name or func.__name__.removesuffix("_command").replace("_", "-")
     doc = inspect.getdoc(func) or ""
-    p = subparsers.add_parser(name, help=doc.split("\n")[0] or None, description=doc or None)
-    takes_any = any(v.kind is inspect.Parameter.VAR_KEYWORD for v in inspect.signature(func).parameters.values())
+    # the short help: the first paragraph, joined (a summary may wrap over lines)
+    summary = " ".join(doc.split("\n\n")[0].split())
+    p = subparsers.add_parser(name, help=summary or None, description=doc or None)
+    takes_any = any(
+        v.kind is inspect.Parameter.VAR_KEYWORD for v in inspect.signature(func).parameters.values()
+    )
     seen = set()
     for owner in (func, *shared):
         for k, v in parameter_docs(owner).items():
-            if v.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL) or k in seen: continue
-            if not v.docment: raise HoiAuditError(f"{owner.__qualname__}: parameter {k!r} has no docment, so its --help line would be empty")
+            if (
+                v.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+                or k in seen
+            ):
+                continue
+            if not v.docment:
+                raise HoiAuditError(
+                    f"{owner.__qualname__}: parameter {k!r} has no docment, so its --help "
+                    "line would be empty"
+                )
             if owner is not func and not takes_any and k not in inspect.signature(func).parameters:
-                raise HoiAuditError(f"{func.__qualname__} takes neither {k!r} (an option of {owner.__qualname__}) nor **kwargs")
+                raise HoiAuditError(
+                    f"{func.__qualname__} takes neither {k!r} (an option of "
+                    f"{owner.__qualname__}) nor **kwargs"
+                )
             seen.add(k)
             names, kw = argument_spec(k, v)
             p.add_argument(*names, **kw)
-    p.set_defaults(_handler=func, func=run_command)   # `args.func(args)` runs it, as argparse's own subcommand idiom does
+    # `args.func(args)` runs it, as argparse's own subcommand idiom does
+    p.set_defaults(_handler=func, func=run_command)
     return p
 
 # %% ../nbs/05_cli.ipynb #bf44bf25
@@ -113,7 +166,9 @@ def parse_list(
     cast: Callable = str,  # the type of each item (int, float, str)
     option: str | None = None,  # the option it came from, named in the error
 ) -> list:
-    "The items of a comma- or space-separated option value, each cast; a bad item is a `HoiAuditError` naming the option and the text."
+    """The items of a comma- or space-separated option value, each cast; a bad item is a
+    `HoiAuditError` naming the option and the text.
+    """
     try:
         return [cast(x) for x in text.replace(",", " ").split() if x]
     except ValueError as e:

@@ -75,7 +75,9 @@ def clip_preset(name) -> ClipPreset:
 
 # %% ../nbs/31_clips.ipynb #c73364da
 def verb_looks(n_verbs: int) -> dict:
-    "Per verb: object colour (RGB), radius, motion direction, amplitude, oscillation frequency and drift speed."
+    """Per verb: object colour (RGB), radius, motion direction, amplitude, oscillation frequency and
+    drift speed.
+    """
     rng = np.random.default_rng(0)
     return {
         "color": rng.integers(40, 256, (n_verbs, 3)),
@@ -171,8 +173,8 @@ def _ffmpeg() -> str:
         import imageio_ffmpeg
     except ImportError as e:
         raise HoiAuditError(
-            "rendering EPIC-like mp4s needs the ffmpeg shipped in imageio-ffmpeg, a development dependency: "
-            "pip install imageio-ffmpeg (or pip install -e '.[dev]')"
+            "rendering EPIC-like mp4s needs the ffmpeg shipped in imageio-ffmpeg, a development "
+            "dependency: pip install imageio-ffmpeg (or pip install -e '.[dev]')"
         ) from e
     return imageio_ffmpeg.get_ffmpeg_exe()
 
@@ -276,9 +278,12 @@ def corrupted_frames(
     damaged,  # the same video after damage
     fps: float,  # frame rate
     *,
-    tolerance: int = 2,  # grey levels a pixel may differ by (the decoder is exact: 0 would do)
+    # grey levels a pixel may differ by (the decoder is exact: 0 would do)
+    tolerance: int = 2,
 ) -> list[int]:
-    "Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by the single-thread decoder)."
+    """Frames of `damaged` that are missing or whose pixels differ from `clean`'s (both decoded by
+    the single-thread decoder).
+    """
     ref, _ = decode_with_damage(clean, fps)
     got, _ = decode_with_damage(damaged, fps)
     return sorted(
@@ -287,7 +292,9 @@ def corrupted_frames(
 
 # %% ../nbs/31_clips.ipynb #a6e45417
 def _damage_video(path, plan, p: ClipPreset, *, n: int, seed: int) -> dict:
-    "Damage `n` sampled frames of the observation bins of the video's middle action (not keyframes); the frames this corrupts."
+    """Damage `n` sampled frames of the observation bins of the video's middle action (not
+    keyframes); the frames this corrupts.
+    """
     starts = plan["start_frame"] / p.fps
     eligible = [j for j, t in enumerate(starts) if t >= BinSpec().observe_from]
     if not eligible:

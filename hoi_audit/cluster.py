@@ -29,38 +29,52 @@ __all__ = ['CLUSTERS', 'BACKEND_ENV', 'ClusterConfig', 'read_cluster_config', 'c
            'SlurmBackend', 'PlanStop', 'PlanBackend', 'cluster_jobs']
 
 # %% ../nbs/04_cluster.ipynb #5d63b0bd
-CLUSTERS = ("slurm", "local", "debug")  # submitit executors: a real scheduler, submitit's local processes, in-process debugging
+# submitit executors: a real scheduler, submitit's local processes, in-process debugging
+CLUSTERS = (
+    "slurm",
+    "local",
+    "debug",
+)
+
 
 @dataclass(frozen=True)
 class ClusterConfig:
     "submitit's parameters for the SLURM backend, with per-stage overrides."
-    cluster: str = "slurm" # one of CLUSTERS
-    partition: str|None = None # SLURM partition(s), comma-separated
-    timeout_min: float = 240 # a task's time limit; it is requeued when it hits it
-    cpus_per_task: int = 1 # CPUs of one array task
-    gpus_per_node: int = 0 # GPUs of one array task (a GPU stage sets it)
-    mem_gb: float|None = None # memory of one array task (None: the partition's default)
-    tasks: int = 16 # array tasks per batch of units: the pending units are split into this many disjoint shards
-    array_parallelism: int = 16 # array tasks running at once (1: the seeds' serialized jobs)
-    account: str|None = None # SLURM account
-    qos: str|None = None # SLURM quality of service
-    max_requeues: int = 3 # requeues of a task on timeout (submitit) or after it died (the driver)
+
+    cluster: str = "slurm"  # one of CLUSTERS
+    partition: str | None = None  # SLURM partition(s), comma-separated
+    timeout_min: float = 240  # a task's time limit; it is requeued when it hits it
+    cpus_per_task: int = 1  # CPUs of one array task
+    gpus_per_node: int = 0  # GPUs of one array task (a GPU stage sets it)
+    mem_gb: float | None = None  # memory of one array task (None: the partition's default)
+    # array tasks per batch of units: the pending units are split into this many disjoint shards
+    tasks: int = 16
+    array_parallelism: int = 16  # array tasks running at once (1: the seeds' serialized jobs)
+    account: str | None = None  # SLURM account
+    qos: str | None = None  # SLURM quality of service
+    max_requeues: int = 3  # requeues of a task on timeout (submitit) or after it died (the driver)
     signal_delay_s: int = 90 # seconds before the time limit at which the task is told to checkpoint
-    poll_s: float = 2.0 # how often the driver checks its array
-    folder: str|None = None # submitit's logs (default: <store>/.cluster/logs)
-    stages: dict = field(default_factory=dict) # stage name -> overrides of the fields above
+    poll_s: float = 2.0  # how often the driver checks its array
+    folder: str | None = None  # submitit's logs (default: <store>/.cluster/logs)
+    stages: dict = field(default_factory=dict)  # stage name -> overrides of the fields above
 
     def __post_init__(self):
-        if self.cluster not in CLUSTERS: raise HoiAuditError(f"cluster must be one of {CLUSTERS}, got {self.cluster!r}")
+        if self.cluster not in CLUSTERS:
+            raise HoiAuditError(f"cluster must be one of {CLUSTERS}, got {self.cluster!r}")
         for name in ("tasks", "array_parallelism", "cpus_per_task"):
-            if int(getattr(self, name)) < 1: raise HoiAuditError(f"{name} must be at least 1, got {getattr(self, name)!r}")
-        if self.max_requeues < 0: raise HoiAuditError(f"max_requeues must be >= 0, got {self.max_requeues!r}")
+            if int(getattr(self, name)) < 1:
+                raise HoiAuditError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+        if self.max_requeues < 0:
+            raise HoiAuditError(f"max_requeues must be >= 0, got {self.max_requeues!r}")
         known = {f.name for f in fields(self)} - {"stages"}
         for stage, over in self.stages.items():
             bad = sorted(set(over) - known)
-            if bad: raise HoiAuditError(f"stage {stage!r}: unknown setting(s) {bad}; settings are {sorted(known)}")
+            if bad:
+                raise HoiAuditError(
+                    f"stage {stage!r}: unknown setting(s) {bad}; settings are {sorted(known)}"
+                )
 
-    def for_stage(self, stage:str|None) -> ClusterConfig:
+    def for_stage(self, stage: str | None) -> ClusterConfig:
         "The settings of `stage`: its overrides applied (no overrides: these settings)."
         over = self.stages.get(stage or "", {})
         return replace(self, **over, stages={}) if over else self
@@ -96,7 +110,9 @@ def compute_units(
     *,
     log: str | None = None,  # this worker's log file, quoted in failure records
 ) -> dict:  # {"computed": [...], "skipped": [...], "failed": [...]} unit paths
-    "Compute every unit of a share that the store does not hold; record, and step over, a unit that raises (or outlasts its task's requeues); stop when the run's budget is spent."
+    """Compute every unit of a share that the store does not hold; record, and step over, a unit
+    that raises (or outlasts its task's requeues); stop when the run's budget is spent.
+    """
     store, out = ResultStore(store_root), {"computed": [], "skipped": [], "failed": []}
     with use_backend(None):
         for u in units:
@@ -108,16 +124,19 @@ def compute_units(
                 store._try(u, compute, blocking=True)
             except (
                 BudgetSpent
-            ):  # the run's budget: this share stops here, its other units stay pending (no failure)
+                # the run's budget: this share stops here, its other units stay pending (no failure)
+            ):
                 break
             except Exception as e:
                 why = traceback.format_exc()
-                # submitit's time-out handler gave up while this unit ran: its task's time, not its code
+                # submitit's time-out handler gave up while this unit ran: its task's time, not its
+                # code
                 if isinstance(e, UncompletedJobError):
                     why += (
-                        f"TimeLimit: unit {u.path} was still computing when its array task reached its time limit once more "
-                        f"than max_requeues allows ({str(e).strip()}); give the stage more time: timeout_min (or max_requeues) "
-                        "in the cluster config"
+                        f"TimeLimit: unit {u.path} was still computing when its array task "
+                        "reached its time limit once more than max_requeues allows "
+                        f"({str(e).strip()}); give the stage more time: timeout_min (or "
+                        "max_requeues) in the cluster config"
                     )
                 store.record_failure(u, why, log)
                 out["failed"].append(u.path)
@@ -135,7 +154,9 @@ def shards(
     return [list(range(i, n_units, n)) for i in range(n)] if n_units else []
 
 # %% ../nbs/04_cluster.ipynb #80c22548
-BACKEND_ENV = "HOI_AUDIT_BACKEND"  # a JSON backend spec (`backend_spec`) that makes that backend current in every process that reads it
+# a JSON backend spec (`backend_spec`) that makes that backend current in every process that reads
+# it
+BACKEND_ENV = "HOI_AUDIT_BACKEND"
 
 
 def backend_spec(backend) -> str:
@@ -180,22 +201,30 @@ def use_backend(
 
 # %% ../nbs/04_cluster.ipynb #6649f947
 def current_backend():
-    "The backend a stage hands to `ResultStore.run(backend=)` for its pending units: the innermost `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place)."
+    """The backend a stage hands to `ResultStore.run(backend=)` for its pending units: the innermost
+    `use_backend`, else `$HOI_AUDIT_BACKEND`, else None (in place).
+    """
     if _CURRENT:
         return _CURRENT[-1]
     spec = os.environ.get(BACKEND_ENV)
     return backend_from_spec(spec) if spec else None
 
 # %% ../nbs/04_cluster.ipynb #e6f127ed
-_WATCHED = set()  # (this process, the parent it watches): one watchdog each, also in a forked child that inherits the set
+# (this process, the parent it watches): one watchdog each, also in a forked child that inherits the
+# set
+_WATCHED = set()
 
 
 def die_with_parent(
-    parent: int,  # the pid of the process this one must not outlive, recorded there before starting this one
-    kernel: bool = True,  # ask Linux too (PR_SET_PDEATHSIG); only when the thread that started this process outlives it
+    # the pid of the process this one must not outlive, recorded there before starting this one
+    parent: int,
+    # ask Linux too (PR_SET_PDEATHSIG); only when the thread that started this process outlives it
+    kernel: bool = True,
     poll_s: float = 0.5,  # how often the watchdog thread looks at `parent`
 ):
-    "SIGKILL this process when `parent` ends: at once if it already has, then by the kernel (Linux) and a watchdog thread."
+    """SIGKILL this process when `parent` ends: at once if it already has, then by the kernel
+    (Linux) and a watchdog thread.
+    """
     direct = os.getppid() == parent
     if direct and kernel and sys.platform.startswith("linux"):
         import ctypes
@@ -207,7 +236,8 @@ def die_with_parent(
     gone = (lambda: os.getppid() != parent) if direct else (lambda: not process_alive(parent))
     die = lambda: os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
     if gone():
-        die()  # the parent died before the kernel was asked (or before this process started)
+        # the parent died before the kernel was asked (or before this process started)
+        die()
     if (os.getpid(), parent) in _WATCHED:
         return
     _WATCHED.add((os.getpid(), parent))
@@ -221,33 +251,39 @@ def die_with_parent(
 
 # %% ../nbs/04_cluster.ipynb #d3cb0bb8
 def _raise_failures(store: ResultStore, units: Sequence[Unit], failed: Sequence[str]):
-    "One error naming every failed unit, its last error line and where its log (or failure record) is."
+    """One error naming every failed unit, its last error line and where its log (or failure record)
+    is.
+    """
     if not failed:
         return
     lines = []
     for u in (u for u in units if u.path in set(failed)):
         rec = store.failure(u) or {"error": "unknown error", "log": None}
         lines.append(
-            f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: {rec['log'] or store._failure_file(u)}"
+            f"  unit {u.key}: {rec['error'].strip().splitlines()[-1]}\n    log: "
+            f"{rec['log'] or store._failure_file(u)}"
         )
     raise HoiAuditError(
-        f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again to retry them):\n"
-        + "\n".join(lines)
+        f"{len(lines)} unit(s) of {store.root} failed (every other unit is done; run again "
+        "to retry them):\n" + "\n".join(lines)
     )
 
 # %% ../nbs/04_cluster.ipynb #abb597c8
 def _pack(units: Sequence[Unit], compute: Callable) -> bytes:
-    "The units, `compute` and every registry's entries (`core.registries`), cloudpickled: what a worker process needs."
+    """The units, `compute` and every registry's entries (`core.registries`), cloudpickled: what a
+    worker process needs.
+    """
     import cloudpickle
 
-    shipped = [
-        (r.name, r.module, dict(r)) for r in reversed(registries())
-    ]  # the later of two of a name first
+    # the later of two of a name first
+    shipped = [(r.name, r.module, dict(r)) for r in reversed(registries())]
     return cloudpickle.dumps((list(units), compute, shipped))
 
 # %% ../nbs/04_cluster.ipynb #7ca60a90
 def _unpack(blob: bytes) -> tuple:
-    "(units, compute) from `_pack`'s bytes, after adding to this process's registries the entries it lacks."
+    """(units, compute) from `_pack`'s bytes, after adding to this process's registries the entries
+    it lacks.
+    """
     import cloudpickle
 
     units, compute, shipped = cloudpickle.loads(blob)
@@ -289,7 +325,9 @@ def _pool_unit(i: int) -> dict:
 
 # %% ../nbs/04_cluster.ipynb #1e86827b
 def _stop_pool(pool):
-    "End a process pool now: kill its workers (their units stay pending) and cancel the units not started."
+    """End a process pool now: kill its workers (their units stay pending) and cancel the units not
+    started.
+    """
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
@@ -348,7 +386,9 @@ def _pool_round(
 # %% ../nbs/04_cluster.ipynb #559dee56
 @dataclass(frozen=True)
 class LocalBackend:
-    "Compute pending units in this process (`workers=1`) or a pool of `workers` processes on this machine."
+    """Compute pending units in this process (`workers=1`) or a pool of `workers` processes on this
+    machine.
+    """
 
     workers: int = 1  # processes (k uses k cores)
     max_requeues: int = 3  # fresh pools after a worker died
@@ -387,7 +427,8 @@ class LocalBackend:
             todo = _pending_after(store, units, todo, failed=failed)
             if todo and rounds == self.max_requeues:
                 raise HoiAuditError(
-                    f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} unit(s) are not done (e.g. {units[todo[0]].path})"
+                    f"{store.root}: a worker process died {rounds + 1} times; {len(todo)} "
+                    f"unit(s) are not done (e.g. {units[todo[0]].path})"
                 )
             rounds += 1
         bar.close()
@@ -396,20 +437,33 @@ class LocalBackend:
 # %% ../nbs/04_cluster.ipynb #64d38619
 import submitit
 
+
 class UnitShard(submitit.helpers.Checkpointable):
-    "One array task: compute a disjoint shard of the pending units; requeued with the same shard on timeout or preemption."
+    """One array task: compute a disjoint shard of the pending units; requeued with the same shard
+    on timeout or preemption.
+    """
+
     def __init__(self, store_root:str, # the result store's folder
                  payload:str, # the file holding (units, compute), cloudpickled
-                 owner:int|None=None, # the command it dies with (`_task_owner`); None: it outlives the command
+                 # the command it dies with (`_task_owner`); None: it outlives the command
+                 owner:int|None=None,
                 ):
         self.store_root, self.payload, self.owner = store_root, payload, owner
 
-    def __call__(self, indices:Sequence[int]) -> dict:
-        lib = importlib.import_module("hoi_audit.cluster")   # the library's functions, also when this class is defined in a notebook
-        if self.owner is not None: lib.die_with_parent(self.owner)   # an ancestor, not the parent: the watchdog looks after it
+    def __call__(self, indices: Sequence[int]) -> dict:
+        # the library's functions, also when this class is defined in a notebook
+        lib = importlib.import_module("hoi_audit.cluster")
+        if self.owner is not None:
+            # an ancestor, not the parent: the watchdog looks after it
+            lib.die_with_parent(self.owner)
         units, compute = lib._unpack(Path(self.payload).read_bytes())
-        try: log = str(submitit.JobEnvironment().paths.stderr)
-        except (RuntimeError, KeyError): log = None   # outside a submitit job (an example, a test), or in submitit's debug executor
+        try:
+            log = str(submitit.JobEnvironment().paths.stderr)
+        except (RuntimeError, KeyError):
+            log = (
+                # outside a submitit job (an example, a test), or in submitit's debug executor
+                None
+            )
         return lib.compute_units(self.store_root, [units[i] for i in indices], compute, log=log)
 
 # %% ../nbs/04_cluster.ipynb #b82d07dd
@@ -446,7 +500,9 @@ def _executor(cfg: ClusterConfig, folder: Path):
 def _task_owner(
     cfg: ClusterConfig,  # the executor's settings
 ) -> int | None:  # the pid an array task must not outlive; None: none
-    "This process on submitit's local executor; None on SLURM (a task outlives the command) and the debug executor (in process)."
+    """This process on submitit's local executor; None on SLURM (a task outlives the command) and
+    the debug executor (in process).
+    """
     return os.getpid() if cfg.cluster == "local" else None
 
 # %% ../nbs/04_cluster.ipynb #a76a83ca
@@ -467,7 +523,9 @@ def _log_jobs(store: ResultStore, rows: list):
 
 # %% ../nbs/04_cluster.ipynb #6394961f
 def _wait_for_tasks(jobs: list, cfg: ClusterConfig, tick: Callable) -> list:
-    "Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM lost it without a result."
+    """Wait for every task: ('completed', its summary), ('error', why) or ('died', None) when SLURM
+    lost it without a result.
+    """
     outcome, gone = [None] * len(jobs), {}
     while any(o is None for o in outcome):
         for k, job in enumerate(jobs):
@@ -485,7 +543,8 @@ def _wait_for_tasks(jobs: list, cfg: ClusterConfig, tick: Callable) -> list:
                 except Exception as e:
                     outcome[k] = (
                         "error",
-                        f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
+                        f"{type(e).__name__}: "
+                        f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}",
                     )
         tick()
         if any(o is None for o in outcome):
@@ -533,7 +592,9 @@ def _slurm_round(
 # %% ../nbs/04_cluster.ipynb #5788c800
 @dataclass(frozen=True)
 class SlurmBackend:
-    "Compute pending units as submitit array tasks (`ClusterConfig.cluster`: a SLURM cluster, or submitit's local executor)."
+    """Compute pending units as submitit array tasks (`ClusterConfig.cluster`: a SLURM cluster, or
+    submitit's local executor).
+    """
 
     config: ClusterConfig = ClusterConfig()  # executor parameters, per stage
     name = "slurm"
@@ -548,7 +609,9 @@ class SlurmBackend:
         progress: bool = False,
         stage: str | None = None,
     ):
-        "Submit `units` as arrays of disjoint shards until each is done or failed; raise naming every failed unit and its log."
+        """Submit `units` as arrays of disjoint shards until each is done or failed; raise naming
+        every failed unit and its log.
+        """
         from tqdm import tqdm
 
         units, cfg = list(units), self.config.for_stage(stage or store.root.name)
@@ -582,8 +645,9 @@ class SlurmBackend:
                     if state != "completed"
                 ]
                 raise HoiAuditError(
-                    f"{store.root}: {len(todo)} unit(s) not done after {rounds + 1} submission(s); the last array's tasks that "
-                    "did not finish, and their logs:\n" + "\n".join(dead)
+                    f"{store.root}: {len(todo)} unit(s) not done after {rounds + 1} "
+                    "submission(s); the last array's tasks that did not finish, and their "
+                    "logs:\n" + "\n".join(dead)
                 )
             rounds += 1
         bar.close()
@@ -591,7 +655,9 @@ class SlurmBackend:
 
 # %% ../nbs/04_cluster.ipynb #08c7322c
 class PlanStop(HoiAuditError):
-    "Raised by `PlanBackend` at the first pending units: the experiment's grid so far is in its store's `plan.json`."
+    """Raised by `PlanBackend` at the first pending units: the experiment's grid so far is in its
+    store's `plan.json`.
+    """
 
 # %% ../nbs/04_cluster.ipynb #1bfeba37
 @dataclass(frozen=True)
@@ -611,7 +677,8 @@ class PlanBackend:
         stage: str | None = None,
     ):
         raise PlanStop(
-            f"{len(units)} pending unit(s) in {store.root} (e.g. {units[0].path}); planning stops at the first pending units"
+            f"{len(units)} pending unit(s) in {store.root} (e.g. {units[0].path}); planning "
+            "stops at the first pending units"
         )
 
 # %% ../nbs/04_cluster.ipynb #5deb2165

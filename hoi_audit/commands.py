@@ -72,27 +72,46 @@ __all__ = ['AUDIT_STAGE', 'STAGE_MODULES', 'audit_command', 'AuditRun', 'audit_s
 # %% ../nbs/91_commands.ipynb #e3d20739
 def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                   *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
-                  conditions:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONDITIONS)} (default: {','.join(TABLE1_CONDITIONS)})"}]=None, # comma-separated condition names (default: TABLE1_CONDITIONS)
-                  schedule:Annotated[str, {"choices": sorted(QUERY_SCHEDULES)}]="boundary", # when queries are asked (default: at action boundaries)
+                  # comma-separated condition names (default: TABLE1_CONDITIONS)
+                  conditions:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONDITIONS)} (default: " f"{','.join(TABLE1_CONDITIONS)})"}]=None,
+                  # when queries are asked (default: at action boundaries)
+                  schedule:Annotated[str, {"choices": sorted(QUERY_SCHEDULES)}]="boundary",
                   out:str, # a folder (results/four_condition.json, results/intervention_2x2.json, store/four_condition below it) or a .json results file (the 2x2 as <name>.intervention_2x2.json and store/ beside it)
-                  store:str|None=None, # result-store folder (default: store/four_condition in the --out folder)
-                  window_accuracy:bool=False, # also Table 3: the recognizer's window accuracy on each split's test videos
+                  # result-store folder (default: store/four_condition in the --out folder)
+                  store:str|None=None,
+                  # also Table 3: the recognizer's window accuracy on each split's test videos
+                  window_accuracy:bool=False,
                   **training, # the options of `training_options`
                  ) -> int: # the exit status
     "the four-condition audit (Table 1, Table 2's gap, the 2x2) on an MS-TCN folder with features"
-    conditions = parse_list(conditions, str, "--conditions") if conditions else list(TABLE1_CONDITIONS)
+    conditions = (
+        parse_list(conditions, str, "--conditions") if conditions else list(TABLE1_CONDITIONS)
+    )
     unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown: raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
+    if unknown:
+        raise HoiAuditError(f"unknown condition(s) {unknown}; conditions are {list(CONDITIONS)}")
     spec, config = audit_spec(training, store)
-    run_stage("audit", spec, data_dir, out, name=name, config=replace(config, schedule=schedule), conditions=conditions,
-              window_accuracy=window_accuracy)
+    run_stage(
+        "audit",
+        spec,
+        data_dir,
+        out,
+        name=name,
+        config=replace(config, schedule=schedule),
+        conditions=conditions,
+        window_accuracy=window_accuracy,
+    )
     return 0
 
 # %% ../nbs/91_commands.ipynb #ae276f78
 @dataclass
 class AuditRun:
-    "One dataset's audit as the stage ran it: Table 1's result, Table 3's window accuracy, and (a drawn dataset) each draw's data pin."
-    result: AuditResult  # `tables.audit_result` of the audit's and the history quality's records
+    """One dataset's audit as the stage ran it: Table 1's result, Table 3's window accuracy, and (a
+    drawn dataset) each draw's data pin.
+    """
+
+    # `tables.audit_result` of the audit's and the history quality's records
+    result: AuditResult
     window: pd.DataFrame | None = None  # `engine.window_accuracy_records` (None: not asked)
     pin: pd.DataFrame | None = None  # a drawn dataset's draws' layout fingerprints (dataset, generator_seed, layout_sha256); None: a folder
     seeds: tuple = ()  # the training seeds (the printed header)
@@ -101,13 +120,18 @@ class AuditRun:
 # %% ../nbs/91_commands.ipynb #5fc95df0
 def audit_stage_run(
     dataset,  # a `ProceduralDataset` with features, or `datasets.SeededDatasets` (one store unit of records per draw)
-    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    # splits, seeds, store, workers, progress and the device the networks train on
+    spec: RunSpec,
     config: AuditConfig = AuditConfig(),  # the audit's settings
     conditions: Sequence = TABLE1_CONDITIONS,  # the rows
-    window_accuracy: bool = False,  # also Table 3's window accuracy (a drawn dataset always has it: it is part of each draw's unit)
+    # also Table 3's window accuracy (a drawn dataset always has it: it is part of each draw's unit)
+    window_accuracy: bool = False,
     **settings,  # the other settings (not the run's)
 ) -> AuditRun:
-    "The audit of one dataset: a folder's as `four_condition_audit` runs it; a drawn dataset's draw by draw (`datasets.draw_records`: every step of a draw kept as one unit, so a full-size draw's features can be released once it is stored)."
+    """The audit of one dataset: a folder's as `four_condition_audit` runs it; a drawn dataset's
+    draw by draw (`datasets.draw_records`: every step of a draw kept as one unit, so a full-size
+    draw's features can be released once it is stored).
+    """
     config = spec.on_device(config)
     if isinstance(dataset, SeededDatasets):
         steps = {
@@ -141,7 +165,8 @@ def audit_stage_run(
         }
         if (
             spec.splits is not None
-        ):  # part of each draw's identity (all splits: as the experiment has always keyed it)
+            # part of each draw's identity (all splits: as the experiment has always keyed it)
+        ):
             step_config["splits"] = spec.split_list
         records = draw_records(
             dataset, steps, spec.store, step_config, "four_condition", release=spec.scale == "full"
@@ -172,11 +197,14 @@ def audit_stage_show(
     name: str,  # the dataset's name
     run: AuditRun,  # its audit
 ):
-    "Print what `hoi-audit audit` prints of one dataset: the header, Table 1, the gap, the history quality and (asked for) Table 3's row."
+    """Print what `hoi-audit audit` prints of one dataset: the header, Table 1, the gap, the history
+    quality and (asked for) Table 3's row.
+    """
     result = run.result
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(
-            f"{name}: {len(result.records['split'].unique())} splits x {len(run.seeds)} seeds, {run.schedule} queries"
+            f"{name}: {len(result.records['split'].unique())} splits x {len(run.seeds)} "
+            f"seeds, {run.schedule} queries"
         )
         print(format_table(result.table).to_string())
         if len(result.gap):
@@ -195,10 +223,13 @@ def audit_stage_show(
 # %% ../nbs/91_commands.ipynb #113824c5
 def audit_stage_records(
     results: dict,  # dataset name -> `AuditRun`
-    config: AuditConfig = AuditConfig(),  # the audit's settings (Table 3's records name the recognizer's)
+    # the audit's settings (Table 3's records name the recognizer's)
+    config: AuditConfig = AuditConfig(),
     **settings,  # the other settings
 ) -> list[dict]:
-    "Every dataset's audit records (Table 1, the gaps, the history quality), then every dataset's window accuracy, in the run's order."
+    """Every dataset's audit records (Table 1, the gaps, the history quality), then every dataset's
+    window accuracy, in the run's order.
+    """
     runs = list(results.values())
     return [x for r in runs for x in audit_results_records(r.result)] + [
         x for r in runs if r.window is not None for x in window_results_records(r.window, config)
@@ -206,7 +237,9 @@ def audit_stage_records(
 
 # %% ../nbs/91_commands.ipynb #4048a240
 def _named(datasets: dict) -> dict:
-    "What a results config records of the datasets' names: a renamed folder's names (`procedural.name_config`)."
+    """What a results config records of the datasets' names: a renamed folder's names
+    (`procedural.name_config`).
+    """
     out = {}
     for d in datasets.values():
         out |= name_config(d)
@@ -219,7 +252,9 @@ def audit_stage_config(
     config: AuditConfig = AuditConfig(),  # the audit's settings
     **settings,  # the other settings (not recorded)
 ) -> tuple:  # (the results config, the pins)
-    "The command's results config (the settings, a user network's identity, a renamed folder's names) and its pins: the settings' and each dataset's layout SHA-256."
+    """The command's results config (the settings, a user network's identity, a renamed folder's
+    names) and its pins: the settings' and each dataset's layout SHA-256.
+    """
     config = spec.on_device(config)
     pins = {
         "config": sha256_json(config.as_dict()),
@@ -239,7 +274,9 @@ def audit_stage_companions(
     intervention_config: dict | None = None,  # the 2x2's config (default: the settings and a renamed folder's names, as the command writes it)
     **settings,  # the other settings
 ) -> dict:  # the audit JSON's extra: what each condition name meant, and the 2x2 by path and SHA-256
-    "Write the fixed-checkpoint 2x2 (where both recognizer-BA and GT histories ran) before the audit's JSON, which refers to it."
+    """Write the fixed-checkpoint 2x2 (where both recognizer-BA and GT histories ran) before the
+    audit's JSON, which refers to it.
+    """
     extra = {"conditions": described_conditions(conditions)}
     if not {"recognizer_ba", "gt_history"} <= set(conditions):
         return extra
@@ -247,10 +284,21 @@ def audit_stage_companions(
     for iv in ivs.values():
         print(iv.table.round(1).to_string())
         print(iv.contrast.round(2).to_string(index=False))
-    cfg = intervention_config if intervention_config is not None else spec.on_device(config).as_dict() | _named(datasets)
-    path = write_results(companion_path(paths, "intervention_2x2"), "intervention_2x2",
-                         [x for iv in ivs.values() for x in intervention_results_records(iv)], scale=spec.scale, config=cfg, pins=pins)
-    # the 2x2 travels with the audit: referenced by path (relative to the results JSON) and SHA-256, whatever the files are called
+    cfg = (
+        intervention_config
+        if intervention_config is not None
+        else spec.on_device(config).as_dict() | _named(datasets)
+    )
+    path = write_results(
+        companion_path(paths, "intervention_2x2"),
+        "intervention_2x2",
+        [x for iv in ivs.values() for x in intervention_results_records(iv)],
+        scale=spec.scale,
+        config=cfg,
+        pins=pins,
+    )
+    # the 2x2 travels with the audit: referenced by path (relative to the results JSON) and SHA-256,
+    # whatever the files are called
     return extra | {"intervention_ref": companion_ref(paths, stage_wrote(paths, path))}
 
 # %% ../nbs/91_commands.ipynb #b65dd490
@@ -270,6 +318,8 @@ AUDIT_STAGE = register_stage(
 )
 
 # %% ../nbs/91_commands.ipynb #4ac86214
+# each registers its own subcommands (`add_subcommand`; a registered stage,
+# `stages.add_stage_command`), in the order `--help` lists them
 STAGE_MODULES = (
     controls,
     sweeps,
@@ -282,13 +332,15 @@ STAGE_MODULES = (
     epic,
     published,
     contracts,
-)  # each registers its own subcommands (`add_subcommand`; a registered stage, `stages.add_stage_command`), in the order `--help` lists them
+)
 
 
 def add_subcommands(
     subparsers,  # the `add_subparsers()` object of the `hoi-audit` parser
 ) -> None:
-    "Register `hoi-audit audit`, every stage module's subcommands, then every other registered stage's (a plug-in's, in the order registered)."
+    """Register `hoi-audit audit`, every stage module's subcommands, then every other registered
+    stage's (a plug-in's, in the order registered).
+    """
     add_stage_command(subparsers, AUDIT_STAGE)
     for module in STAGE_MODULES:
         module.add_subcommand(subparsers)

@@ -42,14 +42,21 @@ __all__ = ['HISTORY_SOURCES', 'CONDITIONS', 'TABLE1_CONDITIONS', 'NON_ORACLE', '
 # %% ../nbs/17a_conditions.ipynb #5d8d9214
 @dataclass(frozen=True)
 class HistorySource:
-    "Where a condition's history comes from: its provenance, and how the train and test histories of a split are obtained."
-    name: str # key in HISTORY_SOURCES (unit keys, records)
-    label: str # how tables name it
-    source: str # provenance of the histories: 'recognizer' (deployable) or 'oracle'
+    """Where a condition's history comes from: its provenance, and how the train and test histories
+    of a split are obtained.
+    """
+
+    name: str  # key in HISTORY_SOURCES (unit keys, records)
+    label: str  # how tables name it
+    source: str  # provenance of the histories: 'recognizer' (deployable) or 'oracle'
     recover: Callable|None = None # (dataset, split, train_q, test_q, config) -> (train, test) histories; None: the audit's recognizer backend recovers kind `name`
 
     def __post_init__(self):
-        if self.source not in ("recognizer", "oracle"): raise ValueError(f"history source {self.name!r}: source must be 'recognizer' or 'oracle', got {self.source!r}")
+        if self.source not in ("recognizer", "oracle"):
+            raise ValueError(
+                f"history source {self.name!r}: source must be 'recognizer' or 'oracle', got "
+                f"{self.source!r}"
+            )
 
 # %% ../nbs/17a_conditions.ipynb #a5f2264d
 HISTORY_SOURCES = Registry("history sources")  # name -> HistorySource
@@ -72,11 +79,14 @@ def gt_histories(dataset, split, train_q, test_q, config) -> tuple:
 # %% ../nbs/17a_conditions.ipynb #1e90945d
 @dataclass(frozen=True)
 class NoisyGT:
-    "GT histories corrupted at a known rate (`recovery.noisy_history`): derived from the oracle, so never deployable."
+    """GT histories corrupted at a known rate (`recovery.noisy_history`): derived from the oracle,
+    so never deployable.
+    """
 
     rate: float  # probability that an item is edited
     seed: int = 0  # noise seed (train and test parts get their own streams)
-    kinds: tuple = ("substitute", "delete", "insert")  # the edits drawn (`recovery.NOISE_KINDS`)
+    # the edits drawn (`recovery.NOISE_KINDS`)
+    kinds: tuple = ("substitute", "delete", "insert")
 
     @property
     def name(self) -> str:
@@ -109,31 +119,48 @@ for _s in [
 # %% ../nbs/17a_conditions.ipynb #6c4e929b
 @dataclass(frozen=True)
 class AuditCondition:
-    "One row of the audit: the model inputs it gets and the history source (a HISTORY_SOURCES name) they are built from."
-    name: str # short name, used in unit keys and results JSON
-    label: str # the row's name in Table 1
-    inputs: tuple # subset of models.INPUTS
-    history: str|None = None # a HISTORY_SOURCES name, or None (no history: the state is elapsed time only)
+    """One row of the audit: the model inputs it gets and the history source (a HISTORY_SOURCES
+    name) they are built from.
+    """
+
+    name: str  # short name, used in unit keys and results JSON
+    label: str  # the row's name in Table 1
+    inputs: tuple  # subset of models.INPUTS
+    # a HISTORY_SOURCES name, or None (no history: the state is elapsed time only)
+    history: str | None = None
     control: str|None = None # what running it shows, where it is a control: the verdict lists it as run or not run (None: not a control)
     control_rank: int|None = None # its place among the controls the verdict lists, lower first (None: after the ranked ones, in registration order)
 
     def __post_init__(self):
         if self.history is not None and self.history not in HISTORY_SOURCES:
-            raise ValueError(f"condition {self.name!r}: unknown history source {self.history!r}; sources are {sorted(HISTORY_SOURCES)}")
-        if "history" in self.inputs and self.history is None: raise ValueError(f"condition {self.name!r}: inputs {self.inputs} and history None disagree")
+            raise ValueError(
+                f"condition {self.name!r}: unknown history source {self.history!r}; sources "
+                f"are {sorted(HISTORY_SOURCES)}"
+            )
+        if "history" in self.inputs and self.history is None:
+            raise ValueError(
+                f"condition {self.name!r}: inputs {self.inputs} and history None disagree"
+            )
         if self.history is not None and not {"history", "state"} & set(self.inputs):
-            raise ValueError(f"condition {self.name!r}: inputs {self.inputs} and history {self.history!r} disagree (nothing reads the history)")
+            raise ValueError(
+                f"condition {self.name!r}: inputs {self.inputs} and history {self.history!r} "
+                "disagree (nothing reads the history)"
+            )
 
-    def sources(self, test_history:str|None=None) -> set:
+    def sources(self, test_history: str | None = None) -> set:
         "Provenance sources of this condition's blocks (with its own or another test history)."
         h = test_history or self.history
-        out = {"video"} if "video" in self.inputs or "state" in self.inputs else set()    # the window, and the clock of the state
-        if h: out.add(HISTORY_SOURCES[h].source)
-        if "elapsed_fraction" in self.inputs: out.add("oracle")
+        # the window, and the clock of the state
+        out = {"video"} if "video" in self.inputs or "state" in self.inputs else set()
+        if h:
+            out.add(HISTORY_SOURCES[h].source)
+        if "elapsed_fraction" in self.inputs:
+            out.add("oracle")
         return out
 
     @property
-    def deployable(self) -> bool: return "oracle" not in self.sources()
+    def deployable(self) -> bool:
+        return "oracle" not in self.sources()
 
     def condition(self, test_history:str|None=None, # test with this history source (None: the condition's own)
                  ) -> Condition:
@@ -170,7 +197,8 @@ for _c in [
         "Recognizer history, boundary-free",
         ("video", "history", "state"),
         "bfr",
-        control="Boundary-free recognizer history: a history that also never reads annotated boundaries",
+        control="Boundary-free recognizer history: a history that also never reads annotated "
+        "boundaries",
         control_rank=4,
     ),
     AuditCondition(
@@ -182,7 +210,8 @@ for _c in [
         "Context-only (oracle context)",
         ("history", "state"),
         "gt",
-        control="Context-only (oracle history and state, no window video): how much of the score needs no video",
+        control="Context-only (oracle history and state, no window video): how much of the score "
+        "needs no video",
         control_rank=1,
     ),
     AuditCondition(
@@ -190,7 +219,8 @@ for _c in [
         "Context-only (recognizer context)",
         ("history", "state"),
         "ba",
-        control="Context-only with recognizer context: the deployable counterpart of the context-only row",
+        control="Context-only with recognizer context: the deployable counterpart of the "
+        "context-only row",
         control_rank=2,
     ),
     AuditCondition(
@@ -211,20 +241,24 @@ for _c in [
     ),
 ]:
     register_condition(_c)
+# the default rows (Table 1)
 TABLE1_CONDITIONS = (
     "video_only",
     "recognizer_bfr",
     "recognizer_ba",
     "gt_history",
     "context_only",
-)  # the default rows (Table 1)
-NON_ORACLE, ORACLE = "recognizer_ba", "gt_history"  # Table 2's first row: the primary matched pair
+)
+# Table 2's first row: the primary matched pair
+NON_ORACLE, ORACLE = "recognizer_ba", "gt_history"
 
 # %% ../nbs/17a_conditions.ipynb #0f77a83b
 def matched_pairs(
     conditions: Sequence[str],  # condition names (CONDITIONS)
 ) -> list[tuple]:  # (oracle, non_oracle) pairs, the primary pair first
-    "Pairs that differ in history provenance only: same inputs, the GT history against a deployable recognizer history."
+    """Pairs that differ in history provenance only: same inputs, the GT history against a
+    deployable recognizer history.
+    """
     conds = [CONDITIONS[c] for c in conditions]
     pairs = [
         (o.name, r.name)
@@ -238,7 +272,9 @@ def matched_pairs(
 def described_conditions(
     conditions: Sequence[str],  # condition names (CONDITIONS)
 ) -> dict:  # name -> label, inputs, history, sources, deployable
-    "What a results JSON records of each condition: its label, inputs, history source, provenance sources and deployability."
+    """What a results JSON records of each condition: its label, inputs, history source, provenance
+    sources and deployability.
+    """
     return {
         c: {
             "label": CONDITIONS[c].label,
@@ -254,26 +290,36 @@ def described_conditions(
 @dataclass(frozen=True)
 class AuditConfig:
     "Settings of one audit, shared by all its conditions."
-    window:int = 32 # feature frames in the observation window (the paper's 32)
-    n_tokens:int = 4 # pooled video tokens per window
-    max_history:int = 16 # most recent history actions given to the model
-    recognizer_window:int = 16 # the recognizer's window (frames)
-    recognizer_stride:int = 8 # boundary-free recovery stride
-    recognizer_seed:int = 42 # seed of the window recognizer (one recognizer per split)
-    cross_fit:bool = True # training histories recovered out of fold (participant folds); False: in-sample (the recognizer labels its own training videos)
-    recognizer_folds:int = 4 # participant folds of the cross-fitting (fewer when a split has fewer train participants)
-    schedule:str = "boundary" # a QUERY_SCHEDULES name
-    architecture:str = "transformer" # a models.ARCHITECTURES name
-    train:TrainConfig = TrainConfig() # architecture and optimisation (the matched training budget)
-    cross_test:tuple = ("ba", "gt") # checkpoints with one of these histories are also tested with the others (the 2x2)
+
+    window: int = 32  # feature frames in the observation window (the paper's 32)
+    n_tokens: int = 4  # pooled video tokens per window
+    max_history: int = 16  # most recent history actions given to the model
+    recognizer_window: int = 16  # the recognizer's window (frames)
+    recognizer_stride: int = 8  # boundary-free recovery stride
+    recognizer_seed: int = 42  # seed of the window recognizer (one recognizer per split)
+    cross_fit: bool = True  # training histories recovered out of fold (participant folds); False: in-sample (the recognizer labels its own training videos)
+    # participant folds of the cross-fitting (fewer when a split has fewer train participants)
+    recognizer_folds: int = 4
+    schedule: str = "boundary"  # a QUERY_SCHEDULES name
+    architecture: str = "transformer"  # a models.ARCHITECTURES name
+    # architecture and optimisation (the matched training budget)
+    train: TrainConfig = TrainConfig()
+    # checkpoints with one of these histories are also tested with the others (the 2x2)
+    cross_test: tuple = ("ba", "gt")
 
     def as_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(self).items() if k != "train"}, "train": self.train.as_dict(), "cross_test": list(self.cross_test)}
+        return {
+            **{k: v for k, v in asdict(self).items() if k != "train"},
+            "train": self.train.as_dict(),
+            "cross_test": list(self.cross_test),
+        }
 
 # %% ../nbs/17a_conditions.ipynb #6fae687f
 @dataclass(frozen=True)
 class QuerySchedule:
-    "When queries are asked: a builder of `queries` and its fixed settings (the audit adds the window)."
+    """When queries are asked: a builder of `queries` and its fixed settings (the audit adds the
+    window).
+    """
 
     name: str  # key in QUERY_SCHEDULES
     builder: Callable  # (dataset, videos, window=..., **options) -> queries
@@ -305,11 +351,15 @@ register_schedule(
 )
 
 # %% ../nbs/17a_conditions.ipynb #8f895622
-_CONTENT = {}  # (path, size, mtime_ns, inode) -> SHA-256 of a feature file's content: each file is read once per process
+# (path, size, mtime_ns, inode) -> SHA-256 of a feature file's content: each file is read once per
+# process
+_CONTENT = {}
 
 
 def features_fingerprint(dataset, videos) -> str:
-    "Identity of the feature files a recognizer reads: each video's name and the SHA-256 of its file's content (not where or when it was written)."
+    """Identity of the feature files a recognizer reads: each video's name and the SHA-256 of its
+    file's content (not where or when it was written).
+    """
     rows = []
     for v in videos:
         p = dataset.video(v).feature_path
@@ -325,7 +375,9 @@ def features_fingerprint(dataset, videos) -> str:
 
 # %% ../nbs/17a_conditions.ipynb #bd4f7e48
 def _labels_fingerprint(dataset, videos) -> str:
-    "Identity of what a recognizer learns from besides the features: each video's frame labels and participant (the folds group by it)."
+    """Identity of what a recognizer learns from besides the features: each video's frame labels and
+    participant (the folds group by it).
+    """
     return sha256_json(
         [
             [
@@ -344,7 +396,9 @@ def recognizer_fit_unit(
     config: AuditConfig,  # the recognizer's window, stride and seed
     folds: int,  # participant folds of the cross-fit (0: the one all-train recognizer)
 ) -> Unit:
-    "A split's recognizer fit as a store unit: identified by the train videos' content, the split, the folds and the recognizer's settings only."
+    """A split's recognizer fit as a store unit: identified by the train videos' content, the split,
+    the folds and the recognizer's settings only.
+    """
     train = list(dataset.splits[split]["train"])
     settings = {
         "window": int(config.recognizer_window),
@@ -361,9 +415,8 @@ def recognizer_fit_unit(
         "features": features_fingerprint(dataset, train),
         "labels": _labels_fingerprint(dataset, train),
     }
-    kind = (
-        f"crossfit{int(folds)}" if folds else "alltrain"
-    )  # the digest keeps fits of other settings or contents side by side
+    # the digest keeps fits of other settings or contents side by side
+    kind = f"crossfit{int(folds)}" if folds else "alltrain"
     return Unit(
         {
             "dataset": dataset.name,
@@ -376,75 +429,138 @@ def recognizer_fit_unit(
 
 # %% ../nbs/17a_conditions.ipynb #f6e120aa
 class RecognizerHistories:
-    "The audit's recognizer backend: per split a window recognizer (cross-fitted for the train videos) recovers BA or BFR histories."
+    """The audit's recognizer backend: per split a window recognizer (cross-fitted for the train
+    videos) recovers BA or BFR histories.
+    """
+
     name = "RecognizerHistories"
+
     def __init__(self, store:ResultStore|None=None, # where the fits are kept as units (None: in this process only, until `use_store`)
                 ):
         self._recognizers, self.store, self.fitted = {}, store, 0
 
-    def use_store(self, store:ResultStore) -> RecognizerHistories:
-        "Keep the fits in `store` unless a store was given already (a fit is identified by its content: any store holding it will do)."
-        if self.store is None: self.store = store
+    def use_store(self, store: ResultStore) -> RecognizerHistories:
+        """Keep the fits in `store` unless a store was given already (a fit is identified by its
+        content: any store holding it will do).
+        """
+        if self.store is None:
+            self.store = store
         return self
 
-    def _folds(self, dataset, split:int, config:AuditConfig) -> int:
-        "The cross-fit's folds (0: in-sample, one all-train recognizer); a split with one train participant cannot be cross-fitted."
-        if not config.cross_fit: return 0
+    def _folds(self, dataset, split: int, config: AuditConfig) -> int:
+        """The cross-fit's folds (0: in-sample, one all-train recognizer); a split with one train
+        participant cannot be cross-fitted.
+        """
+        if not config.cross_fit:
+            return 0
         groups = {dataset.video(v).participant or v for v in dataset.splits[split]["train"]}
-        if len(groups) < 2: raise DataError(f"{dataset.root}: split {split} has {len(groups)} train participant(s); cross-fitting needs 2 "
-                                            "(AuditConfig(cross_fit=False) recovers training histories in-sample)")
+        if len(groups) < 2:
+            raise DataError(
+                f"{dataset.root}: split {split} has {len(groups)} train participant(s); "
+                "cross-fitting needs 2 (AuditConfig(cross_fit=False) recovers training "
+                "histories in-sample)"
+            )
         return min(config.recognizer_folds, len(groups))
 
-    def _fit(self, dataset, split:int, config:AuditConfig, folds:int):
-        options = dict(window=config.recognizer_window, stride=config.recognizer_stride, seed=config.recognizer_seed)
+    def _fit(self, dataset, split: int, config: AuditConfig, folds: int):
+        options = dict(
+            window=config.recognizer_window,
+            stride=config.recognizer_stride,
+            seed=config.recognizer_seed,
+        )
         self.fitted += 1
-        if folds: return recovery.CrossFittedRecognizer(folds=folds).fit(dataset, split, **options)
-        return recovery.WindowRecognizer().fit(dataset, dataset.splits[split]["train"], split=split, **options)
+        if folds:
+            return recovery.CrossFittedRecognizer(folds=folds).fit(dataset, split, **options)
+        return recovery.WindowRecognizer().fit(
+            dataset, dataset.splits[split]["train"], split=split, **options
+        )
 
-    def _stored(self, dataset, split:int, config:AuditConfig, folds:int):
-        "The fit from the store: computed once into its unit (or copied from a peer store), then read by every caller."
+    def _stored(self, dataset, split: int, config: AuditConfig, folds: int):
+        """The fit from the store: computed once into its unit (or copied from a peer store), then
+        read by every caller.
+        """
         unit = recognizer_fit_unit(dataset, split, config, folds)
+
         def compute(u, workdir):
             rec = self._fit(dataset, split, config, folds)
             (workdir / "recognizer.pkl").write_bytes(pickle.dumps(rec, protocol=5))
             return {"folds": folds, "train_videos": len(rec.train_videos)}
+
         self.store.run([unit], compute, progress=False, backend=current_backend())
         return pickle.loads((self.store.files(unit) / "recognizer.pkl").read_bytes())
 
-    def _all_train_member(self, dataset, split:int, config:AuditConfig, key:tuple):
-        "The cross-fitted recognizer's `full` member when a cross-fit is at hand (in memory, or done in the store): the all-train fit itself."
+    def _all_train_member(self, dataset, split: int, config: AuditConfig, key: tuple):
+        """The cross-fitted recognizer's `full` member when a cross-fit is at hand (in memory, or
+        done in the store): the all-train fit itself.
+        """
         at_hand = [r for k, r in self._recognizers.items() if k[:5] == key[:5] and k[5]]
-        if at_hand: return at_hand[0].full
-        if self.store is None: return None
-        try: folds = self._folds(dataset, split, replace(config, cross_fit=True))
-        except DataError: return None
-        if self.store.state(recognizer_fit_unit(dataset, split, config, folds)) != "done": return None
+        if at_hand:
+            return at_hand[0].full
+        if self.store is None:
+            return None
+        try:
+            folds = self._folds(dataset, split, replace(config, cross_fit=True))
+        except DataError:
+            return None
+        if self.store.state(recognizer_fit_unit(dataset, split, config, folds)) != "done":
+            return None
         return self._stored(dataset, split, config, folds).full
 
-    def recognizer(self, dataset, split:int, config:AuditConfig):
-        "The split's recognizer: a `CrossFittedRecognizer` (config.cross_fit) or one `WindowRecognizer` fitted on every train video."
+    def recognizer(self, dataset, split: int, config: AuditConfig):
+        """The split's recognizer: a `CrossFittedRecognizer` (config.cross_fit) or one
+        `WindowRecognizer` fitted on every train video.
+        """
         folds = self._folds(dataset, split, config)
-        key = (str(dataset.root), split, config.recognizer_window, config.recognizer_stride, config.recognizer_seed, folds)
+        key = (
+            str(dataset.root),
+            split,
+            config.recognizer_window,
+            config.recognizer_stride,
+            config.recognizer_seed,
+            folds,
+        )
         if key not in self._recognizers:
             rec = None if folds else self._all_train_member(dataset, split, config, key)
-            if rec is None: rec = self._stored(dataset, split, config, folds) if self.store is not None else self._fit(dataset, split, config, folds)
+            if rec is None:
+                rec = (
+                    self._stored(dataset, split, config, folds)
+                    if self.store is not None
+                    else self._fit(dataset, split, config, folds)
+                )
             self._recognizers[key] = rec
         return self._recognizers[key]
 
-    def __call__(self, dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, kind:str, config:AuditConfig) -> tuple:
+    def __call__(
+        self,
+        dataset,
+        split: int,
+        train_q: pd.DataFrame,
+        test_q: pd.DataFrame,
+        kind: str,
+        config: AuditConfig,
+    ) -> tuple:
         rec = self.recognizer(dataset, split, config)
-        if kind == "ba": recover = lambda q: recovery.recover_history_boundary_aware(dataset, q, rec)
-        elif kind == "bfr": recover = lambda q: recovery.recover_history_boundary_free(dataset, q, rec, window=config.recognizer_window,
-                                                                                     stride=config.recognizer_stride)
-        else: raise ValueError(f"RecognizerHistories recovers 'ba' or 'bfr' histories, not {kind!r}")
-        return [tuple(int(a) for a in h) for h in recover(train_q)], [tuple(int(a) for a in h) for h in recover(test_q)]
+        if kind == "ba":
+            recover = lambda q: recovery.recover_history_boundary_aware(dataset, q, rec)
+        elif kind == "bfr":
+            recover = lambda q: recovery.recover_history_boundary_free(
+                dataset, q, rec, window=config.recognizer_window, stride=config.recognizer_stride
+            )
+        else:
+            raise ValueError(f"RecognizerHistories recovers 'ba' or 'bfr' histories, not {kind!r}")
+        return [tuple(int(a) for a in h) for h in recover(train_q)], [
+            tuple(int(a) for a in h) for h in recover(test_q)
+        ]
 
 # %% ../nbs/17a_conditions.ipynb #66245f72
 def history_backend(
-    history_fn: Callable | None,  # the audit's recognizer backend (None: `RecognizerHistories()`)
+    # the audit's recognizer backend (None: `RecognizerHistories()`)
+    history_fn: Callable | None,
     store: ResultStore,  # the audit's store
 ) -> Callable:
-    "The backend, keeping its recognizer fits in `store` when it can (`use_store`): one fit per split and settings for every unit that reads it."
+    """The backend, keeping its recognizer fits in `store` when it can (`use_store`): one fit per
+    split and settings for every unit that reads it.
+    """
     history_fn = history_fn or RecognizerHistories()
     if callable(getattr(history_fn, "use_store", None)):
         history_fn.use_store(store)
@@ -453,25 +569,50 @@ def history_backend(
 # %% ../nbs/17a_conditions.ipynb #7686d18a
 class Training(NamedTuple):
     "What the shared audit-engine options make: how the stage runs, and what it trains."
-    spec:RunSpec # splits, seeds, scale, workers, device, progress (`stages.RunSpec`)
-    config:AuditConfig # the model and its budget, trained on the spec's device
+
+    spec: RunSpec  # splits, seeds, scale, workers, device, progress (`stages.RunSpec`)
+    config: AuditConfig  # the model and its budget, trained on the spec's device
 
 
 def training_options(splits:str|None=None, # comma-separated split numbers (default: all)
                      seeds:str|None=None, # comma-separated seeds (default: 42,43,44)
-                     scale:Literal["small", "full"]="full", # scale recorded in the results JSON
+                     # scale recorded in the results JSON
+                     scale:Literal["small", "full"]="full",
                      window:int=32, # observation window in feature frames
                      tokens:int=4, # pooled video tokens per window
-                     epochs:int|None=None, # maximum training epochs (default: TrainConfig's)
+                     # maximum training epochs (default: TrainConfig's)
+                     epochs:int|None=None,
                      d_model:int|None=None, # transformer width (default: TrainConfig's)
                      architecture:Annotated[str, {"names": ("--architecture", "--model")}]="transformer", # a registered architecture (transformer, tcn, gru, ssm, causal_lm, diffusion) or your network as package.module:factory or file.py:factory, factory(shapes, n_classes, seed) -> torch.nn.Module
-                     in_sample:bool=False, # recover training histories in-sample (default: cross-fitted by participant)
-                     workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
+                     # recover training histories in-sample (default: cross-fitted by participant)
+                     in_sample:bool=False,
+                     # processes sharing the units: k uses k cores (results do not depend on k)
+                     workers:int=1,
                      device:Literal["auto", "cpu", "cuda"]|None=None, # where the networks train: auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
                      progress:bool=False, # show progress bars
                     ) -> Training: # the run spec and the model with its budget
-    "The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): the run spec, and the model and its budget, as the handlers run with them."
-    spec = RunSpec.from_options(splits=splits, seeds=seeds, scale=scale, workers=workers, device=device, progress=progress)   # the lists read, the device resolved, a missing GPU said before any unit
-    if ":" in architecture: check_anticipator(architecture)   # a user's network keeps the contract (shapes, seeding, provenance, batch independence, learning) before any unit
-    train = TrainConfig(**{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None}, device=spec.device)
-    return Training(spec, AuditConfig(window=window, n_tokens=tokens, train=train, architecture=architecture, cross_fit=not in_sample))
+    """The options every audit-engine subcommand shares (audit, controls, sensitivity, ...): the run
+    spec, and the model and its budget, as the handlers run with them.
+    """
+    # the lists read, the device resolved, a missing GPU said before any unit
+    spec = RunSpec.from_options(
+        splits=splits, seeds=seeds, scale=scale, workers=workers, device=device, progress=progress
+    )
+    if ":" in architecture:
+        # a user's network keeps the contract (shapes, seeding, provenance, batch independence,
+        # learning) before any unit
+        check_anticipator(architecture)
+    train = TrainConfig(
+        **{k: v for k, v in {"epochs": epochs, "d_model": d_model}.items() if v is not None},
+        device=spec.device,
+    )
+    return Training(
+        spec,
+        AuditConfig(
+            window=window,
+            n_tokens=tokens,
+            train=train,
+            architecture=architecture,
+            cross_fit=not in_sample,
+        ),
+    )

@@ -57,7 +57,8 @@ def build(
         return obj
     if not callable(obj):
         raise ContractError(
-            f"{spec or object_name(obj)}: a {role} needs a method {method}(...) or a factory returning one"
+            f"{spec or object_name(obj)}: a {role} needs a method {method}(...) or a factory "
+            "returning one"
         )
     try:
         params = inspect.signature(obj).parameters
@@ -73,46 +74,74 @@ def build(
     )
     if not has_role(made):
         raise ContractError(
-            f"{spec or object_name(obj)}: the factory returned {type(made).__name__}, which has no method {method}(...) of a {role}"
+            f"{spec or object_name(obj)}: the factory returned {type(made).__name__}, which "
+            f"has no method {method}(...) of a {role}"
         )
     return made
 
 # %% ../nbs/42_contracts.ipynb #4ed245a4
 class LabelFreeEpisodes:
-    "The training episodes as a world-model factory sees them: latents, commands and ids, read-only; a downstream label is an error."
-    LABELS = ("success", "language", "length_bin", "split")  # what the protocols evaluate on, or derive their splits from
+    """The training episodes as a world-model factory sees them: latents, commands and ids,
+    read-only; a downstream label is an error.
+    """
+
+    # what the protocols evaluate on, or derive their splits from
+    LABELS = (
+        "success",
+        "language",
+        "length_bin",
+        "split",
+    )
 
     def __init__(self, episodes, # an `Episodes` (the protocol's train split)
                 ):
-        self.episode_id, self.latents, self.commands = (np.array(getattr(episodes, k)) for k in ("episode_id", "latents", "commands"))
-        for a in (self.episode_id, self.latents, self.commands): a.setflags(write=False)
+        self.episode_id, self.latents, self.commands = (
+            np.array(getattr(episodes, k)) for k in ("episode_id", "latents", "commands")
+        )
+        for a in (self.episode_id, self.latents, self.commands):
+            a.setflags(write=False)
 
-    def __len__(self): return len(self.episode_id)
+    def __len__(self):
+        return len(self.episode_id)
+
     @property
-    def n_bins(self) -> int: return self.latents.shape[1]
+    def n_bins(self) -> int:
+        return self.latents.shape[1]
+
     @property
-    def latent_dim(self) -> int: return self.latents.shape[2]
+    def latent_dim(self) -> int:
+        return self.latents.shape[2]
 
     def __getattr__(self, name):
         if name in type(self).LABELS:
-            raise ContractError(f"a world model is never trained on a downstream label: its factory is offered the training episodes' "
-                                f"latents, commands and episode_id, not {name!r}")
-        raise AttributeError(f"{type(self).__name__} has no attribute {name!r} (it offers latents, commands, episode_id, n_bins, latent_dim)")
+            raise ContractError(
+                "a world model is never trained on a downstream label: its factory is offered "
+                f"the training episodes' latents, commands and episode_id, not {name!r}"
+            )
+        raise AttributeError(
+            f"{type(self).__name__} has no attribute {name!r} (it offers latents, commands, "
+            "episode_id, n_bins, latent_dim)"
+        )
 
-    def __repr__(self): return f"LabelFreeEpisodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim})"
+    def __repr__(self):
+        return f"LabelFreeEpisodes(N={len(self)}, K={self.n_bins}, D={self.latent_dim})"
 
 # %% ../nbs/42_contracts.ipynb #233ef1ad
 def user_world_model(
     model,  # the user's world model: an object, a class or factory, or "module:name"
-    train=None,  # the `Episodes` a factory may be offered (as `LabelFreeEpisodes`); None: none
+    # the `Episodes` a factory may be offered (as `LabelFreeEpisodes`); None: none
+    train=None,
     check=None,  # check(world_model) -> fingerprint: the protocol's checker (default: `check_world_model` at 4 + 4 bins on train's latent_dim)
 ) -> tuple:  # (make(seed) -> a checked world model, seeded, identity)
-    "The one adapter from a user's world model to a protocol: build it as the protocol does, check it, name it."
+    """The one adapter from a user's world model to a protocol: build it as the protocol does, check
+    it, name it.
+    """
     target = load_object(model) if isinstance(model, str) else model
     name = model if isinstance(model, str) else object_name(model)
     if check is None and train is None:
         raise ValueError(
-            "user_world_model: give the protocol's `check`, or `train` (whose latent_dim the default check reads)"
+            "user_world_model: give the protocol's `check`, or `train` (whose latent_dim "
+            "the default check reads)"
         )
     check = check or (lambda m: check_world_model(m, int(train.latent_dim), name=name))
     frozen = not isinstance(target, type) and callable(getattr(target, "rollout", None))
@@ -139,7 +168,9 @@ def _same(a, b) -> bool:
 
 # %% ../nbs/42_contracts.ipynb #8864af87
 def _call(fn, what: str, *args):
-    "A checker's call into user code: any exception named as `what` raised it (the checker judges the outputs)."
+    """A checker's call into user code: any exception named as `what` raised it (the checker judges
+    the outputs).
+    """
     return call_user(fn, what, "", *args, finite=False)
 
 # %% ../nbs/42_contracts.ipynb #953880ea
@@ -155,7 +186,9 @@ def _float_array(x, what: str, shape: tuple) -> np.ndarray:
 
 # %% ../nbs/42_contracts.ipynb #d379df79
 def _common(fn, args: tuple, out_of, *, what: str) -> np.ndarray:
-    "Shape/dtype/finite, no in-place change of the inputs, determinism, rows independent of the batch."
+    """Shape/dtype/finite, no in-place change of the inputs, determinism, rows independent of the
+    batch.
+    """
     copies = tuple(a.copy() for a in args)
     first = out_of(_call(fn, what, *copies))
     if not all(np.array_equal(a, c) for a, c in zip(args, copies)):
@@ -165,8 +198,8 @@ def _common(fn, args: tuple, out_of, *, what: str) -> np.ndarray:
     alone = out_of(_call(fn, what, *(a[:1].copy() for a in args)), rows=1)
     if not _same(alone[0], first[0]):
         raise ContractError(
-            f"{what} reads other rows of the batch: row 0 rolled out alone differs from row 0 of the batch "
-            f"(max |diff| {np.abs(alone[0] - first[0]).max():.3g})"
+            f"{what} reads other rows of the batch: row 0 rolled out alone differs from row 0 of "
+            f"the batch (max |diff| {np.abs(alone[0] - first[0]).max():.3g})"
         )
     return first
 
@@ -182,26 +215,40 @@ def check_world_model(model, # an object with rollout(context, commands)
                      ) -> str: # fingerprint
     "Check a world model; return the SHA-256 fingerprint of its outputs."
     name = name or object_name(model)
-    if not callable(getattr(model, "rollout", None)): raise ContractError(f"{name} has no method rollout(context, commands)")
+    if not callable(getattr(model, "rollout", None)):
+        raise ContractError(f"{name} has no method rollout(context, commands)")
     rng, prints = np.random.default_rng(seed), []
     for C in np.atleast_1d(context_bins):
         ctx = rng.normal(size=(batch, int(C), latent_dim)).astype(np.float32)
         cmd = rng.normal(size=(batch, horizon, command_dim)).astype(np.float32)
         what = f"{name}.rollout(context {ctx.shape}, commands {cmd.shape})"
+
         def latents(out, rows=batch):
-            if not isinstance(out, dict) or "latents" not in out: raise ContractError(f"{what} must return a dict with 'latents'")
+            if not isinstance(out, dict) or "latents" not in out:
+                raise ContractError(f"{what} must return a dict with 'latents'")
             lat = _float_array(out["latents"], f"{what}['latents']", (rows, horizon, latent_dim))
             if "gate" in out:
                 g = np.asarray(out["gate"])
-                _float_array(g[..., 0] if g.shape == (rows, horizon, 1) else g, f"{what}['gate']", (rows, horizon))
+                _float_array(
+                    g[..., 0] if g.shape == (rows, horizon, 1) else g,
+                    f"{what}['gate']",
+                    (rows, horizon),
+                )
             return lat
+
         lat = _common(model.rollout, (ctx, cmd), latents, what=what)
         if autoregressive:
             for h in range(horizon - 1):
-                later = cmd.copy(); later[:, h + 1:] += 1.0
-                if not _same(latents(_call(model.rollout, what, ctx.copy(), later))[:, :h + 1], lat[:, :h + 1]):
-                    raise ContractError(f"{what}: step {h + 1} changed when only commands {h + 2}..{horizon} changed; an "
-                                        "autoregressive world model may read commands 1..h at step h")
+                later = cmd.copy()
+                later[:, h + 1 :] += 1.0
+                if not _same(
+                    latents(_call(model.rollout, what, ctx.copy(), later))[:, : h + 1],
+                    lat[:, : h + 1],
+                ):
+                    raise ContractError(
+                        f"{what}: step {h + 1} changed when only commands {h + 2}..{horizon} "
+                        "changed; an autoregressive world model may read commands 1..h at step h"
+                    )
         prints.append(sha256_array(lat))
     return sha256_json(prints)
 
@@ -289,7 +336,8 @@ def as_context_forecaster(
     if callable(getattr(model, "rollout", None)):
         return NullPlanForecaster(model, command_dim)
     raise ContractError(
-        f"{object_name(model)}: a forecaster needs predict(context) or a world model's rollout(context, commands)"
+        f"{object_name(model)}: a forecaster needs predict(context) or a world model's "
+        "rollout(context, commands)"
     )
 
 # %% ../nbs/42_contracts.ipynb #acb0a2d0
@@ -419,9 +467,12 @@ def _check_world_model(
 def check_model(
     role: str,  # one of CHECK_ROLES
     spec: str,  # the user's model: package.module:factory or path/file.py:factory
-    size: str = "tiny",  # the embedded episodes a world model is built from and checked against
+    # the embedded episodes a world model is built from and checked against
+    size: str = "tiny",
 ) -> pd.DataFrame:  # check, result (pass / FAIL), detail
-    "Run one role's checker on a user's model, as the protocols would build it; one row per check, stopping at the first failure."
+    """Run one role's checker on a user's model, as the protocols would build it; one row per check,
+    stopping at the first failure.
+    """
     if role not in CHECK_ROLES:
         raise ContractError(f"role must be one of {CHECK_ROLES}, got {role!r}")
     rows = []
@@ -439,12 +490,19 @@ def check_command(role:Literal["anticipator", "world_model", "encoder", "forecas
                   spec:str, # your model: package.module:factory or path/file.py:factory
                   *, size:Literal["tiny", "small"]="tiny", # embedded episodes a world model is built from
                  ) -> int: # 0: every check passes; 1: one fails
-    "check one model against its role's contract, alone and in seconds (the checks every command runs before its units)"
+    """check one model against its role's contract, alone and in seconds (the checks every command
+    runs before its units)
+    """
     table = check_model(role, spec, size)
     print(f"{spec} as {role}:")
-    with pd.option_context("display.max_colwidth", 160, "display.width", 220): print(table.to_string(index=False))
+    with pd.option_context("display.max_colwidth", 160, "display.width", 220):
+        print(table.to_string(index=False))
     failed = table.result.eq("FAIL").any()
-    print("FAIL: the model breaks its contract (the failing row says how)" if failed else "pass: every check holds")
+    print(
+        "FAIL: the model breaks its contract (the failing row says how)"
+        if failed
+        else "pass: every check holds"
+    )
     return 1 if failed else 0
 
 # %% ../nbs/42_contracts.ipynb #bde33a24

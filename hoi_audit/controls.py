@@ -34,16 +34,20 @@ __all__ = ['CONTROLS', 'RECOVERY_CONDITIONS', 'CONTROLS_STAGE', 'Control', 'regi
 # %% ../nbs/18b_controls.ipynb #87b679af
 @dataclass(frozen=True)
 class Control:
-    "One row of Table 2 / Table 6: what is trained (under which query schedule), which two tests are compared, and the rival explanation it rules out."
+    """One row of Table 2 / Table 6: what is trained (under which query schedule), which two tests
+    are compared, and the rival explanation it rules out.
+    """
 
     name: str  # key in CONTROLS (the `control` factor of the records)
     label: str  # the row's name in Table 2
     addresses: str  # the rival explanation it rules out (Table 6)
     schedule: str  # a QUERY_SCHEDULES name
     conditions: tuple  # condition names trained (the compared ones and any reference rows)
-    oracle: object  # the oracle side: a condition (tested with its own history) or (condition, test_history)
+    # the oracle side: a condition (tested with its own history) or (condition, test_history)
+    oracle: object
     non_oracle: object  # the matched non-oracle side, same form
-    cross_test: tuple = ()  # histories the checkpoints are also tested with (AuditConfig.cross_test)
+    # histories the checkpoints are also tested with (AuditConfig.cross_test)
+    cross_test: tuple = ()
 
 # %% ../nbs/18b_controls.ipynb #0dc12bc2
 CONTROLS = Registry("controls")  # name -> Control, in Table 2's order
@@ -108,11 +112,15 @@ for _c in [
 # %% ../nbs/18b_controls.ipynb #e9e78adb
 @dataclass
 class ControlResult:
-    "The controls: every test as a tidy record (with its control), the side-and-gap records, and Table 2's view."
+    """The controls: every test as a tidy record (with its control), the side-and-gap records, and
+    Table 2's view.
+    """
 
     records: pd.DataFrame  # from `audit_records`, plus a `control` column (a condition shared by controls appears once per control)
-    pairs: list  # `pair_records` of every control: each side's (split, seed) Act@1 and the gap with its interval
-    table: pd.DataFrame  # Table 2: per control, non-oracle and oracle mean ± std over splits, the gap and its interval
+    # `pair_records` of every control: each side's (split, seed) Act@1 and the gap with its interval
+    pairs: list
+    # Table 2: per control, non-oracle and oracle mean ± std over splits, the gap and its interval
+    table: pd.DataFrame
 
 # %% ../nbs/18b_controls.ipynb #1a95d184
 def run_controls(
@@ -120,14 +128,20 @@ def run_controls(
     controls: Sequence[str] = tuple(CONTROLS),  # CONTROLS names
     splits: Sequence[int] | None = None,  # splits (None: all)
     seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
-    store: ResultStore | None = None,  # result store (one folder per query schedule below it)
-    config: AuditConfig = AuditConfig(),  # settings shared by every control (each control sets its schedule)
-    history_fn: Callable | None = None,  # recognizer backend (default: `ControlHistories()`)
+    # result store (one folder per query schedule below it)
+    store: ResultStore | None = None,
+    # settings shared by every control (each control sets its schedule)
+    config: AuditConfig = AuditConfig(),
+    # recognizer backend (default: `ControlHistories()`)
+    history_fn: Callable | None = None,
     metric: str = "act1",  # the compared metric
     progress: bool = False,  # progress bars
-    workers: int = 1,  # processes sharing the units: k uses k cores (results do not depend on k)
+    # processes sharing the units: k uses k cores (results do not depend on k)
+    workers: int = 1,
 ) -> ControlResult:
-    "Table 2 (and Tables 9, 10, 18): train each control's conditions under its schedule, compare its two tests, paired by split."
+    """Table 2 (and Tables 9, 10, 18): train each control's conditions under its schedule, compare
+    its two tests, paired by split.
+    """
     unknown = [c for c in controls if c not in CONTROLS]
     if unknown or not controls:
         raise DataError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
@@ -159,31 +173,74 @@ def run_controls(
     return ControlResult(pd.concat(frames, ignore_index=True), pairs, table)
 
 # %% ../nbs/18b_controls.ipynb #f2bfe340
-RECOVERY_CONDITIONS = {"bfr": "recognizer_bfr", "ba": "recognizer_ba", "gt": "gt_history"}  # Table 11's Act@1 columns
+# Table 11's Act@1 columns
+RECOVERY_CONDITIONS = {
+    "bfr": "recognizer_bfr",
+    "ba": "recognizer_ba",
+    "gt": "gt_history",
+}
 
-def boundary_information(dataset, # a `ProceduralDataset` with features
-                         splits:Sequence[int]|None=None, # splits (None: all)
-                         seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                         store:ResultStore|None=None, # result store (shares the boundary schedule's units with `run_controls`)
-                         config:AuditConfig=AuditConfig(), # settings (boundary schedule)
-                         history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
-                         progress:bool=False, # progress bars
-                         workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
-                        ) -> tuple: # (records, table): tidy records, and Table 11's row
-    "Table 11: the recognizer's window accuracy, Act@1 with BFR, BA and GT histories, and the BFR - BA drop with its interval."
+
+def boundary_information(
+    dataset,  # a `ProceduralDataset` with features
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    # result store (shares the boundary schedule's units with `run_controls`)
+    store: ResultStore | None = None,
+    config: AuditConfig = AuditConfig(),  # settings (boundary schedule)
+    # recognizer backend (default: `ControlHistories()`)
+    history_fn: Callable | None = None,
+    progress: bool = False,  # progress bars
+    # processes sharing the units: k uses k cores (results do not depend on k)
+    workers: int = 1,
+) -> tuple:  # (records, table): tidy records, and Table 11's row
+    """Table 11: the recognizer's window accuracy, Act@1 with BFR, BA and GT histories, and the BFR
+    - BA drop with its interval.
+    """
     history_fn = history_fn or ControlHistories()
-    cross = tuple(sorted({k for c in CONTROLS.values() if c.schedule == "boundary" for k in c.cross_test}))
+    cross = tuple(
+        sorted({k for c in CONTROLS.values() if c.schedule == "boundary" for k in c.cross_test})
+    )
     config = replace(config, schedule="boundary", cross_test=cross)
     sub = store_part(store, "schedule=boundary")
-    recs = audit_records(dataset, splits, seeds, tuple(RECOVERY_CONDITIONS.values()), sub, config, history_fn, progress, workers)
+    recs = audit_records(
+        dataset,
+        splits,
+        seeds,
+        tuple(RECOVERY_CONDITIONS.values()),
+        sub,
+        config,
+        history_fn,
+        progress,
+        workers,
+    )
     window = window_accuracy_records(dataset, splits, sub, config, history_fn, progress)
-    out = [{**r, "control": "boundary_information", "recovery": "window", "seed": config.recognizer_seed} for r in window.drop(columns="n_videos").to_dict("records")]
+    out = [
+        {
+            **r,
+            "control": "boundary_information",
+            "recovery": "window",
+            "seed": config.recognizer_seed,
+        }
+        for r in window.drop(columns="n_videos").to_dict("records")
+    ]
     for kind, cond in RECOVERY_CONDITIONS.items():
-        out += [{"control": "boundary_information", "recovery": kind, **{k: x[k] for k in ("dataset", "split", "seed", "condition")},
-                 "metric": "act1", "value": float(x["value"])} for x in side_records(recs, cond).query("metric == 'act1'").to_dict("records")]
+        out += [
+            {
+                "control": "boundary_information",
+                "recovery": kind,
+                **{k: x[k] for k in ("dataset", "split", "seed", "condition")},
+                "metric": "act1",
+                "value": float(x["value"]),
+            }
+            for x in side_records(recs, cond).query("metric == 'act1'").to_dict("records")
+        ]
     drop = pair_records(recs, "recognizer_bfr", "recognizer_ba", control="boundary_information")[-1]
-    drop = {k: v for k, v in drop.items() if k not in ("oracle", "non_oracle")} | {"metric": "drop_act1", "compared": "recognizer_bfr - recognizer_ba"}
-    out.append(drop)          # BFR - BA: what removing the annotated boundaries from recovery costs
+    drop = {k: v for k, v in drop.items() if k not in ("oracle", "non_oracle")} | {
+        "metric": "drop_act1",
+        "compared": "recognizer_bfr - recognizer_ba",
+    }
+    out.append(drop)  # BFR - BA: what removing the annotated boundaries from recovery costs
     r = pd.DataFrame(out)
     row = {}
     for kind in ("window", *RECOVERY_CONDITIONS):
@@ -196,39 +253,54 @@ def boundary_information(dataset, # a `ProceduralDataset` with features
 def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                      *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
                      out:str, # a folder (results/controls.json and store/controls below it) or a .json results file (store/ beside it)
-                     store:str|None=None, # result-store folder (default: store/controls in the --out folder)
-                     controls:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONTROLS)} (default: all)"}]=None, # comma-separated control names (default: all of CONTROLS)
-                     recovery:bool=False, # also Table 11: window accuracy, BFR, BA, their drop and GT
+                     # result-store folder (default: store/controls in the --out folder)
+                     store:str|None=None,
+                     # comma-separated control names (default: all of CONTROLS)
+                     controls:Annotated[str|None, {"help": f"comma-separated names of {','.join(CONTROLS)} (default: all)"}]=None,
+                     # also Table 11: window accuracy, BFR, BA, their drop and GT
+                     recovery:bool=False,
                      **training, # the options of `conditions.training_options`
                     ) -> int: # the exit status
-    "Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on an MS-TCN folder"
+    """Table 2's controls (matched, fixed checkpoint, no-video provenance, boundary-independent) on
+    an MS-TCN folder
+    """
     names = parse_list(controls) if controls else list(CONTROLS)
     unknown = [c for c in names if c not in CONTROLS]
-    if unknown: raise HoiAuditError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
+    if unknown:
+        raise HoiAuditError(f"unknown control(s) {unknown}; controls are {list(CONTROLS)}")
     spec, config = audit_spec(training, store)
-    run_stage("controls", spec, data_dir, out, name=name, config=config, controls=names, recovery=recovery)
+    run_stage(
+        "controls", spec, data_dir, out, name=name, config=config, controls=names, recovery=recovery
+    )
     return 0
-
 
 # %% ../nbs/18b_controls.ipynb #c897c9ff
 @dataclass
 class ControlsRun:
-    "One dataset's part of the controls stage: Table 2's controls and Table 11, each where the run asked for it."
+    """One dataset's part of the controls stage: Table 2's controls and Table 11, each where the run
+    asked for it.
+    """
 
-    controls: ControlResult | None  # from `run_controls` (None: no control asked for this dataset)
+    # from `run_controls` (None: no control asked for this dataset)
+    controls: ControlResult | None
     recovery: tuple | None  # (records, table) from `boundary_information` (None: not asked)
 
 # %% ../nbs/18b_controls.ipynb #475f7983
 def controls_stage_run(
     dataset,  # a `ProceduralDataset` with features
-    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    # splits, seeds, store, workers, progress and the device the networks train on
+    spec: RunSpec,
     config: AuditConfig = AuditConfig(),  # settings shared by every control
-    controls: Sequence[str] = tuple(CONTROLS),  # CONTROLS names (empty: none, Table 11 only)
+    # CONTROLS names (empty: none, Table 11 only)
+    controls: Sequence[str] = tuple(CONTROLS),
     recovery: bool = False,  # also Table 11 (`boundary_information`)
-    history_fn: Callable | None = None,  # recognizer backend (default: a `ControlHistories()` each)
+    # recognizer backend (default: a `ControlHistories()` each)
+    history_fn: Callable | None = None,
     reference_rows: bool = False,  # (records only)
 ) -> ControlsRun:
-    "`run_controls` and `boundary_information` as the stage runs them, on one dataset, with the spec's device in the trainer's config."
+    """`run_controls` and `boundary_information` as the stage runs them, on one dataset, with the
+    spec's device in the trainer's config.
+    """
     kw = run_keywords(spec, config, history_fn)
     return ControlsRun(
         run_controls(dataset, list(controls), **kw) if controls else None,
@@ -250,10 +322,13 @@ def controls_stage_show(
 # %% ../nbs/18b_controls.ipynb #3d3329e5
 def controls_stage_records(
     results: dict,  # dataset name -> `ControlsRun`
-    reference_rows: bool = False,  # also the boundary-independent control's video-only reference (Table 10), each (split, seed)
+    # also the boundary-independent control's video-only reference (Table 10), each (split, seed)
+    reference_rows: bool = False,
     **settings,  # the other settings
 ) -> list[dict]:
-    "Every control's sides and gap, then (with `reference_rows`) Table 10's video-only reference, then Table 11's records, each over the datasets in the run's order."
+    """Every control's sides and gap, then (with `reference_rows`) Table 10's video-only reference,
+    then Table 11's records, each over the datasets in the run's order.
+    """
     runs = list(results.values())
     out = [x for r in runs if r.controls is not None for x in r.controls.pairs]
     if reference_rows:
@@ -271,7 +346,8 @@ def controls_stage_records(
             for r in runs
             if r.controls is not None
             for x in r.controls.records.query(
-                "control == 'boundary_independent' and condition == 'video_only' and metric == 'act1'"
+                "control == 'boundary_independent' and condition == 'video_only' and metric "
+                "== 'act1'"
             ).to_dict("records")
         ]
     return tidy_records(
@@ -286,7 +362,9 @@ def controls_stage_config(
     controls: Sequence[str] = tuple(CONTROLS),  # the controls run
     **settings,  # the other settings (not recorded)
 ) -> tuple:  # (the results config, the pins)
-    "The command's results config (`pairing.stage_config`, with the controls run) and its pins (the config's SHA-256)."
+    """The command's results config (`pairing.stage_config`, with the controls run) and its pins
+    (the config's SHA-256).
+    """
     return stage_config(datasets, spec, config, controls=list(controls))
 
 # %% ../nbs/18b_controls.ipynb #b4cc38d4

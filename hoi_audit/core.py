@@ -21,7 +21,9 @@ __all__ = ['BUDGET_ENV', 'PROTOCOL_SEEDS', 'PROTOCOL', 'CANDIDATE_ORDER_SEED', '
 
 # %% ../nbs/00_core.ipynb #35a79848
 class HoiAuditError(Exception):
-    "Base of every error hoi_audit raises on bad input; the message names the file or object and the problem."
+    """Base of every error hoi_audit raises on bad input; the message names the file or object and
+    the problem.
+    """
 
 # %% ../nbs/00_core.ipynb #7a5aed1d
 class DataError(HoiAuditError, ValueError):
@@ -37,7 +39,9 @@ class ManifestError(HoiAuditError, ValueError):
 
 # %% ../nbs/00_core.ipynb #68c48c48
 class ProvenanceError(HoiAuditError, ValueError):
-    "A block's source is not allowed where it was used (e.g. an oracle block in a deployable condition)."
+    """A block's source is not allowed where it was used (e.g. an oracle block in a deployable
+    condition).
+    """
 
 # %% ../nbs/00_core.ipynb #263316c2
 class OutputError(HoiAuditError, OSError):
@@ -45,10 +49,13 @@ class OutputError(HoiAuditError, OSError):
 
 # %% ../nbs/00_core.ipynb #8ff720f3
 class BudgetSpent(HoiAuditError):
-    "A run's time budget is spent: no new unit of work starts (the store stays consistent; the same command continues the run)."
+    """A run's time budget is spent: no new unit of work starts (the store stays consistent; the
+    same command continues the run).
+    """
 
 
-BUDGET_ENV = "HOI_AUDIT_DEADLINE"  # Unix time after which no unit starts (set by `hoi-audit reproduce --budget`)
+# Unix time after which no unit starts (set by `hoi-audit reproduce --budget`)
+BUDGET_ENV = "HOI_AUDIT_DEADLINE"
 
 
 def check_budget(what: str = "the next unit"):
@@ -64,13 +71,16 @@ def check_budget(what: str = "the next unit"):
         ) from None
     if spent:
         raise BudgetSpent(
-            f"the run's time budget is spent: {what} was not started; run the same command again to continue"
+            f"the run's time budget is spent: {what} was not started; run the same command "
+            "again to continue"
         )
 
 # %% ../nbs/00_core.ipynb #e7d2711b
 PROTOCOL_SEEDS = (42, 43, 44)  # seeds of every learned condition
 
-PROTOCOL = 2  # the version of the computation behind every results JSON and store unit: 2 is the cheaper engine (models.TrainConfig.engine,
+# the version of the computation behind every results JSON and store unit: 2 is the cheaper engine
+# (models.TrainConfig.engine,
+PROTOCOL = 2
 # batched history recovery); a unit or file of another version is never read back as this one
 
 CANDIDATE_ORDER_SEED = 20260707  # the ranking protocol's candidate-order seed
@@ -80,7 +90,9 @@ def seed_everything(
     seed: int,  # the seed for python, numpy and torch
     torch_deterministic: bool = True,  # ask torch for deterministic algorithms
 ) -> np.random.Generator:  # a fresh generator seeded with `seed`
-    "Seed python's `random`, numpy's global state and torch (when installed); return `np.random.default_rng(seed)`."
+    """Seed python's `random`, numpy's global state and torch (when installed); return
+    `np.random.default_rng(seed)`.
+    """
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     seed = int(seed)
@@ -98,7 +110,9 @@ def seed_everything(
 
 # %% ../nbs/00_core.ipynb #286cc2d7
 def ensure_folder(folder: Path) -> Path:
-    "`folder`, created with its parents where missing; an `OutputError` naming it where it cannot be, or is a file."
+    """`folder`, created with its parents where missing; an `OutputError` naming it where it cannot
+    be, or is a file.
+    """
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -120,7 +134,9 @@ def current_umask() -> int:
 
 # %% ../nbs/00_core.ipynb #6a7dda16
 def fsync_path(path: Path, directory: bool = False):
-    "Flush `path` (a file, or with `directory` a folder's entries) to the disk: what an atomic write needs after its rename."
+    """Flush `path` (a file, or with `directory` a folder's entries) to the disk: what an atomic
+    write needs after its rename.
+    """
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
     try:
         os.fsync(fd)
@@ -128,14 +144,17 @@ def fsync_path(path: Path, directory: bool = False):
         os.close(fd)
 
 # %% ../nbs/00_core.ipynb #862c281c
-_WRITTEN: list = []  # every file this process published through `atomic_path`, in order (see `recording_writes`)
+# every file this process published through `atomic_path`, in order (see `recording_writes`)
+_WRITTEN: list = []
 
 
 @contextlib.contextmanager
 def atomic_path(
     path,  # the destination file
 ):
-    "Yield a temporary path beside `path`; on a clean exit fsync it and rename it onto `path` (atomically). An `OSError` names `path`."
+    """Yield a temporary path beside `path`; on a clean exit fsync it and rename it onto `path`
+    (atomically). An `OSError` names `path`.
+    """
     path = Path(path)
     folder = ensure_folder(path.parent)
     try:
@@ -184,7 +203,9 @@ def _claims(folder: Path, name: str) -> list[Path]:
 
 @contextlib.contextmanager
 def _folder_locked(folder: Path):
-    "Hold an exclusive `flock` on the folder itself (briefly: while claims are looked at, taken or released)."
+    """Hold an exclusive `flock` on the folder itself (briefly: while claims are looked at, taken or
+    released).
+    """
     fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -227,7 +248,9 @@ def _holders(text: str) -> list[dict]:
 
 
 def _other_run(claim: Path) -> str | None:
-    "Who holds `claim` (pid, command, start), or None when nobody does (a killed run's leftover, removed here)."
+    """Who holds `claim` (pid, command, start), or None when nobody does (a killed run's leftover,
+    removed here).
+    """
     with open(claim, "r+", encoding="utf-8") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -303,10 +326,15 @@ def _release_claim(
 @contextlib.contextmanager
 def claim_output(
     folder,  # the output folder (created if needed)
-    name: str,  # what is written there (letters, digits, _.-): a command, or a results file's name
-    settings,  # what the output depends on (JSON-able): another run with other settings is refused
+    # what is written there (letters, digits, _.-): a command, or a results file's name
+    name: str,
+    # what the output depends on (JSON-able): another run with other settings is refused
+    settings,
 ):
-    "Hold an advisory lock on output `name` in `folder` for the block: a run with the same settings shares it, one with other settings is refused (`OutputError` naming it). Folders it created and the run left empty are removed."
+    """Hold an advisory lock on output `name` in `folder` for the block: a run with the same
+    settings shares it, one with other settings is refused (`OutputError` naming it). Folders it
+    created and the run left empty are removed.
+    """
     folder = Path(folder).absolute()
     # removed again when the run leaves them empty
     created = [p for p in (folder, *folder.parents) if not p.exists()]
@@ -329,7 +357,9 @@ FLOAT_DIGITS = 12  # significant digits kept in canonical JSON
 
 # %% ../nbs/00_core.ipynb #269d52f8
 def to_jsonable(obj, where: str = "value"):
-    "Turn `obj` into plain JSON types: numpy to python, tuples to lists, floats rounded, NaN to None; infinity is an error."
+    """Turn `obj` into plain JSON types: numpy to python, tuples to lists, floats rounded, NaN to
+    None; infinity is an error.
+    """
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if isinstance(obj, (bool, np.bool_)):
@@ -399,7 +429,9 @@ def write_npy(path, array) -> Path:
 
 # %% ../nbs/00_core.ipynb #1a1d83ca
 def write_npz(path, compress: bool = False, **arrays) -> Path:
-    "Atomically write named arrays as `.npz`, byte-for-byte reproducible (fixed zip timestamps, sorted names)."
+    """Atomically write named arrays as `.npz`, byte-for-byte reproducible (fixed zip timestamps,
+    sorted names).
+    """
     mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=mode) as zf:
         for name in sorted(arrays):
@@ -490,9 +522,12 @@ def sha256_of(obj) -> str:
 def verify(
     obj,  # a Path, array or JSON-able object
     expected: str,  # the pinned SHA-256 (hex)
-    name: str | None = None,  # what to call `obj` in the error (default: the path, or "object")
+    # what to call `obj` in the error (default: the path, or "object")
+    name: str | None = None,
 ) -> str:  # the hash, when it matches
-    "Recompute the SHA-256 of `obj` and raise `PinMismatch` (showing both hashes) unless it equals `expected`."
+    """Recompute the SHA-256 of `obj` and raise `PinMismatch` (showing both hashes) unless it equals
+    `expected`.
+    """
     actual = sha256_of(obj)
     if actual != expected:
         name = name or (str(obj) if isinstance(obj, Path) else "object")
@@ -506,13 +541,16 @@ SCALES = ("small", "full")  # experiment scales: small runs in CI, full reproduc
 
 # %% ../nbs/00_core.ipynb #1afdd207
 def numeric_environment() -> dict:
-    "What floating-point results depend on besides the code, the seeds and the inputs: CPU dispatch, BLAS kernels, library versions."
+    """What floating-point results depend on besides the code, the seeds and the inputs: CPU
+    dispatch, BLAS kernels, library versions.
+    """
     import importlib.metadata as md, platform, threadpoolctl, torch
 
     try:
         from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     except ImportError:
-        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # numpy < 2
+        # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     blas = [
         f"{i['internal_api']} {i.get('version')} {i.get('architecture')}"
         for i in threadpoolctl.threadpool_info()
@@ -535,23 +573,39 @@ class RegistryError(DataError, KeyError):
     def __str__(self): return str(self.args[0]) if self.args else ""   # not KeyError's quoted repr of the message
 
 # %% ../nbs/00_core.ipynb #fb58ec03
-_REGISTRIES: list = []   # every Registry made in this process, in order (see `registries`)
+_REGISTRIES: list = []  # every Registry made in this process, in order (see `registries`)
 _ABSENT = object()
+
 
 def _same(a, b) -> bool:
     """Whether two entries are the same one: identical, equal where comparing them is meaningful, or the same dataclass
     definition with the same fields (a class defined again, as a notebook re-running its cells or importing the module does)."""
-    if a is b: return True
+    if a is b:
+        return True
     try:
-        if bool(a == b): return True
-    except Exception: return False   # arrays and other objects whose == is not a yes or no
-    if not (dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b)) or isinstance(a, type) or isinstance(b, type): return False
+        if bool(a == b):
+            return True
+    except Exception:
+        return False  # arrays and other objects whose == is not a yes or no
+    if (
+        not (dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b))
+        or isinstance(a, type)
+        or isinstance(b, type)
+    ):
+        return False
     fa, fb = dataclasses.fields(a), dataclasses.fields(b)
-    return (type(a).__qualname__ == type(b).__qualname__ and [f.name for f in fa] == [f.name for f in fb]
-            and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fa))
+    return (
+        type(a).__qualname__ == type(b).__qualname__
+        and [f.name for f in fa] == [f.name for f in fb]
+        and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fa)
+    )
+
 
 class Registry(collections.abc.Mapping):
-    "An ordered, read-only name -> entry mapping, extended by `register`; its errors name the registry and the entry."
+    """An ordered, read-only name -> entry mapping, extended by `register`; its errors name the
+    registry and the entry.
+    """
+
     def __init__(self, name:str, # what it holds, as its errors and listings say it (e.g. "audit conditions")
                  module:str|None=None, # the module that makes it (default: the caller's), which a worker lacking it imports
                 ):
@@ -561,32 +615,50 @@ class Registry(collections.abc.Mapping):
 
     def register(self, name:str, # the name the entry is found by
                  entry, # what the registry holds under `name`
-                 replace:bool=False, # replace another entry of that name (it keeps its place in the order)
+                 # replace another entry of that name (it keeps its place in the order)
+                 replace:bool=False,
                 ):
-        "Add `entry` under `name` and return the registered entry; a different entry under a taken name needs `replace`."
+        """Add `entry` under `name` and return the registered entry; a different entry under a taken
+        name needs `replace`.
+        """
         if not isinstance(name, str) or not name:
             raise RegistryError(f"{self.name}: a name must be a non-empty string, got {name!r}")
         old = self._entries.get(name, _ABSENT)
         if old is not _ABSENT and not replace:
-            if _same(old, entry): return old
-            raise RegistryError(f"{self.name}: {name!r} is registered already, as another entry (replace=True replaces it)")
+            if _same(old, entry):
+                return old
+            raise RegistryError(
+                f"{self.name}: {name!r} is registered already, as another entry "
+                "(replace=True replaces it)"
+            )
         self._entries[name] = entry
         return entry
 
-    def unregister(self, name:str) -> object:
+    def unregister(self, name: str) -> object:
         "Remove `name` and return its entry."
         entry = self[name]
         del self._entries[name]
         return entry
 
     def __getitem__(self, name):
-        try: return self._entries[name]
+        try:
+            return self._entries[name]
         except KeyError:
-            raise RegistryError(f"{self.name}: no entry {name!r}; known: {', '.join(self._entries) or 'none'}") from None
-    def __contains__(self, name) -> bool: return name in self._entries
-    def __iter__(self): return iter(self._entries)
-    def __len__(self) -> int: return len(self._entries)
-    def __repr__(self) -> str: return f"Registry({self.name!r}: {', '.join(self._entries)})"
+            raise RegistryError(
+                f"{self.name}: no entry {name!r}; known: {', '.join(self._entries) or 'none'}"
+            ) from None
+
+    def __contains__(self, name) -> bool:
+        return name in self._entries
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.name!r}: {', '.join(self._entries)})"
 
 # %% ../nbs/00_core.ipynb #bfc1da77
 def registries() -> list:

@@ -22,11 +22,14 @@ __all__ = ['GENERATOR_SEEDS', 'GENERATOR_VERSION', 'video_subset', 'seeded_name'
 # %% ../nbs/12e_datasets.ipynb #5369216f
 def video_subset(
     dataset,  # a `ProceduralDataset` with features
-    every: int,  # keep every `every`-th video (sorted by name), as real-label mode's small scale does
+    # keep every `every`-th video (sorted by name), as real-label mode's small scale does
+    every: int,
     root,  # the MS-TCN folder to write the subset to
     name: str | None = None,  # the subset's dataset name (default: the dataset's)
 ) -> object:  # the subset as a `ProceduralDataset`
-    "Every `every`-th video of a dataset (labels and features unchanged), each split keeping only those videos: a cheaper run of the same data."
+    """Every `every`-th video of a dataset (labels and features unchanged), each split keeping only
+    those videos: a cheaper run of the same data.
+    """
     from hoi_audit.procedural import read_mstcn, write_mstcn
 
     if not isinstance(every, (int, np.integer)) or every < 1:
@@ -52,7 +55,8 @@ def video_subset(
     root = Path(root)
     if (
         not root.exists()
-    ):  # written beside, then moved into place: a killed write never leaves a half folder at `root`
+        # written beside, then moved into place: a killed write never leaves a half folder at `root`
+    ):
         partial = root.with_name(f".{root.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         write_mstcn(
@@ -66,33 +70,41 @@ def video_subset(
     return read_mstcn(root, name=name or dataset.name, background=sorted(dataset.background))
 
 # %% ../nbs/12e_datasets.ipynb #gs0c001
+# the generator seeds the experiments draw at each size
 GENERATOR_SEEDS = {
     "tiny": (0, 1),
     "small": (0, 1),
     "full": (0, 1, 2),
-}  # the generator seeds the experiments draw at each size
+}
 
 
 def seeded_name(
     name: str,  # the dataset's name at generator seed 0, e.g. "synthetic_breakfast"
     seed: int,  # the generator seed
 ) -> str:  # `name` for seed 0, `name_g<seed>` otherwise
-    "A generated dataset's name at a generator seed: distinct per seed, so no two draws share result-store units."
+    """A generated dataset's name at a generator seed: distinct per seed, so no two draws share
+    result-store units.
+    """
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"a generator seed is a non-negative integer, got {seed!r}")
     return name if seed == 0 else f"{name}_g{int(seed)}"
 
 # %% ../nbs/12e_datasets.ipynb #05b57bbe
-GENERATOR_VERSION = 1  # bump it with any change to the generators (synthetic, features, presets, calibration) that alters a written file
+# bump it with any change to the generators (synthetic, features, presets, calibration) that alters
+# a written file
+GENERATOR_VERSION = 1
 
 
 @dataclass(frozen=True)
 class Draw:
-    "A generated dataset not written yet: its name, its recipe (what its files are a function of) and how to write and open it."
+    """A generated dataset not written yet: its name, its recipe (what its files are a function of)
+    and how to write and open it.
+    """
 
     name: str  # the dataset's name (`seeded_name`)
     recipe: dict  # what every file of it is a function of (JSON): no path of this machine, so the identity travels
-    make: Callable = field(repr=False, compare=False)  # () -> `ProceduralDataset`, writing it when it is not there
+    # () -> `ProceduralDataset`, writing it when it is not there
+    make: Callable = field(repr=False, compare=False)
 
     @property
     def identity(self) -> str:
@@ -104,10 +116,15 @@ class Draw:
         return self.make()
 
     def release(self, dataset) -> int:
-        "Remove the written features of `dataset` (this draw, opened) to free the disk; labels and recipe stay. Returns the bytes freed."
+        """Remove the written features of `dataset` (this draw, opened) to free the disk; labels and
+        recipe stay. Returns the bytes freed.
+        """
         folder = dataset.features_dir
         if folder is None or not (Path(dataset.root) / "generator.json").is_file():
-            raise DataError(f"{dataset.root}: not a generated folder (no generator.json): its features are never removed")
+            raise DataError(
+                f"{dataset.root}: not a generated folder (no generator.json): its features "
+                "are never removed"
+            )
         freed = sum(p.stat().st_size for p in folder.glob("*.npy"))
         shutil.rmtree(folder)
         return freed
@@ -118,14 +135,20 @@ def preset_audit_dataset(
     size: str,  # its size: "tiny", "small" or "full" (float16 features at full)
     data_dir,  # the shared data folder (`ExperimentPaths.data`)
     every: int = 1,  # keep every `every`-th video (`video_subset`)
-    seed: int = 0,  # the generator seed (`GENERATOR_SEEDS`): every video, duration and feature is drawn from it
+    # the generator seed (`GENERATOR_SEEDS`): every video, duration and feature is drawn from it
+    seed: int = 0,
     lazy: bool = False,  # return a `Draw` (nothing written until its `dataset()`)
 ) -> object:  # a `ProceduralDataset` named `synthetic_<name>` (`synthetic_<name>_g<seed>` for seed > 0)
-    "The synthetic preset `name` at `size` drawn with generator seed `seed`, written once below `data_dir` and read by every experiment that asks for it."
+    """The synthetic preset `name` at `size` drawn with generator seed `seed`, written once below
+    `data_dir` and read by every experiment that asks for it.
+    """
     from hoi_audit.procedural import read_mstcn
     from hoi_audit.synthetic import synthetic_config, shared_synthetic, synthetic_dataset
 
-    generator, dtype = synthetic_dataset(name, size, seed=seed), "float16" if size == "full" else "float32"
+    generator, dtype = (
+        synthetic_dataset(name, size, seed=seed),
+        "float16" if size == "full" else "float32",
+    )
     if lazy:
         recipe = {"generator": synthetic_config(generator, dtype), "every": int(every)}
         make = partial(preset_audit_dataset, name, size, data_dir, every, seed)
@@ -142,11 +165,15 @@ def label_audit_dataset(
     size: str,  # the calibrated features' size: "small" (64-d) or "full" (2048-d, float16)
     data_dir,  # the shared data folder (`ExperimentPaths.data`)
     every: int = 1,  # keep every `every`-th video, sorted by name
-    labels_dir=None,  # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
-    seed: int = 0,  # the features' generator seed (the labels are the real ones at every seed)
+    # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
+    labels_dir=None,
+    # the features' generator seed (the labels are the real ones at every seed)
+    seed: int = 0,
     lazy: bool = False,  # return a `Draw` (nothing written until its `dataset()`)
 ) -> object:  # a `ProceduralDataset` named `<name>_labels` (`<name>_labels_g<seed>` for seed > 0)
-    "Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated synthetic features of `size` drawn with generator seed `seed`, written once below `data_dir`."
+    """Real-label mode: the real annotations of `name` (every `every`-th video) with the calibrated
+    synthetic features of `size` drawn with generator seed `seed`, written once below `data_dir`.
+    """
     from hoi_audit.procedural import read_mstcn, real_labels_root
     from hoi_audit.synthetic import shared_label_features
     from hoi_audit.calibration import real_label_feature_spec
@@ -154,7 +181,9 @@ def label_audit_dataset(
     src = real_labels_root(name, labels_dir)
     names = sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))[::every]
     spec = real_label_feature_spec(name, size, seed=seed)
-    if lazy:  # the labels by content (mapping, bundles, the chosen label files), not by where this machine keeps them
+    # the labels by content (mapping, bundles, the chosen label files), not by where this machine
+    # keeps them
+    if lazy:
         files = [
             src / "mapping.txt",
             *sorted((src / "splits").glob("*.bundle")),
@@ -180,7 +209,9 @@ def label_audit_dataset(
 # %% ../nbs/12e_datasets.ipynb #gs0c003
 @dataclass(frozen=True)
 class SeededDatasets:
-    "One dataset drawn at several generator seeds (the audit's outer factor): `name` names every record, `by_seed` holds the draws."
+    """One dataset drawn at several generator seeds (the audit's outer factor): `name` names every
+    record, `by_seed` holds the draws.
+    """
 
     name: str  # the family's name in the records (the seed-0 draw's name)
     by_seed: Mapping  # generator seed -> `ProceduralDataset`
@@ -194,7 +225,8 @@ class SeededDatasets:
         names = [ds.name for ds in self.by_seed.values()]
         if len(set(names)) != len(names):
             raise DataError(
-                f"{self.name}: two draws share a dataset name {names}: their store units would collide"
+                f"{self.name}: two draws share a dataset name {names}: their store units "
+                "would collide"
             )
 
     @classmethod
@@ -218,11 +250,14 @@ class SeededDatasets:
 
 # %% ../nbs/12e_datasets.ipynb #gs0c005
 def _stacked(
-    data,  # the `SeededDatasets` the frames come from, one per generator seed in `data.seeds`' order
+    # the `SeededDatasets` the frames come from, one per generator seed in `data.seeds`' order
+    data,
     frames,  # each draw's records (a `dataset` column each)
     what,  # names the record function in an error
 ) -> pd.DataFrame:
-    "The draws' records as one family's: named by the family, with a `generator_seed` column after `dataset`."
+    """The draws' records as one family's: named by the family, with a `generator_seed` column after
+    `dataset`.
+    """
     parts = []
     for seed, r in zip(data.seeds, frames):
         if "dataset" not in r.columns:
@@ -235,11 +270,14 @@ def _stacked(
 
 
 def _draws(family, what: str):
-    "A `DataError` unless every draw of `family` is a `Draw` (`SeededDatasets.draw(..., lazy=True)`)."
+    """A `DataError` unless every draw of `family` is a `Draw` (`SeededDatasets.draw(...,
+    lazy=True)`).
+    """
     eager = [s for s in family.seeds if not isinstance(family.by_seed[s], Draw)]
     if eager:
         raise DataError(
-            f"{family.name}: {what} needs Draws (SeededDatasets.draw(..., lazy=True)); seeds {eager} are datasets"
+            f"{family.name}: {what} needs Draws (SeededDatasets.draw(..., lazy=True)); seeds "
+            f"{eager} are datasets"
         )
 
 
@@ -249,7 +287,9 @@ def over_generator_seeds(
     *args,
     **kw,  # `fn`'s other arguments
 ) -> pd.DataFrame:  # fn's records; for `SeededDatasets` every draw's, named by the family, with a `generator_seed` column after `dataset`
-    "A per-dataset record function run on every generator seed of `data` (or on the one dataset it is), the draws' records stacked."
+    """A per-dataset record function run on every generator seed of `data` (or on the one dataset it
+    is), the draws' records stacked.
+    """
     if not isinstance(data, SeededDatasets):
         return fn(data, *args, **kw)
     parts = []
@@ -282,8 +322,11 @@ def draw_records(
     label: str,  # names the set of steps in the unit key (e.g. the experiment), so other step sets on the same draws do not collide
     release: bool = False,  # remove a draw's features once its records are stored (a full-size run: one draw on disk at a time)
 ) -> dict:  # step name -> records, every draw's stacked as `over_generator_seeds` stacks them
-    "Every step's records for every draw, each draw one store unit: a done draw is read back without writing its data."
-    if not isinstance(data, SeededDatasets):  # a user's folder: nothing to draw, nothing to release
+    """Every step's records for every draw, each draw one store unit: a done draw is read back
+    without writing its data.
+    """
+    # a user's folder: nothing to draw, nothing to release
+    if not isinstance(data, SeededDatasets):
         return {name: fn(data) for name, fn in steps.items()}
     _draws(data, "draw_records")
 
@@ -294,9 +337,8 @@ def draw_records(
         for name, fn in steps.items():
             frame = fn(ds).reset_index(drop=True)
             back = _json_frame(json.loads(json.dumps(to_jsonable(_frame_json(frame)))))
-            pd.testing.assert_frame_equal(
-                back, frame, check_exact=True
-            )  # what is stored gives these records back exactly
+            # what is stored gives these records back exactly
+            pd.testing.assert_frame_equal(back, frame, check_exact=True)
             out[name] = _frame_json(frame)
         if release:
             draw.release(ds)
@@ -320,7 +362,9 @@ def draw_records(
 def data_recipes(
     families: Mapping,  # name -> `SeededDatasets` of `Draw`s
 ) -> dict:  # {"generator_version": ..., name: {generator seed: recipe}}
-    "What a results JSON records of the generated data it was computed on: each draw's recipe (preset or labels, knobs, dtype, seed)."
+    """What a results JSON records of the generated data it was computed on: each draw's recipe
+    (preset or labels, knobs, dtype, seed).
+    """
     out = {"generator_version": GENERATOR_VERSION}
     for name, family in families.items():
         _draws(family, "data_recipes")
@@ -332,9 +376,18 @@ def breakfast_families(
     size: str,  # "small" or "full"
     data_dir,  # the shared data folder (`ExperimentPaths.data`)
     every: int,  # real-label mode keeps every `every`-th Breakfast video
-    labels_dir=None,  # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
+    # a folder of MS-TCN label folders; None: the real labels shipped with hoi_audit
+    labels_dir=None,
 ) -> dict:  # {"synthetic_breakfast": ..., "breakfast_labels": ...}, each `SeededDatasets` of `Draw`s
-    "The two Breakfast datasets the audit's headline reads (`four_condition`): the preset and real-label mode, at every generator seed of `size`."
+    """The two Breakfast datasets the audit's headline reads (`four_condition`): the preset and
+    real-label mode, at every generator seed of `size`.
+    """
     seeds = GENERATOR_SEEDS[size]
-    return {"synthetic_breakfast": SeededDatasets.draw(preset_audit_dataset, seeds, "breakfast", size, data_dir, lazy=True),
-            "breakfast_labels": SeededDatasets.draw(label_audit_dataset, seeds, "breakfast", size, data_dir, every, labels_dir, lazy=True)}
+    return {
+        "synthetic_breakfast": SeededDatasets.draw(
+            preset_audit_dataset, seeds, "breakfast", size, data_dir, lazy=True
+        ),
+        "breakfast_labels": SeededDatasets.draw(
+            label_audit_dataset, seeds, "breakfast", size, data_dir, every, labels_dir, lazy=True
+        ),
+    }

@@ -37,20 +37,27 @@ class BinSpec:
 
 # %% ../nbs/30_decode.ipynb #4d38228b
 def _frame_range(a: float, b: float, fps: float) -> tuple[int, int]:
-    "Frames whose timestamps lie in [a, b) seconds (rounded to 1e-6 s so that 1.25 s * 12 fps is exactly 15)."
+    """Frames whose timestamps lie in [a, b) seconds (rounded to 1e-6 s so that 1.25 s * 12 fps is
+    exactly 15).
+    """
     lo, hi = math.ceil(round(a * fps, 6)), math.ceil(round(b * fps, 6))
     return lo, max(hi, lo + 1)
 
 # %% ../nbs/30_decode.ipynb #0255f468
 class WindowOutsideVideo(DataError):
-    "An action's observation window or target segment lies outside the decodable video; `kind` says how."
+    """An action's observation window or target segment lies outside the decodable video; `kind`
+    says how.
+    """
+
     KINDS = ("window_before_start", "window_past_end", "target_outside_video")
+
     def __init__(self, message:str, # the file, the action and the problem
                  kind:str, # one of KINDS
                 ):
-        if kind not in self.KINDS: raise ValueError(f"unknown kind {kind!r}; known: {self.KINDS}")
-        super().__init__(message); self.kind = kind
-
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown kind {kind!r}; known: {self.KINDS}")
+        super().__init__(message)
+        self.kind = kind
 
 # %% ../nbs/30_decode.ipynb #fe2addf9
 def observation_bins(
@@ -72,8 +79,8 @@ def observation_bins(
     bins = [_frame_range(a, b, fps) for a, b in zip(edges[:-1], edges[1:])]
     if bins[-1][1] > n_frames:
         raise WindowOutsideVideo(
-            f"{where}: the observation window ends at frame {bins[-1][1]}, after the last decodable frame "
-            f"({n_frames})",
+            f"{where}: the observation window ends at frame {bins[-1][1]}, after the last "
+            f"decodable frame ({n_frames})",
             "window_past_end",
         )
     return bins
@@ -86,7 +93,9 @@ def target_bin(
     n_frames: int,  # decodable frames in the video
     where: str = "video",  # the file and action, for errors
 ) -> tuple[int, int]:
-    "The frame range of the action segment itself (the oracle's input only), cut at `n_frames` (the caller records a cut)."
+    """The frame range of the action segment itself (the oracle's input only), cut at `n_frames`
+    (the caller records a cut).
+    """
     lo, hi = _frame_range(start, stop, fps)
     hi = min(hi, n_frames)
     if lo >= hi:
@@ -130,29 +139,48 @@ class PacketInfo:
 
     index: int  # its frame's index (presentation order)
     keyframe: bool = False  # a sync sample: decoding can start here
-    idr: bool = False  # an H.264 IDR picture: nothing decoded after it predicts from anything before it (a closed GOP)
+    # an H.264 IDR picture: nothing decoded after it predicts from anything before it (a closed GOP)
+    idr: bool = False
     failed: bool = False  # sending it to the decoder raised
-    error_logged: bool = False  # FFmpeg logged an error while decoding it (e.g. "co located POCs unavailable") without failing
+    # FFmpeg logged an error while decoding it (e.g. "co located POCs unavailable") without failing
+    error_logged: bool = False
 
 # %% ../nbs/30_decode.ipynb #ff42417d
 def propagate_damage(packets:Sequence[PacketInfo], # every packet decoded since a keyframe, in decode order
                      produced:dict, # frame index -> FFmpeg flagged it corrupt, for every frame the decoder returned
                     ) -> dict: # frame index -> cause (one of DAMAGE_CAUSES), for the frames that are not a faithful decode
-    "Why each damaged frame is undecodable: its decode failed, FFmpeg flagged it, or it follows such a frame (in decode order) in its GOP."
+    """Why each damaged frame is undecodable: its decode failed, FFmpeg flagged it, or it follows
+    such a frame (in decode order) in its GOP.
+    """
     causes, live, leading_live, key = {}, False, False, -1
     for p in packets:
         flagged = p.index in produced and (produced[p.index] or p.error_logged)
-        cause = "decode_failed" if p.failed or p.index not in produced else "flagged_corrupt" if flagged else None
-        leading = p.index < key                          # decoded after the last keyframe, shown before it
+        cause = (
+            "decode_failed"
+            if p.failed or p.index not in produced
+            else "flagged_corrupt"
+            if flagged
+            else None
+        )
+        leading = p.index < key  # decoded after the last keyframe, shown before it
         if cause is None and p.keyframe:
-            leading_live = live and not p.idr            # an open GOP's leading pictures may predict from the previous GOP
+            # an open GOP's leading pictures may predict from the previous GOP
+            leading_live = live and not p.idr
             live, key = False, p.index
             continue
-        if cause is None and (leading_live if leading else live): cause = "predicted_from_damage"
-        if cause is None: continue
+        if cause is None and (leading_live if leading else live):
+            cause = "predicted_from_damage"
+        if cause is None:
+            continue
         causes[p.index] = cause
-        if leading and cause == "predicted_from_damage": leading_live = True   # it only inherited the previous GOP's damage
-        else: live, leading_live = True, leading_live or leading              # damaged itself: it may upset the decoder's state
+        if leading and cause == "predicted_from_damage":
+            leading_live = True  # it only inherited the previous GOP's damage
+        else:
+            # damaged itself: it may upset the decoder's state
+            live, leading_live = (
+                True,
+                leading_live or leading,
+            )
     return causes
 
 # %% ../nbs/30_decode.ipynb #99d94da7
@@ -174,45 +202,73 @@ def h264_is_idr(
 # %% ../nbs/30_decode.ipynb #ae7b3a65
 @dataclass
 class SubstitutionRecord:
-    "What decoding an action's bins needed: substitutions, the largest frame offset, failed bins, the damaged frames met."
-    action_id:str # e.g. an EPIC narration_id
-    video:str = "" # the file
-    substitutions:int = 0 # sampled frames replaced by a neighbour
-    max_offset:int = 0 # the largest |replacement - wanted| in frames
-    failed_bins:list = field(default_factory=list) # bins with no decodable frame (their frames are zeros)
-    error:str|None = None # why the action could not be decoded at all, or which bins failed
-    undecodable:list = field(default_factory=list) # frames of the bins that substitution may not use (sorted)
-    concealed:list = field(default_factory=list) # frames FFmpeg returned although damaged or predicted from damage (sorted)
-    damage_causes:dict = field(default_factory=dict) # cause (DAMAGE_CAUSES) -> frames of the bins (sorted)
-    accept_concealed:bool = False # the rule: False (strict) substitutes concealed frames; True uses them
-    notes:list = field(default_factory=list) # why the action is not used, or what was cut: {"kind": ..., "note": ...} each
+    """What decoding an action's bins needed: substitutions, the largest frame offset, failed bins,
+    the damaged frames met.
+    """
+
+    action_id: str  # e.g. an EPIC narration_id
+    video: str = ""  # the file
+    substitutions: int = 0  # sampled frames replaced by a neighbour
+    max_offset: int = 0  # the largest |replacement - wanted| in frames
+    # bins with no decodable frame (their frames are zeros)
+    failed_bins: list = field(default_factory=list)
+    # why the action could not be decoded at all, or which bins failed
+    error: str | None = None
+    # frames of the bins that substitution may not use (sorted)
+    undecodable: list = field(default_factory=list)
+    # frames FFmpeg returned although damaged or predicted from damage (sorted)
+    concealed: list = field(default_factory=list)
+    # cause (DAMAGE_CAUSES) -> frames of the bins (sorted)
+    damage_causes: dict = field(default_factory=dict)
+    # the rule: False (strict) substitutes concealed frames; True uses them
+    accept_concealed: bool = False
+    # why the action is not used, or what was cut: {"kind": ..., "note": ...} each
+    notes: list = field(default_factory=list)
 
     @property
-    def ok(self) -> bool: return self.error is None
-    def to_dict(self) -> dict: return asdict(self)
-    def add_note(self, kind:str, note:str): self.notes.append({"kind": kind, "note": note})
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def add_note(self, kind: str, note: str):
+        self.notes.append({"kind": kind, "note": note})
 
     def note_damage(self, causes:dict, # frame -> cause, for the damaged frames of one bin
                    ):
         "Add one bin's damaged frames to the lists."
-        usable_kinds = {"flagged_corrupt", "predicted_from_damage"} if self.accept_concealed else set()
-        self.undecodable = sorted(set(self.undecodable) | {i for i, c in causes.items() if c not in usable_kinds})
-        self.concealed = sorted(set(self.concealed) | {i for i, c in causes.items() if c != "decode_failed"})
-        for i, c in causes.items(): self.damage_causes[c] = sorted(set(self.damage_causes.get(c, [])) | {int(i)})
-        self.damage_causes = {c: self.damage_causes[c] for c in DAMAGE_CAUSES if c in self.damage_causes}
+        usable_kinds = (
+            {"flagged_corrupt", "predicted_from_damage"} if self.accept_concealed else set()
+        )
+        self.undecodable = sorted(
+            set(self.undecodable) | {i for i, c in causes.items() if c not in usable_kinds}
+        )
+        self.concealed = sorted(
+            set(self.concealed) | {i for i, c in causes.items() if c != "decode_failed"}
+        )
+        for i, c in causes.items():
+            self.damage_causes[c] = sorted(set(self.damage_causes.get(c, [])) | {int(i)})
+        self.damage_causes = {
+            c: self.damage_causes[c] for c in DAMAGE_CAUSES if c in self.damage_causes
+        }
 
-    def absorb(self, other:"SubstitutionRecord", label:str="target segment"):
+    def absorb(self, other: "SubstitutionRecord", label: str = "target segment"):
         "Add the record of another read of the same action (e.g. its target segment)."
-        self.substitutions += other.substitutions; self.max_offset = max(self.max_offset, other.max_offset)
+        self.substitutions += other.substitutions
+        self.max_offset = max(self.max_offset, other.max_offset)
         self.note_damage({i: c for c, idx in other.damage_causes.items() for i in idx})
-        if other.error: self.error = (self.error + "; " if self.error else "") + f"{label}: {other.error}"
+        if other.error:
+            self.error = (self.error + "; " if self.error else "") + f"{label}: {other.error}"
         self.notes += [{**n, "note": f"{label}: {n['note']}"} for n in other.notes]
 
 # %% ../nbs/30_decode.ipynb #e617389d
 def summarize_substitutions(
     records: Sequence[SubstitutionRecord],  # one per action
 ) -> dict:
-    "The aggregate: actions, substitutions, largest offset, errors, and the damaged frames met (distinct per video), with ids."
+    """The aggregate: actions, substitutions, largest offset, errors, and the damaged frames met
+    (distinct per video), with ids.
+    """
     records = list(records)
     affected = [r for r in records if r.substitutions > 0]
     failed = [r for r in records if r.error is not None]
@@ -245,7 +301,9 @@ def call_with_time_limit(
     seconds: float | None,  # the limit; None waits forever
     what: str = "decode",  # what to name in the error
 ):
-    "Run `fn()` in a daemon thread; return its result, re-raise its error, or raise `DecodeTimeout` after `seconds`."
+    """Run `fn()` in a daemon thread; return its result, re-raise its error, or raise
+    `DecodeTimeout` after `seconds`.
+    """
     if seconds is None:
         return fn()
     out = {}
@@ -274,81 +332,128 @@ def _as_array(batch) -> np.ndarray:
 # %% ../nbs/30_decode.ipynb #72ac5fe2
 class _DecodeChild:
     "The child process of `DecodeProcess`: forking it, and its loop that answers decode requests."
+
     def _start(self):
-        ctx = multiprocessing.get_context("fork")     # fork: the child inherits the callables, however they were defined
+        # fork: the child inherits the callables, however they were defined
+        ctx = multiprocessing.get_context("fork")
         self._conn, child = ctx.Pipe()
-        main = threading.current_thread() is threading.main_thread()   # the kernel's parent-death signal follows the forking thread
+        # the kernel's parent-death signal follows the forking thread
+        main = threading.current_thread() is threading.main_thread()
         self._proc = ctx.Process(target=self._serve, args=(child, os.getpid(), main), daemon=True)
-        self._proc.start(); child.close()
+        self._proc.start()
+        child.close()
 
     def _serve(self, conn, # the child's end of the pipe
                parent:int|None=None, # the process that forked it: the child dies with it
-               kernel:bool=True, # whether the forking thread lives as long as the process (`die_with_parent`)
+               # whether the forking thread lives as long as the process (`die_with_parent`)
+               kernel:bool=True,
               ):
-        "The child's loop: answer (name, args) requests until told to stop, or until its parent dies."
-        if parent is not None: die_with_parent(parent, kernel=kernel)
+        """The child's loop: answer (name, args) requests until told to stop, or until its parent
+        dies.
+        """
+        if parent is not None:
+            die_with_parent(parent, kernel=kernel)
         reader = None
         while True:
-            try: name, args = conn.recv()
-            except (EOFError, KeyboardInterrupt): return
-            if name == "stop": return
             try:
-                if name == "open" or (reader is None and name in ("get_batch", "len", "fps")): reader = self.open_reader(self.path)
-                out = {"open": lambda: None, "get_batch": lambda: _as_array(reader.get_batch(*args)), "len": lambda: len(reader),
-                       "fps": lambda: float(reader.get_avg_fps()), "decode_range": lambda: self.decode_range(self.path, *args),
-                       "scan": lambda: self.scan(self.path, *args)}[name]()
+                name, args = conn.recv()
+            except (EOFError, KeyboardInterrupt):
+                return
+            if name == "stop":
+                return
+            try:
+                if name == "open" or (reader is None and name in ("get_batch", "len", "fps")):
+                    reader = self.open_reader(self.path)
+                out = {
+                    "open": lambda: None,
+                    "get_batch": lambda: _as_array(reader.get_batch(*args)),
+                    "len": lambda: len(reader),
+                    "fps": lambda: float(reader.get_avg_fps()),
+                    "decode_range": lambda: self.decode_range(self.path, *args),
+                    "scan": lambda: self.scan(self.path, *args),
+                }[name]()
             except BaseException as e:
-                try: conn.send(("error", e))
-                except Exception: conn.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
+                try:
+                    conn.send(("error", e))
+                except Exception:
+                    conn.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
                 continue
-            if isinstance(out, np.ndarray) and out.nbytes > 0:     # frames: raw bytes, not a pickle
-                out = np.ascontiguousarray(out); conn.send(("array", out.shape, out.dtype.str)); conn.send_bytes(out.reshape(-1))   # 1-D: multiprocessing sizes a buffer by len()
-            else: conn.send(("value", out))
+            # frames: raw bytes, not a pickle
+            if isinstance(out, np.ndarray) and out.nbytes > 0:
+                out = np.ascontiguousarray(out)
+                conn.send(("array", out.shape, out.dtype.str))
+                # 1-D: multiprocessing sizes a buffer by len()
+                conn.send_bytes(out.reshape(-1))
+            else:
+                conn.send(("value", out))
 
 # %% ../nbs/30_decode.ipynb #0f8d0dea
 class DecodeProcess(_DecodeChild):
-    "Decode calls in a forked child process: a call that misses its time limit is ended by killing the child (then restarted)."
+    """Decode calls in a forked child process: a call that misses its time limit is ended by killing
+    the child (then restarted).
+    """
+
     def __init__(self, path, # the video file
                  open_reader:Callable, # path -> a decord-like reader, built in the child
                  decode_range:Callable|None=None, # the fallback, run in the child
                  scan:Callable|None=None, # the damage scan, run in the child
                 ):
-        self.path, self.open_reader, self.decode_range, self.scan = Path(path), open_reader, decode_range, scan
-        self.restarts = 0   # children killed for missing a time limit or dying
+        self.path, self.open_reader, self.decode_range, self.scan = (
+            Path(path),
+            open_reader,
+            decode_range,
+            scan,
+        )
+        self.restarts = 0  # children killed for missing a time limit or dying
         self._start()
 
     def call(self, name:str, # open, get_batch, len, fps, decode_range or scan
              *args, seconds:float|None=None, # the time limit (None: wait forever)
              what:str="decode", # what to name in errors
             ):
-        "Run one request in the child; its result, its error re-raised, or `DecodeTimeout` (the child is killed and restarted)."
-        if not self._proc.is_alive(): self.restart()
+        """Run one request in the child; its result, its error re-raised, or `DecodeTimeout` (the
+        child is killed and restarted).
+        """
+        if not self._proc.is_alive():
+            self.restart()
         self._conn.send((name, args))
         if not self._conn.poll(seconds):
             self.restart()
-            raise DecodeTimeout(f"{what}: no result after {seconds:g} s (decoder hung); its process was killed")
+            raise DecodeTimeout(
+                f"{what}: no result after {seconds:g} s (decoder hung); its process was killed"
+            )
         try:
             kind, *rest = self._conn.recv()
             if kind == "array":
-                out = np.empty(rest[0], np.dtype(rest[1])); self._conn.recv_bytes_into(out.reshape(-1)); return out
+                out = np.empty(rest[0], np.dtype(rest[1]))
+                self._conn.recv_bytes_into(out.reshape(-1))
+                return out
         except (EOFError, OSError) as e:
             self.restart()
             raise HoiAuditError(f"{what}: the decoder process died ({type(e).__name__})") from e
-        if kind == "error": raise rest[0]
+        if kind == "error":
+            raise rest[0]
         return rest[0]
 
     def restart(self):
-        self.restarts += 1; self._kill(); self._start()
+        self.restarts += 1
+        self._kill()
+        self._start()
 
     def _kill(self):
-        if self._proc.is_alive(): self._proc.kill()
-        self._proc.join(); self._conn.close()
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join()
+        self._conn.close()
 
     def close(self):
         "Stop the child (killing it if it does not stop within a second)."
-        try: self._conn.send(("stop", ()))
-        except (OSError, ValueError): pass
-        self._proc.join(1.0); self._kill()
+        try:
+            self._conn.send(("stop", ()))
+        except (OSError, ValueError):
+            pass
+        self._proc.join(1.0)
+        self._kill()
 
 # %% ../nbs/30_decode.ipynb #289f71f9
 def open_decord(
@@ -372,7 +477,9 @@ def _import_av():
 
 # %% ../nbs/30_decode.ipynb #3918b162
 def _single_thread_stream(container, err_detect: str | None):
-    "The first video stream, set to decode on one thread with `err_detect`; is it AVCC H.264, and its length-prefix size."
+    """The first video stream, set to decode on one thread with `err_detect`; is it AVCC H.264, and
+    its length-prefix size.
+    """
     stream = container.streams.video[0]
     stream.thread_type, stream.thread_count = "NONE", 1
     if err_detect:
@@ -467,7 +574,9 @@ def decode_with_damage(
     keep_frames: bool = True,  # return the RGB frames of [lo, hi) (False: only the damage)
     err_detect: str | None = DAMAGE_ERR_DETECT,  # FFmpeg's err_detect flags
 ) -> tuple[dict, dict]:  # ({frame index: (H, W, 3) uint8}, {frame index: cause}) within [lo, hi)
-    "Decode on one thread, packet by packet, from the keyframe at or before `lo`; every frame that comes out, and the damaged ones."
+    """Decode on one thread, packet by packet, from the keyframe at or before `lo`; every frame that
+    comes out, and the damaged ones.
+    """
     av = _import_av()
     import av.logging
 
@@ -506,7 +615,9 @@ def decode_range_pyav(
     hi: int,  # one past the last frame wanted
     fps: float,  # the video's frame rate
 ) -> tuple[dict, dict]:  # ({frame index: frame}, {frame index: cause}) within [lo, hi)
-    "The fallback: the frames of `[lo, hi)` that come out of a single-thread decode, and the damaged ones among them."
+    """The fallback: the frames of `[lo, hi)` that come out of a single-thread decode, and the
+    damaged ones among them.
+    """
     return decode_with_damage(path, fps, lo, hi=hi)
 
 # %% ../nbs/30_decode.ipynb #b38926bc
@@ -519,7 +630,9 @@ def scan_damage(
 
 # %% ../nbs/30_decode.ipynb #85d68e1a
 def mp4_lacks_moov(path) -> bool:
-    "True for an ISO-BMFF file (it starts with `ftyp`) whose top-level boxes hold no `moov`: a truncated mp4. Reads headers only."
+    """True for an ISO-BMFF file (it starts with `ftyp`) whose top-level boxes hold no `moov`: a
+    truncated mp4. Reads headers only.
+    """
     with open(path, "rb") as f:
         size, pos, kinds = Path(path).stat().st_size, 0, []
         while pos + 8 <= size:
@@ -558,7 +671,9 @@ def ffmpeg_open_error(
 
 # %% ../nbs/30_decode.ipynb #b7180982
 class _DecoderCalls:
-    "`VideoDecoder`'s decode calls: each under the time limit, in this process or in the child of `isolate=True`."
+    """`VideoDecoder`'s decode calls: each under the time limit, in this process or in the child of
+    `isolate=True`.
+    """
 
     def __enter__(self):
         return self
@@ -573,7 +688,9 @@ class _DecoderCalls:
             self._process = None
 
     def _call(self, name: str, *args, seconds: float | None | str = "limit", what: str = "decode"):
-        "One decode request (open, get_batch, len, fps, decode_range, scan) under a time limit, in this process or the child."
+        """One decode request (open, get_batch, len, fps, decode_range, scan) under a time limit, in
+        this process or the child.
+        """
         seconds = self.time_limit if seconds == "limit" else seconds
         if self._process is not None:
             return self._process.call(name, *args, seconds=seconds, what=what)
@@ -609,7 +726,9 @@ class _DecoderCalls:
 
 # %% ../nbs/30_decode.ipynb #3cbb7ea3
 class _FrameCount:
-    "`VideoDecoder`'s checks on opening: frame rate, and the frame count clamped to the frames that decode."
+    """`VideoDecoder`'s checks on opening: frame rate, and the frame count clamped to the frames
+    that decode.
+    """
 
     def _check(self, verify: str):
         self.fps = float(self._call("fps", what=f"{self.path}: frame rate"))
@@ -624,10 +743,13 @@ class _FrameCount:
             self.scan_for_damage()
 
     def _probe(self, i: int) -> bool:
-        "Does frame i decode within the time limit? (A damaged packet still counts as a frame that exists.)"
+        """Does frame i decode within the time limit? (A damaged packet still counts as a frame that
+        exists.)
+        """
         try:
             batch = self._call("get_batch", [i], what=f"{self.path}: frame {i}")
-            self._shape = tuple(batch.shape[1:])  # a frame's shape, for the zeros of a failed bin
+            # a frame's shape, for the zeros of a failed bin
+            self._shape = tuple(batch.shape[1:])
             return True
         except DecodeTimeout:
             self._reopen()  # the old reader is stuck; start afresh
@@ -638,7 +760,9 @@ class _FrameCount:
             return "out of bound" not in str(e) and "EOF" not in str(e)
 
     def _decodable_frames(self, declared: int) -> int:
-        "Clamp a container's declared frame count to the frames that decode (binary search, only when the last one does not)."
+        """Clamp a container's declared frame count to the frames that decode (binary search, only
+        when the last one does not).
+        """
         if self._probe(declared - 1):
             return declared
         lo, hi = 0, declared - 1  # frame lo decodes (checked below), frame hi does not
@@ -659,7 +783,9 @@ class _DamageFallback:
     "`VideoDecoder`'s damage accounting: the scan, and the single-thread fallback of a damaged bin."
 
     def scan_for_damage(self) -> dict:
-        "Scan the whole video for damaged frames (once); the time limit is `time_limit` per 1,000 frames."
+        """Scan the whole video for damaged frames (once); the time limit is `time_limit` per 1,000
+        frames.
+        """
         if self.damage is None:
             limit = (
                 None
@@ -708,7 +834,9 @@ class _DamageFallback:
         return np.stack([frames[i] for i in used])
 
     def _read_bin(self, lo: int, hi: int, w: np.ndarray, record: SubstitutionRecord, b: int):
-        "One bin: `get_batch` when the scan found no damage in it and the call succeeds; the fallback otherwise."
+        """One bin: `get_batch` when the scan found no damage in it and the call succeeds; the
+        fallback otherwise.
+        """
         if not self._meets_damage(lo, hi):
             try:
                 return self._batch(w)
@@ -720,59 +848,111 @@ class _DamageFallback:
 
 # %% ../nbs/30_decode.ipynb #29a9a813
 class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
-    "Causal-bin reader of one video: decord's batched fast path, the single-thread fallback, the substitution record."
+    """Causal-bin reader of one video: decord's batched fast path, the single-thread fallback, the
+    substitution record.
+    """
+
     def __init__(self, path, # the video file
                  time_limit:float|None=60.0, # seconds any one decode may take
                  open_reader:Callable=open_decord, # path -> a decord-like reader
                  decode_range:Callable=decode_range_pyav, # the single-thread fallback
-                 accept_concealed:bool=False, # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
+                 # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
+                 accept_concealed:bool=False,
                  verify:str="on_error", # scan the whole video for damage "on_error" (once decord fails on it) or "always" (on opening)
-                 scan:Callable=scan_damage, # path, fps -> {frame index: cause} over the whole video
+                 # path, fps -> {frame index: cause} over the whole video
+                 scan:Callable=scan_damage,
                  isolate:bool=False, # run every decode call in a child process (a time limit then holds even for a call that holds the GIL)
                 ):
         self.path, self.time_limit = Path(path), time_limit
         self.open_reader, self.decode_range, self.scan = open_reader, decode_range, scan
         self.accept_concealed = accept_concealed
-        if verify not in ("on_error", "always"): raise ValueError(f"verify must be 'on_error' or 'always', got {verify!r}")
-        self.fallback_bins = 0   # bins that needed the fallback (a diagnostic, not part of any record)
-        self.damage = None       # frame index -> cause over the whole video, once it has been scanned
-        if not self.path.exists(): raise DataError(f"{self.path}: video file not found")
-        if self.path.stat().st_size == 0: raise DataError(f"{self.path}: the video file is empty (0 bytes)")
-        self.reader, self._process = None, DecodeProcess(self.path, open_reader, decode_range, scan) if isolate else None
-        try: self._call("open", what=f"{self.path}: opening")
-        except DecodeTimeout: self.close(); raise
+        if verify not in ("on_error", "always"):
+            raise ValueError(f"verify must be 'on_error' or 'always', got {verify!r}")
+        self.fallback_bins = (
+            0  # bins that needed the fallback (a diagnostic, not part of any record)
+        )
+        # frame index -> cause over the whole video, once it has been scanned
+        self.damage = None
+        if not self.path.exists():
+            raise DataError(f"{self.path}: video file not found")
+        if self.path.stat().st_size == 0:
+            raise DataError(f"{self.path}: the video file is empty (0 bytes)")
+        self.reader, self._process = (
+            None,
+            DecodeProcess(self.path, open_reader, decode_range, scan) if isolate else None,
+        )
+        try:
+            self._call("open", what=f"{self.path}: opening")
+        except DecodeTimeout:
+            self.close()
+            raise
         except Exception as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            hint = " (a truncated mp4: moov atom not found, so it has no index)" if mp4_lacks_moov(self.path) else ""
+            hint = (
+                " (a truncated mp4: moov atom not found, so it has no index)"
+                if mp4_lacks_moov(self.path)
+                else ""
+            )
             cause = ffmpeg_open_error(self.path)
             self.close()
-            raise DataError(f"{self.path}: cannot open the video{hint}: " + (f"{cause} (decord: {msg[:200]})" if cause else msg[:300])) from e
-        try: self._check(verify)
-        except BaseException: self.close(); raise    # an isolated decoder's child is not left behind
+            raise DataError(
+                f"{self.path}: cannot open the video{hint}: "
+                + (f"{cause} (decord: {msg[:200]})" if cause else msg[:300])
+            ) from e
+        try:
+            self._check(verify)
+        except BaseException:
+            self.close()
+            raise  # an isolated decoder's child is not left behind
 
-    def __repr__(self): return f"VideoDecoder({str(self.path)!r}, n_frames={self.n_frames}, fps={self.fps:g})"
+    def __repr__(self):
+        return f"VideoDecoder({str(self.path)!r}, n_frames={self.n_frames}, fps={self.fps:g})"
 
     def read_bins(self, bins:Sequence[tuple[int, int]], # frame ranges [lo, hi), e.g. from observation_bins
                   frames_per_bin:int=16, # frames sampled per bin
                   action_id:str="", # the action, for the record and errors
                  ) -> tuple[np.ndarray, SubstitutionRecord]: # ((n_bins, frames_per_bin, H, W, 3) uint8, record)
-        "Decode the sampled frames of each bin, substituting within a bin where packets are damaged."
-        record = SubstitutionRecord(str(action_id), str(self.path), accept_concealed=self.accept_concealed)
+        """Decode the sampled frames of each bin, substituting within a bin where packets are
+        damaged.
+        """
+        record = SubstitutionRecord(
+            str(action_id), str(self.path), accept_concealed=self.accept_concealed
+        )
         for lo, hi in bins:
             if not 0 <= lo < hi <= self.n_frames:
-                raise WindowOutsideVideo(f"{self.path}, action {action_id}: bin [{lo}, {hi}) is outside the video's {self.n_frames} "
-                                         "frames", "window_past_end" if lo >= 0 else "window_before_start")
+                raise WindowOutsideVideo(
+                    f"{self.path}, action {action_id}: bin [{lo}, {hi}) is outside the video's "
+                    f"{self.n_frames} frames",
+                    "window_past_end" if lo >= 0 else "window_before_start",
+                )
         wanted = [sample_indices(lo, hi, frames_per_bin) for lo, hi in bins]
-        if not any(self._meets_damage(lo, hi) for lo, hi in bins):      # always so on clean video: one batch
-            try: return self._batch(np.concatenate(wanted)).reshape(len(bins), frames_per_bin, *self._frame_shape()), record
-            except DecodeTimeout: raise
-            except Exception:       # a damaged packet somewhere: find every damaged frame, then go bin by bin, afresh
+        if not any(
+            self._meets_damage(lo, hi) for lo, hi in bins
+        ):  # always so on clean video: one batch
+            try:
+                return self._batch(np.concatenate(wanted)).reshape(
+                    len(bins), frames_per_bin, *self._frame_shape()
+                ), record
+            except DecodeTimeout:
+                raise
+            except (
+                Exception
+                # a damaged packet somewhere: find every damaged frame, then go bin by bin, afresh
+            ):
                 self._reopen()
                 self.scan_for_damage()
-        out = [self._read_bin(lo, hi, w, record, b) for b, ((lo, hi), w) in enumerate(zip(bins, wanted))]
-        shape = next((o.shape for o in out if o is not None), (frames_per_bin, *self._frame_shape()))
+        out = [
+            self._read_bin(lo, hi, w, record, b)
+            for b, ((lo, hi), w) in enumerate(zip(bins, wanted))
+        ]
+        shape = next(
+            (o.shape for o in out if o is not None), (frames_per_bin, *self._frame_shape())
+        )
         if record.failed_bins:
-            record.error = f"{self.path}, action {action_id}: no decodable frame in bin(s) {record.failed_bins}"
+            record.error = (
+                f"{self.path}, action {action_id}: no decodable frame in bin(s) "
+                f"{record.failed_bins}"
+            )
         return np.stack([o if o is not None else np.zeros(shape, np.uint8) for o in out]), record
 
 # %% ../nbs/30_decode.ipynb #c9cb923e
@@ -842,7 +1022,9 @@ def damage_samples(
     frames: Sequence[int],  # frame (sample) indices whose packets to damage
     seed: int = 0,  # seed of the overwritten bytes
 ) -> list[int]:  # the frames damaged
-    "Overwrite the payload of the given frames' packets (after the length prefix and NAL header) with random bytes."
+    """Overwrite the payload of the given frames' packets (after the length prefix and NAL header)
+    with random bytes.
+    """
     path = Path(path)
     samples = mp4_sample_offsets(path)
     data = bytearray(path.read_bytes())
@@ -863,7 +1045,9 @@ def overwrite_runs(
     seed: int = 0,  # seed of the places and the bytes
     length: int = 64,  # bytes per run
 ) -> list[int]:  # the byte offsets overwritten
-    "The issue's damage: `n` runs of `length` random bytes at random places in the middle third of the frame data (`mdat`)."
+    """The issue's damage: `n` runs of `length` random bytes at random places in the middle third of
+    the frame data (`mdat`).
+    """
     path = Path(path)
     data, offsets = bytearray(path.read_bytes()), mp4_sample_offsets(path)
     lo, hi = offsets[len(offsets) // 3][0], offsets[2 * len(offsets) // 3][0]

@@ -29,7 +29,8 @@ def _pool(frames: np.ndarray, grid: int) -> np.ndarray:
     h, w = frames.shape[-3] // grid * grid, frames.shape[-2] // grid * grid
     if h == 0 or w == 0:
         raise DataError(
-            f"frames of {frames.shape[-3]}x{frames.shape[-2]} px are smaller than the {grid}x{grid} grid"
+            f"frames of {frames.shape[-3]}x{frames.shape[-2]} px are smaller than the "
+            f"{grid}x{grid} grid"
         )
     f = frames[..., :h, :w, :].astype(np.float32) / 255.0
     return f.reshape(*f.shape[:-3], grid, h // grid, grid, w // grid, 3).mean(axis=(-4, -2))
@@ -37,30 +38,40 @@ def _pool(frames: np.ndarray, grid: int) -> np.ndarray:
 # %% ../nbs/32_encoder.ipynb #72665257
 @functools.lru_cache(maxsize=8)
 def _projection(n_in: int, latent_dim: int) -> np.ndarray:
-    "A fixed (n_in, latent_dim) projection with orthonormal columns, scaled to keep the feature variance (seed 0)."
+    """A fixed (n_in, latent_dim) projection with orthonormal columns, scaled to keep the feature
+    variance (seed 0).
+    """
     q, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(n_in, max(n_in, latent_dim))))
     return q[:, :latent_dim].astype(np.float32) * np.float32(np.sqrt(n_in / latent_dim))
 
 # %% ../nbs/32_encoder.ipynb #083fab32
 @dataclass(frozen=True)
 class PooledMotionEncoder:
-    "A fixed encoder: grid-pooled appearance and motion statistics, projected to `latent_dim` (no learned weights)."
-    latent_dim:int = 64 # D
-    grid:int = 8 # pooling grid per side
+    """A fixed encoder: grid-pooled appearance and motion statistics, projected to `latent_dim` (no
+    learned weights).
+    """
+
+    latent_dim: int = 64  # D
+    grid: int = 8  # pooling grid per side
 
     @property
-    def projection(self) -> np.ndarray: return _projection(3 * self.grid * self.grid * 3, self.latent_dim)
+    def projection(self) -> np.ndarray:
+        return _projection(3 * self.grid * self.grid * 3, self.latent_dim)
 
     def encode(self, bins:np.ndarray, # (N, F, H, W, 3) uint8 frames, or (F, H, W, 3) for one bin
               ) -> np.ndarray: # (N, latent_dim) float32
         "One latent per bin."
         bins = np.asarray(bins)
         single = bins.ndim == 4
-        if single: bins = bins[None]
-        if bins.ndim != 5 or bins.shape[-1] != 3: raise DataError(f"encode: expected (N, F, H, W, 3) frames, got {bins.shape}")
-        g = _pool(bins, self.grid)                       # (N, F, g, g, 3)
+        if single:
+            bins = bins[None]
+        if bins.ndim != 5 or bins.shape[-1] != 3:
+            raise DataError(f"encode: expected (N, F, H, W, 3) frames, got {bins.shape}")
+        g = _pool(bins, self.grid)  # (N, F, g, g, 3)
         half = max(1, g.shape[1] // 2)
-        feats = np.concatenate([g.mean(1), 4 * (g[:, half:].mean(1) - g[:, :half].mean(1)), 4 * g.std(1)], axis=-1)
+        feats = np.concatenate(
+            [g.mean(1), 4 * (g[:, half:].mean(1) - g[:, :half].mean(1)), 4 * g.std(1)], axis=-1
+        )
         z = feats.reshape(len(g), -1) @ self.projection
         return z[0] if single else z
 
@@ -90,7 +101,8 @@ def training_windows(
             targets.append(encoder.encode(frames[sample_indices(lo, hi, spec.frames_per_bin)]))
     if not contexts:
         raise DataError(
-            f"training_windows: no action of preset {preset!r} starts {spec.observe_from:g} s into a video"
+            f"training_windows: no action of preset {preset!r} starts {spec.observe_from:g} "
+            "s into a video"
         )
     return np.stack(contexts).astype(np.float32), np.stack(targets).astype(np.float32)
 
@@ -109,34 +121,51 @@ def _one_torch_thread():
 # %% ../nbs/32_encoder.ipynb #4dc79393
 class ContextForecaster:
     "A frozen context-only latent forecaster: (N, C, D) visible latents -> (N, D) the next latent."
-    def __init__(self, net, n_context:int, latent_dim:int, scale:np.ndarray):
+
+    def __init__(self, net, n_context: int, latent_dim: int, scale: np.ndarray):
         import torch
+
         self.net, self.n_context, self.latent_dim = net.eval(), n_context, latent_dim
         self.scale = np.asarray(scale, dtype=np.float32)
-        for q in self.net.parameters(): q.requires_grad_(False)
+        for q in self.net.parameters():
+            q.requires_grad_(False)
 
     @property
     def pin(self) -> str:
-        return sha256_json({k: sha256_array(v.detach().cpu().numpy()) for k, v in self.net.state_dict().items()})
+        return sha256_json(
+            {k: sha256_array(v.detach().cpu().numpy()) for k, v in self.net.state_dict().items()}
+        )
 
     def predict(self, context:np.ndarray, # (N, C, D) visible latents
                ) -> np.ndarray: # (N, D)
         "The forecast endpoint."
         import torch
+
         context = np.asarray(context, dtype=np.float32)
         if context.ndim != 3 or context.shape[1:] != (self.n_context, self.latent_dim):
-            raise DataError(f"forecaster: expected context of shape (N, {self.n_context}, {self.latent_dim}), got {context.shape}")
+            raise DataError(
+                f"forecaster: expected context of shape (N, {self.n_context}, "
+                f"{self.latent_dim}), got {context.shape}"
+            )
         with torch.no_grad(), _one_torch_thread():
             x = torch.from_numpy(context / self.scale)
             out = x[:, -1] + self.net(x.reshape(len(x), -1))
         return (out.numpy() * self.scale).astype(np.float32)
 
     def rollout(self, context, commands=None) -> dict:
-        "The world-model interface: H = len(commands[0]) steps (1 without commands), autoregressively on the last C latents; commands are ignored."
+        """The world-model interface: H = len(commands[0]) steps (1 without commands),
+        autoregressively on the last C latents; commands are ignored.
+        """
         window = np.asarray(context, dtype=np.float32)
         if window.ndim != 3 or window.shape[1] < self.n_context:
-            raise DataError(f"forecaster: rollout needs at least {self.n_context} visible latents, got context of shape {window.shape}")
-        window, steps = window[:, -self.n_context:], 1 if commands is None else np.asarray(commands).shape[1]
+            raise DataError(
+                f"forecaster: rollout needs at least {self.n_context} visible latents, got "
+                f"context of shape {window.shape}"
+            )
+        window, steps = (
+            window[:, -self.n_context :],
+            1 if commands is None else np.asarray(commands).shape[1],
+        )
         out = []
         for _ in range(steps):
             out.append(self.predict(window))

@@ -50,7 +50,9 @@ def _queries_hash(q: pd.DataFrame) -> str:
 
 # %% ../nbs/17b_engine.ipynb #65614497
 def _resolve_conditions(conditions) -> list[AuditCondition]:
-    "Condition names or `AuditCondition` objects -> registered conditions (an object is registered under its name)."
+    """Condition names or `AuditCondition` objects -> registered conditions (an object is registered
+    under its name).
+    """
     out = []
     for c in conditions:
         if isinstance(c, AuditCondition):
@@ -63,7 +65,8 @@ def _resolve_conditions(conditions) -> list[AuditCondition]:
             out.append(CONDITIONS[c])
         else:
             raise DataError(
-                f"unknown condition(s) [{c!r}]; conditions are {list(CONDITIONS)} (or pass an AuditCondition)"
+                f"unknown condition(s) [{c!r}]; conditions are {list(CONDITIONS)} (or pass "
+                "an AuditCondition)"
             )
     if not out:
         raise DataError("no conditions")
@@ -79,7 +82,9 @@ def _schedule(config: AuditConfig) -> QuerySchedule:
 
 # %% ../nbs/17b_engine.ipynb #59d5e087
 def split_audit_queries(dataset, split: int, config: AuditConfig) -> tuple:
-    "A split's (train, test) queries under the audit's schedule, after the causality check (an error names the first violation)."
+    """A split's (train, test) queries under the audit's schedule, after the causality check (an
+    error names the first violation).
+    """
     train_q, test_q = _schedule(config).queries(dataset, split, config)
     if len(train_q) == 0 or len(test_q) == 0:
         raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
@@ -111,7 +116,9 @@ def _history_unit(
     config: AuditConfig,  # settings
     history_fn: Callable,  # the recognizer backend
 ) -> Unit:
-    "The store unit of one split's recovered histories: what they are a function of (settings, recognizer, queries, features, GT)."
+    """The store unit of one split's recovered histories: what they are a function of (settings,
+    recognizer, queries, features, GT).
+    """
     src, (train_q, test_q) = HISTORY_SOURCES[name], queries
     videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
     keys = (
@@ -135,8 +142,9 @@ def _history_unit(
             "train_queries": _queries_hash(train_q),
             "test_queries": _queries_hash(test_q),
             "features": features_fingerprint(dataset, videos),
-            # the oracle histories the quality is measured against, and how the query times were set (fixed times: the
-            # recovered history drops its open run), so a store made under another construction is never read back
+            # the oracle histories the quality is measured against, and how the query times were set
+            # (fixed times: the recovered history drops its open run), so a store made under another
+            # construction is never read back
             "oracle_histories": sha256_json(
                 [[list(map(int, h)) for h in q["history"]] for q in (train_q, test_q)]
             ),
@@ -154,7 +162,9 @@ def _recover_histories(
     config: AuditConfig,  # settings
     history_fn: Callable,  # the recognizer backend (sources without their own `recover`)
 ) -> dict:  # train, test (lists of ints), quality (part -> edit rate, item accuracy)
-    "Recover one split's histories (the source's own `recover`, else the recognizer backend), checked one per query, and measure them against GT."
+    """Recover one split's histories (the source's own `recover`, else the recognizer backend),
+    checked one per query, and measure them against GT.
+    """
     from hoi_audit.recovery import history_edit_rate, history_item_accuracy
 
     src, (train_q, test_q) = HISTORY_SOURCES[name], queries
@@ -165,7 +175,8 @@ def _recover_histories(
     )
     if len(tr) != len(train_q) or len(te) != len(test_q):
         raise DataError(
-            f"history source {name!r} returned {len(tr)}/{len(te)} histories for {len(train_q)}/{len(test_q)} queries"
+            f"history source {name!r} returned {len(tr)}/{len(te)} histories for "
+            f"{len(train_q)}/{len(test_q)} queries"
         )
     quality = {
         part: {
@@ -191,7 +202,9 @@ def _histories(
     history_fn: Callable,  # the recognizer backend of the 'ba'/'bfr' sources
     store: ResultStore,  # where recovered histories are kept
 ) -> dict:  # train, test (tuples), quality (None for GT)
-    "The train and test histories of one source (recovered ones through the store) and, for recovered ones, their quality."
+    """The train and test histories of one source (recovered ones through the store) and, for
+    recovered ones, their quality.
+    """
     if HISTORY_SOURCES[name].recover is gt_histories:
         tr, te = gt_histories(dataset, split, *queries, config)
         return {"train": tr, "test": te, "quality": None}
@@ -211,13 +224,17 @@ def _histories(
 
 # %% ../nbs/17b_engine.ipynb #e161ea86
 def _tests(c: AuditCondition, config: AuditConfig) -> list:
-    "The histories a checkpoint of `c` is tested with: its own, then (2x2) the other cross_test sources."
+    """The histories a checkpoint of `c` is tested with: its own, then (2x2) the other cross_test
+    sources.
+    """
     cross = c.history in config.cross_test and "video" in c.inputs and "history" in c.inputs
     return [c.history] + ([k for k in config.cross_test if k != c.history] if cross else [])
 
 # %% ../nbs/17b_engine.ipynb #489ae828
 def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers) -> tuple:
-    "Check `audit_records`' arguments and fill in its defaults: (conditions, splits, fit, store, history_fn, backend)."
+    """Check `audit_records`' arguments and fill in its defaults: (conditions, splits, fit, store,
+    history_fn, backend).
+    """
     conds = _resolve_conditions(conditions)
     if not dataset.has_features:
         raise DataError(
@@ -231,34 +248,53 @@ def _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, 
     history_fn = history_backend(history_fn, store)
     if not isinstance(workers, (int, np.integer)) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    backend = (
-        LocalBackend(workers) if workers > 1 else current_backend()
-    )  # k processes share each split's pending units (hoi_audit.cluster)
+    # k processes share each split's pending units (hoi_audit.cluster)
+    backend = LocalBackend(workers) if workers > 1 else current_backend()
     return conds, splits, fit, store, history_fn, backend
 
 # %% ../nbs/17b_engine.ipynb #8389e839
 def _blocks_fn(dataset, train_q:pd.DataFrame, test_q:pd.DataFrame, hist:dict, config:AuditConfig,
                shared:Callable|None=None, # shared(compute) -> {"train", "test"}: pooled once for every process (`ResultStore.shared_arrays`); None: in this process
               ) -> Callable:
-    "`blocks(c, part, kind)`: condition `c`'s model inputs on the train (0) or test (1) queries with history `kind`."
+    """`blocks(c, part, kind)`: condition `c`'s model inputs on the train (0) or test (1) queries
+    with history `kind`.
+    """
     pooled = {}
-    def pool(): return {"train": video_window_tokens(dataset, train_q, config.n_tokens), "test": video_window_tokens(dataset, test_q, config.n_tokens)}
+
+    def pool():
+        return {
+            "train": video_window_tokens(dataset, train_q, config.n_tokens),
+            "test": video_window_tokens(dataset, test_q, config.n_tokens),
+        }
+
     def tokens(part):          # pooled on first use: a resumed audit whose units are all done never reads the features
-        if not pooled: t = pool() if shared is None else shared(pool); pooled["t"] = (t["train"], t["test"])
+        if not pooled:
+            t = pool() if shared is None else shared(pool)
+            pooled["t"] = (t["train"], t["test"])
         return pooled["t"][part]
+
     def blocks(c, part, kind):
         q = train_q if part == 0 else test_q
-        return input_blocks(dataset, q, c.inputs, history=hist[kind]["train" if part == 0 else "test"] if kind else None,
-                            history_source=HISTORY_SOURCES[kind].source if kind else "oracle",
-                            video_tokens=tokens(part) if "video" in c.inputs else None, max_history=config.max_history,
-                            with_history=kind is not None)
+        return input_blocks(
+            dataset,
+            q,
+            c.inputs,
+            history=hist[kind]["train" if part == 0 else "test"] if kind else None,
+            history_source=HISTORY_SOURCES[kind].source if kind else "oracle",
+            video_tokens=tokens(part) if "video" in c.inputs else None,
+            max_history=config.max_history,
+            with_history=kind is not None,
+        )
+
     return blocks
 
 # %% ../nbs/17b_engine.ipynb #1dfc468d
 def _video_identity(
     dataset, split: int, train_q: pd.DataFrame, test_q: pd.DataFrame, conds
 ) -> dict | None:
-    "What a split's video tokens are a function of: the feature files and the query windows (None when no condition reads video)."
+    """What a split's video tokens are a function of: the feature files and the query windows (None
+    when no condition reads video).
+    """
     if not any("video" in c.inputs for c in conds):
         return None
     return {
@@ -271,17 +307,24 @@ def _video_identity(
 
 # %% ../nbs/17b_engine.ipynb #4963dbc6
 def _architecture_key(spec: str) -> str:
-    "A unit-key value for an architecture: its registered name, or `user-<hash>` of a `module:factory` spec."
+    """A unit-key value for an architecture: its registered name, or `user-<hash>` of a
+    `module:factory` spec.
+    """
     return spec if SAFE_KEY.match(spec) else "user-" + sha256_json(spec)[:12]
 
 # %% ../nbs/17b_engine.ipynb #3b45fd23
 def _model_identity(spec: str) -> str | None:
-    "A user network's identity in its units' inputs: the SHA-256 of its code and checkpoints (`contracts.identity`); None for a registered architecture, which the library's version names."
+    """A user network's identity in its units' inputs: the SHA-256 of its code and checkpoints
+    (`contracts.identity`); None for a registered architecture, which the library's version
+    names.
+    """
     return None if ":" not in spec else sha256_json(identity(spec))
 
 # %% ../nbs/17b_engine.ipynb #337807fb
 def audit_results_config(config: AuditConfig) -> dict:
-    "A results JSON's config: the audit's settings, and for a user's network its identity (spec, code and checkpoint SHA-256s)."
+    """A results JSON's config: the audit's settings, and for a user's network its identity (spec,
+    code and checkpoint SHA-256s).
+    """
     return config.as_dict() | (
         {"model": identity(config.architecture)} if ":" in config.architecture else {}
     )
@@ -294,7 +337,9 @@ def _unit_inputs(
     video_identity: dict | None,  # `_video_identity` (read when the condition reads video)
     model: str | None,  # a user network's `_model_identity`
 ) -> dict:  # a unit's `inputs`
-    "What a condition's units are a function of: targets, training videos and query times, a user network, its video, each history it trains or tests on."
+    """What a condition's units are a function of: targets, training videos and query times, a user
+    network, its video, each history it trains or tests on.
+    """
     train_q, test_q = plan["queries"]
     inputs = {
         "train_targets": sha256_json(train_q["target"].tolist()),
@@ -328,7 +373,9 @@ def _split_units(
     video_identity: dict | None,  # `_video_identity`
     model: str | None,  # a user network's `_model_identity`
 ) -> tuple:  # units, unit path -> AuditCondition
-    "A split's units, one per (condition, seed), and the condition of each unit path; `model`: a user network's `_model_identity`."
+    """A split's units, one per (condition, seed), and the condition of each unit path; `model`: a
+    user network's `_model_identity`.
+    """
     units, unit_cond = [], {}
     for c in conds:
         inputs = _unit_inputs(c, plan, video_identity=video_identity, model=model)
@@ -415,16 +462,23 @@ def _split_plan(
     history_fn: Callable,  # the recognizer backend
     store: ResultStore,  # where recovered histories are kept
 ) -> dict:  # queries (train, test), groups, tests (condition -> test histories), hist (source -> histories)
-    "What a split's units read: its queries, the participants early stopping holds out, each condition's test histories and every history they name."
+    """What a split's units read: its queries, the participants early stopping holds out, each
+    condition's test histories and every history they name.
+    """
     train_q, test_q = split_audit_queries(dataset, split, config)
-    groups = [
-        dataset.video(v).participant or v for v in train_q["video"]
-    ]  # early stopping holds out whole participants
+    # early stopping holds out whole participants
+    groups = [dataset.video(v).participant or v for v in train_q["video"]]
     tests = {c.name: _tests(c, config) for c in conds}
     kinds = sorted({k for ks in tests.values() for k in ks if k})
     hist = {
         k: _histories(
-            dataset, split, (train_q, test_q), name=k, config=config, history_fn=history_fn, store=store
+            dataset,
+            split,
+            (train_q, test_q),
+            name=k,
+            config=config,
+            history_fn=history_fn,
+            store=store,
         )
         for k in kinds
     }
@@ -445,7 +499,9 @@ def _split_records(
     backend,  # who computes the units
     model: str | None,  # a user network's `_model_identity`
 ) -> list[dict]:
-    "One split of `audit_records`: its queries, histories and units, run through the store; the tidy rows of every test."
+    """One split of `audit_records`: its queries, histories and units, run through the store; the
+    tidy rows of every test.
+    """
     p = _split_plan(dataset, split, conds, config=config, history_fn=history_fn, store=store)
     train_q, test_q = p["queries"]
     video = _video_identity(dataset, split, train_q, test_q, conds)
@@ -468,7 +524,9 @@ def _split_records(
     compute = _unit_compute(
         dataset, fit, unit_cond, p["tests"], blocks, train_q, test_q, p["groups"], config
     )
-    try:  # the split's video tokens are pooled once, by the first process that needs them, and removed when its units are done
+    # the split's video tokens are pooled once, by the first process that needs them, and removed
+    # when its units are done
+    try:
         results = store.run(
             units, compute, progress=progress, desc=f"{dataset.name} split {split}", backend=backend
         )
@@ -481,71 +539,166 @@ def _split_records(
 def audit_records(dataset, # a `ProceduralDataset` with features
                   splits:Sequence[int]|None=None, # splits to run; None: all
                   seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                  conditions:Sequence=TABLE1_CONDITIONS, # condition names (CONDITIONS) or AuditCondition objects
-                  store:ResultStore|None=None, # where units are kept (None: a temporary folder)
+                  # condition names (CONDITIONS) or AuditCondition objects
+                  conditions:Sequence=TABLE1_CONDITIONS,
+                  # where units are kept (None: a temporary folder)
+                  store:ResultStore|None=None,
                   config:AuditConfig=AuditConfig(), # settings
                   history_fn:Callable|None=None, # the recognizer backend of the 'ba'/'bfr' sources (default: RecognizerHistories())
                   progress:bool=False, # progress bars
                   workers:int=1, # processes sharing the units (k uses k cores)
                  ) -> pd.DataFrame: # dataset, split, seed, condition, test_history, metric, value
-    "Train and test every (split, condition, seed) unit; every test (own and cross-tested histories) as a tidy record."
-    conds, splits, fit, store, history_fn, backend = _audit_setup(dataset, splits, seeds, conditions, store, config, history_fn, workers)
+    """Train and test every (split, condition, seed) unit; every test (own and cross-tested
+    histories) as a tidy record.
+    """
+    conds, splits, fit, store, history_fn, backend = _audit_setup(
+        dataset, splits, seeds, conditions, store, config, history_fn, workers
+    )
     rows = []
-    model = _model_identity(config.architecture)   # once per audit: a user's code and checkpoints are hashed here, not per split
+    # once per audit: a user's code and checkpoints are hashed here, not per split
+    model = _model_identity(config.architecture)
     for split in splits:
-        rows += _split_records(dataset, split, conds, seeds=seeds, store=store, config=config, history_fn=history_fn, fit=fit,
-                               progress=progress, backend=backend, model=model)
-    return pd.DataFrame(rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"])
+        rows += _split_records(
+            dataset,
+            split,
+            conds,
+            seeds=seeds,
+            store=store,
+            config=config,
+            history_fn=history_fn,
+            fit=fit,
+            progress=progress,
+            backend=backend,
+            model=model,
+        )
+    return pd.DataFrame(
+        rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"]
+    )
 
 # %% ../nbs/17b_engine.ipynb #469afc8b
-def history_quality(dataset, # the audited dataset
-                    splits:Sequence[int]|None=None, # splits (None: all)
-                    conditions:Sequence=TABLE1_CONDITIONS, # the audit's conditions: each recovered history they use is measured
-                    store:ResultStore|None=None, # the audit's store (recovered histories are read from it, or recovered)
-                    config:AuditConfig=AuditConfig(), # settings
-                    history_fn:Callable|None=None, # the recognizer backend
-                   ) -> pd.DataFrame: # dataset, split, condition, history, part, metric, value
-    "Edit rate and item accuracy of every recovered history against GT, train and test parts apart, per condition using it."
-    conds = [c for c in _resolve_conditions(conditions) if c.history and HISTORY_SOURCES[c.history].recover is not gt_histories]
+def history_quality(
+    dataset,  # the audited dataset
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    # the audit's conditions: each recovered history they use is measured
+    conditions: Sequence = TABLE1_CONDITIONS,
+    # the audit's store (recovered histories are read from it, or recovered)
+    store: ResultStore | None = None,
+    config: AuditConfig = AuditConfig(),  # settings
+    history_fn: Callable | None = None,  # the recognizer backend
+) -> pd.DataFrame:  # dataset, split, condition, history, part, metric, value
+    """Edit rate and item accuracy of every recovered history against GT, train and test parts
+    apart, per condition using it.
+    """
+    conds = [
+        c
+        for c in _resolve_conditions(conditions)
+        if c.history and HISTORY_SOURCES[c.history].recover is not gt_histories
+    ]
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn, rows = history_backend(history_fn, store), []
     for split in _check_splits(dataset, splits):
-        if not conds: break
+        if not conds:
+            break
         train_q, test_q = split_audit_queries(dataset, split, config)
         for k in sorted({c.history for c in conds}):
-            quality = _histories(dataset, split, (train_q, test_q), name=k, config=config, history_fn=history_fn,
-                                 store=store)["quality"]
-            rows += [{"dataset": dataset.name, "split": split, "condition": c.name, "history": k, "part": part, "metric": m, "value": float(v)}
-                     for c in conds if c.history == k for part in ("train", "test") for m, v in quality[part].items()]
-    return pd.DataFrame(rows, columns=["dataset", "split", "condition", "history", "part", "metric", "value"])
+            quality = _histories(
+                dataset,
+                split,
+                (train_q, test_q),
+                name=k,
+                config=config,
+                history_fn=history_fn,
+                store=store,
+            )["quality"]
+            rows += [
+                {
+                    "dataset": dataset.name,
+                    "split": split,
+                    "condition": c.name,
+                    "history": k,
+                    "part": part,
+                    "metric": m,
+                    "value": float(v),
+                }
+                for c in conds
+                if c.history == k
+                for part in ("train", "test")
+                for m, v in quality[part].items()
+            ]
+    return pd.DataFrame(
+        rows, columns=["dataset", "split", "condition", "history", "part", "metric", "value"]
+    )
 
 # %% ../nbs/17b_engine.ipynb #308e7f69
 def window_accuracy_records(dataset, # a `ProceduralDataset` with features
                             splits:Sequence[int]|None=None, # splits (None: all)
-                            store:ResultStore|None=None, # result store (shared with the audit)
-                            config:AuditConfig=AuditConfig(), # the audit's settings (recognizer window, stride, seed)
+                            # result store (shared with the audit)
+                            store:ResultStore|None=None,
+                            # the audit's settings (recognizer window, stride, seed)
+                            config:AuditConfig=AuditConfig(),
                             history_fn:Callable|None=None, # the audit's history source; it must expose `.recognizer(dataset, split, config)`
                             progress:bool=False, # progress bar
                            ) -> pd.DataFrame: # dataset, split, metric ('window_acc'), value (percent), n_videos
-    "Table 3's first column: per split, the window accuracy of the audit's recognizer on the split's test videos."
+    """Table 3's first column: per split, the window accuracy of the audit's recognizer on the
+    split's test videos.
+    """
     splits = _check_splits(dataset, splits)
-    if not dataset.has_features: raise DataError(f"{dataset.root}: window accuracy needs features (an MS-TCN folder with features/)")
+    if not dataset.has_features:
+        raise DataError(
+            f"{dataset.root}: window accuracy needs features (an MS-TCN folder with features/)"
+        )
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_backend(history_fn, store)
     if not callable(getattr(history_fn, "recognizer", None)):
-        raise DataError(f"window accuracy needs the recognizer behind the histories; {type(history_fn).__name__} has no .recognizer(dataset, split, config)")
+        raise DataError(
+            "window accuracy needs the recognizer behind the histories; "
+            f"{type(history_fn).__name__} has no .recognizer(dataset, split, config)"
+        )
     units = []
     for split in splits:
         videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
-        units.append(Unit({"dataset": dataset.name, "split": split, "metric": "window_acc"},
-                          config={k: getattr(config, k) for k in ("recognizer_window", "recognizer_stride", "recognizer_seed")}
-                                 | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
-                          inputs={"videos": sha256_json([dataset.splits[split]["train"], dataset.splits[split]["test"]]),
-                                  "features": features_fingerprint(dataset, videos)}))
+        units.append(
+            Unit(
+                {"dataset": dataset.name, "split": split, "metric": "window_acc"},
+                config={
+                    k: getattr(config, k)
+                    for k in ("recognizer_window", "recognizer_stride", "recognizer_seed")
+                }
+                | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
+                inputs={
+                    "videos": sha256_json(
+                        [dataset.splits[split]["train"], dataset.splits[split]["test"]]
+                    ),
+                    "features": features_fingerprint(dataset, videos),
+                },
+            )
+        )
+
     def compute(u, workdir):
         split = u.key["split"]
-        rec = history_fn.recognizer(dataset, split, replace(config, cross_fit=False))   # the all-train recognizer; no fold models needed
-        return {"value": rec.window_accuracy(dataset, dataset.splits[split]["test"]), "n_videos": len(dataset.splits[split]["test"])}
-    out = store.run(units, compute, progress=progress, desc=f"{dataset.name} window accuracy", backend=current_backend())
-    return pd.DataFrame([{"dataset": dataset.name, "split": u.key["split"], "metric": "window_acc", "value": float(r["value"]),
-                          "n_videos": int(r["n_videos"])} for u, r in zip(units, out)])
+        # the all-train recognizer; no fold models needed
+        rec = history_fn.recognizer(dataset, split, replace(config, cross_fit=False))
+        return {
+            "value": rec.window_accuracy(dataset, dataset.splits[split]["test"]),
+            "n_videos": len(dataset.splits[split]["test"]),
+        }
+
+    out = store.run(
+        units,
+        compute,
+        progress=progress,
+        desc=f"{dataset.name} window accuracy",
+        backend=current_backend(),
+    )
+    return pd.DataFrame(
+        [
+            {
+                "dataset": dataset.name,
+                "split": u.key["split"],
+                "metric": "window_acc",
+                "value": float(r["value"]),
+                "n_videos": int(r["n_videos"]),
+            }
+            for u, r in zip(units, out)
+        ]
+    )

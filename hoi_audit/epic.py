@@ -103,7 +103,9 @@ def find_video(
     participant_id: str,
     video_id: str,
 ) -> Path:
-    "`DIR/<video_id>.MP4` or `DIR/<participant_id>/videos/<video_id>.MP4`, either case of the extension."
+    """`DIR/<video_id>.MP4` or `DIR/<participant_id>/videos/<video_id>.MP4`, either case of the
+    extension.
+    """
     videos_dir = Path(videos_dir)
     tried = [videos_dir / f"{video_id}.{e}" for e in ("MP4", "mp4")] + [
         videos_dir / participant_id / "videos" / f"{video_id}.{e}" for e in ("MP4", "mp4")
@@ -138,77 +140,142 @@ NOTE_KINDS = {  # kind -> (the narration is left out, what the note means)
 }
 
 # %% ../nbs/45_epic.ipynb #a1c0e004
-def accounting(records:Sequence[SubstitutionRecord], # one per narration
-               video_ids:Sequence[str], # each narration's video_id
-               failed_videos:Sequence[dict]=(), # {"video_id", "video", "problem", "cause"} of each video that could not be used
-              ) -> dict: # actions_used, actions_excluded, excluded_by, notes, failed_videos (each with its narrations' count)
-    "Used and left-out narrations, each left-out one counted once under its first reason; the notes by kind; failed videos once each."
+def accounting(
+    records: Sequence[SubstitutionRecord],  # one per narration
+    video_ids: Sequence[str],  # each narration's video_id
+    # {"video_id", "video", "problem", "cause"} of each video that could not be used
+    failed_videos: Sequence[dict] = (),
+) -> dict:  # actions_used, actions_excluded, excluded_by, notes, failed_videos (each with its narrations' count)
+    """Used and left-out narrations, each left-out one counted once under its first reason; the
+    notes by kind; failed videos once each.
+    """
     unknown = sorted({n["kind"] for r in records for n in r.notes} - set(NOTE_KINDS))
-    if unknown: raise HoiAuditError(f"note kind(s) {unknown} are not in NOTE_KINDS")
+    if unknown:
+        raise HoiAuditError(f"note kind(s) {unknown} are not in NOTE_KINDS")
     excluded_by = {k: 0 for k, (out, _) in NOTE_KINDS.items() if out}
     for r in records:
-        if r.ok: continue
+        if r.ok:
+            continue
         why = next((n["kind"] for n in r.notes if NOTE_KINDS[n["kind"]][0]), None)
-        if why is None: raise HoiAuditError(f"narration {r.action_id} is left out without a note saying why (error: {r.error})")
+        if why is None:
+            raise HoiAuditError(
+                f"narration {r.action_id} is left out without a note saying why (error: {r.error})"
+            )
         excluded_by[why] += 1
-    per_video = Counter(str(v) for r, v in zip(records, video_ids) if any(n["kind"] == "video_failed" for n in r.notes))
+    per_video = Counter(
+        str(v)
+        for r, v in zip(records, video_ids)
+        if any(n["kind"] == "video_failed" for n in r.notes)
+    )
     used = sum(r.ok for r in records)
-    return {"actions_used": used, "actions_excluded": len(records) - used, "excluded_by": excluded_by,
-            "notes": {k: sum(any(n["kind"] == k for n in r.notes) for r in records) for k in NOTE_KINDS},
-            "failed_videos": [{**f, "actions": per_video[f["video_id"]]} for f in failed_videos if per_video[f["video_id"]]]}
-
+    return {
+        "actions_used": used,
+        "actions_excluded": len(records) - used,
+        "excluded_by": excluded_by,
+        "notes": {
+            k: sum(any(n["kind"] == k for n in r.notes) for r in records) for k in NOTE_KINDS
+        },
+        "failed_videos": [
+            {**f, "actions": per_video[f["video_id"]]}
+            for f in failed_videos
+            if per_video[f["video_id"]]
+        ],
+    }
 
 # %% ../nbs/45_epic.ipynb #a1c0e007
-def accounting_lines(summary:dict, # EpicFeatures.summary
-                     records:Sequence[SubstitutionRecord]=(), # the records, for one example of each reason (optional)
-                     limit:int=20, # failed videos listed; the rest are counted
-                    ) -> list[str]:
-    "The printed accounting of an extraction: used and left-out narrations by reason, the other notes, each failed video once."
+def accounting_lines(
+    summary: dict,  # EpicFeatures.summary
+    # the records, for one example of each reason (optional)
+    records: Sequence[SubstitutionRecord] = (),
+    limit: int = 20,  # failed videos listed; the rest are counted
+) -> list[str]:
+    """The printed accounting of an extraction: used and left-out narrations by reason, the other
+    notes, each failed video once.
+    """
     s = summary
     why = ", ".join(f"{k} {n}" for k, n in s["excluded_by"].items() if n)
-    out = [f"{s['actions']} narrations: {s['actions_used']} used, {s['actions_excluded']} left out" + (f" ({why})" if why else "")]
-    out += [f"  {n} kept with a note, {k}: {NOTE_KINDS[k][1]}" for k, n in s["notes"].items() if n and not NOTE_KINDS[k][0]]
-    for kind in [k for k, n in s["excluded_by"].items() if n and k != "video_failed"] + \
-                [k for k, n in s["notes"].items() if n and not NOTE_KINDS[k][0]]:
+    out = [
+        f"{s['actions']} narrations: {s['actions_used']} used, {s['actions_excluded']} left out"
+        + (f" ({why})" if why else "")
+    ]
+    out += [
+        f"  {n} kept with a note, {k}: {NOTE_KINDS[k][1]}"
+        for k, n in s["notes"].items()
+        if n and not NOTE_KINDS[k][0]
+    ]
+    for kind in [k for k, n in s["excluded_by"].items() if n and k != "video_failed"] + [
+        k for k, n in s["notes"].items() if n and not NOTE_KINDS[k][0]
+    ]:
         r = next((r for r in records if any(n["kind"] == kind for n in r.notes)), None)
-        if r is not None: out.append(f"  e.g. {r.action_id} ({kind}): {next(n['note'] for n in r.notes if n['kind'] == kind)}")
+        if r is not None:
+            out.append(
+                f"  e.g. {r.action_id} ({kind}): "
+                f"{next(n['note'] for n in r.notes if n['kind'] == kind)}"
+            )
     failed = s["failed_videos"]
-    if failed: out.append(f"{len(failed)} video(s) could not be used (each listed once, with its cause):")
-    out += [f"  {f['video_id']} ({f['actions']} narration(s)): {f['cause']}" for f in failed[:limit]]
-    if len(failed) > limit: out.append(f"  ... and {len(failed) - limit} more video(s) (all in the record's summary, failed_videos)")
+    if failed:
+        out.append(f"{len(failed)} video(s) could not be used (each listed once, with its cause):")
+    out += [
+        f"  {f['video_id']} ({f['actions']} narration(s)): {f['cause']}" for f in failed[:limit]
+    ]
+    if len(failed) > limit:
+        out.append(
+            f"  ... and {len(failed) - limit} more video(s) (all in the record's summary, "
+            "failed_videos)"
+        )
     return out
-
 
 # %% ../nbs/45_epic.ipynb #15082810
 @dataclass
 class EpicFeatures:
     "Per-narration features and records (rows in the CSV's order)."
-    narrations:pd.DataFrame # the annotations
-    context:np.ndarray # (N, n_bins, D) latents, or (N, n_bins, F, H, W, 3) frames without an encoder; NaN/0 where `ok` is False
-    records:list # SubstitutionRecord per narration
-    target:np.ndarray|None = None # (N, D) target-segment latents: the oracle's input only
-    failed_videos:list = field(default_factory=list) # {"video_id", "video", "problem", "cause"} of each video that could not be used
+
+    narrations: pd.DataFrame  # the annotations
+    context: np.ndarray  # (N, n_bins, D) latents, or (N, n_bins, F, H, W, 3) frames without an encoder; NaN/0 where `ok` is False
+    records: list  # SubstitutionRecord per narration
+    # (N, D) target-segment latents: the oracle's input only
+    target: np.ndarray | None = None
+    # {"video_id", "video", "problem", "cause"} of each video that could not be used
+    failed_videos: list = field(default_factory=list)
+
     @property
-    def ok(self) -> np.ndarray: return np.array([r.ok for r in self.records])
+    def ok(self) -> np.ndarray:
+        return np.array([r.ok for r in self.records])
+
     @property
-    def labels(self) -> np.ndarray: return self.narrations.verb_class.to_numpy()
+    def labels(self) -> np.ndarray:
+        return self.narrations.verb_class.to_numpy()
+
     @property
-    def participants(self) -> np.ndarray: return self.narrations.participant_id.to_numpy()
+    def participants(self) -> np.ndarray:
+        return self.narrations.participant_id.to_numpy()
+
     @property
     def summary(self) -> dict:
-        return {**summarize_substitutions(self.records),
-                **accounting(self.records, self.narrations.video_id.astype(str).tolist(), self.failed_videos)}
+        return {
+            **summarize_substitutions(self.records),
+            **accounting(
+                self.records, self.narrations.video_id.astype(str).tolist(), self.failed_videos
+            ),
+        }
+
     def subset(self, mask) -> "EpicFeatures":
         mask = np.asarray(mask)
-        return EpicFeatures(self.narrations[mask].reset_index(drop=True), self.context[mask],
-                            [r for r, m in zip(self.records, mask) if m], None if self.target is None else self.target[mask],
-                            self.failed_videos)
+        return EpicFeatures(
+            self.narrations[mask].reset_index(drop=True),
+            self.context[mask],
+            [r for r, m in zip(self.records, mask) if m],
+            None if self.target is None else self.target[mask],
+            self.failed_videos,
+        )
 
 # %% ../nbs/45_epic.ipynb #981292a8
 def _stack_features(
     df, context, target, *, records, with_target, n_bins: int, failed_videos: list
 ) -> EpicFeatures:
-    "Stack the per-narration arrays; a narration left out gets NaN (latents) or 0 (frames), shaped as the first used one."
+    """Stack the per-narration arrays; a narration left out gets NaN (latents) or 0 (frames), shaped
+    as the first used one.
+    """
     nan_like = lambda t: np.full_like(t, np.nan if t.dtype.kind == "f" else 0)
     template = next((c for c, r in zip(context, records) if c is not None and r.ok), None)
     if template is None:
@@ -256,12 +323,21 @@ def _video_failure(
 # %% ../nbs/45_epic.ipynb #a1c0e011
 def _failed_record(narration_id:str, failure:dict, # from _video_failure
                    accept_concealed:bool=False) -> SubstitutionRecord:
-    "The record of a narration of a failed video: left out, with a short note pointing to the video's entry (not its cause again)."
-    text = f"video {failure['video_id']} {failure['problem']}; this narration was not read (the cause is listed once, in failed_videos)"
-    record = SubstitutionRecord(str(narration_id), failure["video"] or failure["video_id"], error=text, accept_concealed=accept_concealed)
+    """The record of a narration of a failed video: left out, with a short note pointing to the
+    video's entry (not its cause again).
+    """
+    text = (
+        f"video {failure['video_id']} {failure['problem']}; this narration was not read (the "
+        "cause is listed once, in failed_videos)"
+    )
+    record = SubstitutionRecord(
+        str(narration_id),
+        failure["video"] or failure["video_id"],
+        error=text,
+        accept_concealed=accept_concealed,
+    )
     record.add_note("video_failed", text)
     return record
-
 
 # %% ../nbs/45_epic.ipynb #a1c0e013
 def _target_cut_note(start_s:float, stop_s:float, # the action segment (s)
@@ -270,20 +346,31 @@ def _target_cut_note(start_s:float, stop_s:float, # the action segment (s)
                      where:str, # the file and narration
                      rounding:float=0.005, # a stop this close to the video's end is at its end (EPIC's HH:MM:SS.ss rounds by up to 5 ms)
                     ) -> tuple[str, str]|None: # (kind, note), None when the segment ends within the decodable frames
-    "The note of a narration whose stop time lies after the video's end, or after its last decodable frame."
+    """The note of a narration whose stop time lies after the video's end, or after its last
+    decodable frame.
+    """
     fps, n, declared = decoder.fps, decoder.n_frames, decoder.declared_frames
     lo, hi = target_bin(start_s, stop_s, fps, math.inf)
-    if stop_s <= declared / fps + rounding: hi = min(hi, declared)     # the last frame's stop, rounded up to the centisecond
-    if hi <= n: return None
-    cut = ("the target segment is not decoded here (no oracle)" if not with_target else
-           f"the target segment is cut to frames {lo}..{n - 1} ({n - lo} of its {hi - lo} frames)" if lo < n else
-           "the target segment has no frame left")
+    if stop_s <= declared / fps + rounding:
+        hi = min(hi, declared)  # the last frame's stop, rounded up to the centisecond
+    if hi <= n:
+        return None
+    cut = (
+        "the target segment is not decoded here (no oracle)"
+        if not with_target
+        else f"the target segment is cut to frames {lo}..{n - 1} ({n - lo} of its {hi - lo} frames)"
+        if lo < n
+        else "the target segment has no frame left"
+    )
     if hi > declared:
-        return "stop_after_video_end", (f"{where}: the stop time {stop_s:.2f} s lies after the video's end ({declared / fps:.2f} s, "
-                                        f"{declared} frames at {fps:g} fps): {cut}")
-    return "target_clipped", (f"{where}: the stop time {stop_s:.2f} s lies after the last decodable frame ({n} of the {declared} "
-                              f"frames the video declares decode): {cut}")
-
+        return "stop_after_video_end", (
+            f"{where}: the stop time {stop_s:.2f} s lies after the video's end "
+            f"({declared / fps:.2f} s, {declared} frames at {fps:g} fps): {cut}"
+        )
+    return "target_clipped", (
+        f"{where}: the stop time {stop_s:.2f} s lies after the last decodable frame ({n} of the "
+        f"{declared} frames the video declares decode): {cut}"
+    )
 
 # %% ../nbs/45_epic.ipynb #cc21c6d7
 def _failed_results(
@@ -446,14 +533,21 @@ def extract(
     encoder=None,  # a FrameEncoder; None keeps the frames
     *,
     spec: BinSpec = BinSpec(),  # the observation bins
-    with_target: bool = False,  # also decode and encode the target segment (the oracle's input only)
+    # also decode and encode the target segment (the oracle's input only)
+    with_target: bool = False,
     time_limit: float | None = 60.0,  # seconds per decode call
-    accept_concealed: bool = False,  # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
-    verify: str = "on_error",  # scan each video for damage "on_error" or "always" (see VideoDecoder)
-    isolate: bool = False,  # decode in a child process, so that time limits hold even for a call that holds the GIL
-    decoder_kwargs: dict | None = None,  # passed to VideoDecoder (e.g. a recording reader in tests)
+    # the seed's looser rule: use frames FFmpeg concealed (still listed as `concealed`)
+    accept_concealed: bool = False,
+    # scan each video for damage "on_error" or "always" (see VideoDecoder)
+    verify: str = "on_error",
+    # decode in a child process, so that time limits hold even for a call that holds the GIL
+    isolate: bool = False,
+    # passed to VideoDecoder (e.g. a recording reader in tests)
+    decoder_kwargs: dict | None = None,
 ) -> EpicFeatures:
-    "Decode (and encode) the causal bins of every narration; every narration_id gets a record, used or with a note saying why not."
+    """Decode (and encode) the causal bins of every narration; every narration_id gets a record,
+    used or with a note saying why not.
+    """
     df = narrations if isinstance(narrations, pd.DataFrame) else read_narrations(narrations)
     df = df.reset_index(drop=True)
     decoding = dict(
@@ -491,27 +585,57 @@ def extract(
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
 
 # %% ../nbs/45_epic.ipynb #6d2ebd3e
-def feature_sets(context:np.ndarray, # (N, C, D) visible latents
-                 forecaster, # .predict(context) -> (N, D), or a world model (contracts.as_context_forecaster: one step, null plan)
-                 target=None, # (N, D) target-segment latents: only for the oracle row
-                 include:Sequence[str]|None=None, # the sets to build (default: all; the oracle only when `target` is given)
-                ) -> dict: # name -> (Condition, (N, features) matrix)
-    "The protocol's feature sets, provenance-checked; `target` is read only when the oracle set is built."
+def feature_sets(
+    context: np.ndarray,  # (N, C, D) visible latents
+    forecaster,  # .predict(context) -> (N, D), or a world model (contracts.as_context_forecaster: one step, null plan)
+    target=None,  # (N, D) target-segment latents: only for the oracle row
+    # the sets to build (default: all; the oracle only when `target` is given)
+    include: Sequence[str] | None = None,
+) -> dict:  # name -> (Condition, (N, features) matrix)
+    """The protocol's feature sets, provenance-checked; `target` is read only when the oracle set is
+    built.
+    """
     context = np.asarray(context, dtype=float)
-    if context.ndim != 3 or context.shape[1] < 2: raise DataError(f"context: expected (N, C >= 2, D) latents, got {context.shape}")
+    if context.ndim != 3 or context.shape[1] < 2:
+        raise DataError(f"context: expected (N, C >= 2, D) latents, got {context.shape}")
     visible = Block("context", "video", np.concatenate([context[:, -1], context.mean(1)], axis=1))
     last = Block("persistence", "video", context[:, -1])
     linear = Block("linear", "video", 2 * context[:, -1] - context[:, -2])
     adapted = as_context_forecaster(forecaster)
-    pred = call_user(adapted.predict, type(forecaster).__name__, "predict", context.astype(np.float32), rows=(0, len(context) - 1))
-    forecast = derive_block("forecast", np.asarray(pred, dtype=float), [Block("context", "video", context)], source="forecast")
-    out = {"context": (Condition("context", {"video"}), [visible]), "persistence": (Condition("persistence", {"video"}), [last]),
-           "linear": (Condition("linear", {"video"}), [linear]), "forecast": (Condition("forecast", {"forecast"}), [forecast])}
+    pred = call_user(
+        adapted.predict,
+        type(forecaster).__name__,
+        "predict",
+        context.astype(np.float32),
+        rows=(0, len(context) - 1),
+    )
+    forecast = derive_block(
+        "forecast",
+        np.asarray(pred, dtype=float),
+        [Block("context", "video", context)],
+        source="forecast",
+    )
+    out = {
+        "context": (Condition("context", {"video"}), [visible]),
+        "persistence": (Condition("persistence", {"video"}), [last]),
+        "linear": (Condition("linear", {"video"}), [linear]),
+        "forecast": (Condition("forecast", {"forecast"}), [forecast]),
+    }
     if target is not None and (include is None or "oracle" in include):
-        out["oracle"] = (Condition("oracle", {"oracle"}, deployable=False), [Block("oracle", "oracle", target)])
+        out["oracle"] = (
+            Condition("oracle", {"oracle"}, deployable=False),
+            [Block("oracle", "oracle", target)],
+        )
     unknown = set(include or ()) - set(DEPLOYABLE_SETS) - {"oracle"}
-    if unknown: raise ValueError(f"unknown feature set(s) {sorted(unknown)}; known: {list(DEPLOYABLE_SETS) + ['oracle']}")
-    return {name: (cond, cond.assemble(blocks)) for name, (cond, blocks) in out.items() if include is None or name in include}
+    if unknown:
+        raise ValueError(
+            f"unknown feature set(s) {sorted(unknown)}; known: {list(DEPLOYABLE_SETS) + ['oracle']}"
+        )
+    return {
+        name: (cond, cond.assemble(blocks))
+        for name, (cond, blocks) in out.items()
+        if include is None or name in include
+    }
 
 # %% ../nbs/45_epic.ipynb #7cde22d5
 def lopo_scores(
@@ -558,10 +682,13 @@ METRICS = {
 @dataclass
 class AnticipationResult:
     "Records (tidy) and the table of the protocol."
-    records:pd.DataFrame # feature_set, subset, metric, value, ci_low, ci_high (+ comparison for deltas)
-    table:pd.DataFrame # feature set x metric (all test examples)
-    seen_fraction:float # fraction of test examples whose verb occurs among their fold's training participants
-    scores:dict # feature set -> (N, n_classes) out-of-fold scores (raw outputs: keep local)
+
+    # feature_set, subset, metric, value, ci_low, ci_high (+ comparison for deltas)
+    records: pd.DataFrame
+    table: pd.DataFrame  # feature set x metric (all test examples)
+    # fraction of test examples whose verb occurs among their fold's training participants
+    seen_fraction: float
+    scores: dict  # feature set -> (N, n_classes) out-of-fold scores (raw outputs: keep local)
 
 # %% ../nbs/45_epic.ipynb #2f74acac
 def _metric(name, n_classes):
@@ -575,64 +702,130 @@ def _metric(name, n_classes):
 # %% ../nbs/45_epic.ipynb #33cdb97a
 def anticipation_protocol(sets:dict, # from feature_sets
                           y:np.ndarray, # verb class per example
-                          participants:np.ndarray, # participant per example (folds and bootstrap clusters)
+                          # participant per example (folds and bootstrap clusters)
+                          participants:np.ndarray,
                           n_boot:int=2000, # bootstrap replicates
                           seed:int=0, # bootstrap seed
                           C:float=1.0, # classifier regularisation
-                          baselines:Sequence[str]=("context", "persistence", "linear"), # forecast deltas against these
+                          # forecast deltas against these
+                          baselines:Sequence[str]=("context", "persistence", "linear"),
                           scores:dict|None=None, # feature set -> out-of-fold scores already computed (LOPO is skipped for them)
-                          report:Sequence[str]|None=None, # sets whose own metrics are recorded (default: all; deltas always are)
+                          # sets whose own metrics are recorded (default: all; deltas always are)
+                          report:Sequence[str]|None=None,
                          ) -> AnticipationResult:
-    "LOPO probes of every feature set; metrics with participant-cluster intervals; paired forecast deltas; seen-class metrics."
+    """LOPO probes of every feature set; metrics with participant-cluster intervals; paired forecast
+    deltas; seen-class metrics.
+    """
     y, participants = np.asarray(y), np.asarray(participants)
     n_classes = int(y.max()) + 1
     from sklearn.model_selection import LeaveOneGroupOut
+
     scores, rows = dict(scores or {}), []
     for name, (cond, X) in sets.items():
         if name not in scores:
             scores[name], _ = lopo_scores(X, y, participants, n_classes=n_classes, C=C)
     seen = np.zeros(len(y), bool)
-    for train, test in LeaveOneGroupOut().split(y, y, participants): seen[test] = np.isin(y[test], y[train])
+    for train, test in LeaveOneGroupOut().split(y, y, participants):
+        seen[test] = np.isin(y[test], y[train])
     report = list(sets) if report is None else list(report)
     for subset, mask in (("all", np.ones(len(y), bool)), ("seen_classes", seen)):
-        if not mask.any(): continue
+        if not mask.any():
+            continue
         for name in report:
             for metric in METRICS:
-                iv = stats.cluster_bootstrap(_metric(metric, n_classes), y[mask], scores[name][mask], clusters=participants[mask],
-                                             n_boot=n_boot, seed=seed)
-                rows.append({"feature_set": name, "deployable": sets[name][0].deployable, "subset": subset, "metric": metric,
-                             "value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high})
+                iv = stats.cluster_bootstrap(
+                    _metric(metric, n_classes),
+                    y[mask],
+                    scores[name][mask],
+                    clusters=participants[mask],
+                    n_boot=n_boot,
+                    seed=seed,
+                )
+                rows.append(
+                    {
+                        "feature_set": name,
+                        "deployable": sets[name][0].deployable,
+                        "subset": subset,
+                        "metric": metric,
+                        "value": iv.estimate,
+                        "ci_low": iv.low,
+                        "ci_high": iv.high,
+                    }
+                )
         if "forecast" in sets:
             for base in baselines:
-                if base not in sets: continue
+                if base not in sets:
+                    continue
                 for metric in METRICS:
-                    iv = stats.paired_bootstrap_delta(_metric(metric, n_classes), y[mask], scores["forecast"][mask], scores[base][mask],
-                                                      n_boot=n_boot, seed=seed, clusters=participants[mask])
-                    rows.append({"feature_set": "forecast", "comparison": f"forecast-{base}", "subset": subset,
-                                 "metric": f"delta_{metric}", "value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high})
+                    iv = stats.paired_bootstrap_delta(
+                        _metric(metric, n_classes),
+                        y[mask],
+                        scores["forecast"][mask],
+                        scores[base][mask],
+                        n_boot=n_boot,
+                        seed=seed,
+                        clusters=participants[mask],
+                    )
+                    rows.append(
+                        {
+                            "feature_set": "forecast",
+                            "comparison": f"forecast-{base}",
+                            "subset": subset,
+                            "metric": f"delta_{metric}",
+                            "value": iv.estimate,
+                            "ci_low": iv.low,
+                            "ci_high": iv.high,
+                        }
+                    )
     records = pd.DataFrame(rows)
     rows.append({"metric": "seen_class_fraction", "value": float(seen.mean())})
-    plain = records[(records.subset == "all") & records.comparison.isna()] if "comparison" in records else records[records.subset == "all"]
-    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[report, list(METRICS)]
+    plain = (
+        records[(records.subset == "all") & records.comparison.isna()]
+        if "comparison" in records
+        else records[records.subset == "all"]
+    )
+    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[
+        report, list(METRICS)
+    ]
     return AnticipationResult(pd.DataFrame(rows), table, float(seen.mean()), scores)
 
 # %% ../nbs/45_epic.ipynb #17d40631
 def protocol_over_seeds(feats:EpicFeatures, # the usable actions (feats.subset(feats.ok)); `target` only for the oracle row
-                        forecasters:dict, # seed -> forecaster (anything feature_sets accepts)
+                        # seed -> forecaster (anything feature_sets accepts)
+                        forecasters:dict,
                         n_boot:int=2000, # bootstrap replicates
                         seed:int=0, # bootstrap seed
                        ) -> tuple[pd.DataFrame, float]: # (records with a seed column on forecast rows, seen-class fraction)
     "`anticipation_protocol` with each seed's forecaster; seed-independent sets are kept once."
-    if not forecasters: raise ValueError("protocol_over_seeds: no forecaster")
+    if not forecasters:
+        raise ValueError("protocol_over_seeds: no forecaster")
     runs, fixed = [], {}
     for i, (s, f) in enumerate(forecasters.items()):
-        res = anticipation_protocol(feature_sets(feats.context, f, target=feats.target), feats.labels, feats.participants,
-                                    n_boot=n_boot, seed=seed, scores=fixed, report=None if i == 0 else ["forecast"])
-        fixed = {k: v for k, v in res.scores.items() if k != "forecast"}      # seed-independent: fit once
+        res = anticipation_protocol(
+            feature_sets(feats.context, f, target=feats.target),
+            feats.labels,
+            feats.participants,
+            n_boot=n_boot,
+            seed=seed,
+            scores=fixed,
+            report=None if i == 0 else ["forecast"],
+        )
+        # seed-independent: fit once
+        fixed = {k: v for k, v in res.scores.items() if k != "forecast"}
         runs.append(res.records.assign(seed=s))
     records = pd.concat(runs, ignore_index=True)
-    det = records.feature_set.ne("forecast") & records.comparison.isna() if "comparison" in records else records.feature_set.ne("forecast")
-    records = pd.concat([records[det & records.seed.eq(next(iter(forecasters)))].drop(columns="seed"), records[~det]], ignore_index=True)
+    det = (
+        records.feature_set.ne("forecast") & records.comparison.isna()
+        if "comparison" in records
+        else records.feature_set.ne("forecast")
+    )
+    records = pd.concat(
+        [
+            records[det & records.seed.eq(next(iter(forecasters)))].drop(columns="seed"),
+            records[~det],
+        ],
+        ignore_index=True,
+    )
     return records[records.metric != "seen_class_fraction"], res.seen_fraction
 
 # %% ../nbs/45_epic.ipynb #f722dbca
@@ -674,7 +867,9 @@ def results_records(records: pd.DataFrame, seen_fraction: float, summary: dict) 
 def _forecasters(
     forecaster, encoder, seeds, *, train_clips: str, train_steps: int, n_bins: int
 ) -> tuple[dict, dict, str]:
-    "seed -> forecaster, seed -> fingerprint, name; seeds whose models answer identically (an object, a seed-free factory) are run once."
+    """seed -> forecaster, seed -> fingerprint, name; seeds whose models answer identically (an
+    object, a seed-free factory) are run once.
+    """
     from hoi_audit.encoder import train_context_forecaster, training_windows
 
     if forecaster == "embedded":
@@ -792,14 +987,18 @@ def _epic_pins(
 # %% ../nbs/45_epic.ipynb #ac09701d
 @dataclass
 class EpicInput:
-    "The protocol's input, prepared before the run: every narration extracted, the usable ones, the frozen forecasters, what the results record."
-    feats:EpicFeatures # every narration (its accounting and notes)
-    usable:EpicFeatures # the narrations the protocol uses (`_usable`)
-    forecasters:dict # seed -> frozen forecaster
-    narrations:object # the annotation CSV or DataFrame (pinned)
-    models:dict|None = None # from `_epic_models` (the command's config and pins); None: the caller gives its own
-    spec:BinSpec = BinSpec() # the observation bins
-    oracle:bool = True # was the target segment encoded?
+    """The protocol's input, prepared before the run: every narration extracted, the usable ones,
+    the frozen forecasters, what the results record.
+    """
+
+    feats: EpicFeatures  # every narration (its accounting and notes)
+    usable: EpicFeatures  # the narrations the protocol uses (`_usable`)
+    forecasters: dict  # seed -> frozen forecaster
+    narrations: object  # the annotation CSV or DataFrame (pinned)
+    # from `_epic_models` (the command's config and pins); None: the caller gives its own
+    models: dict | None = None
+    spec: BinSpec = BinSpec()  # the observation bins
+    oracle: bool = True  # was the target segment encoded?
 
 # %% ../nbs/45_epic.ipynb #347f858d
 def epic_input(
@@ -807,7 +1006,8 @@ def epic_input(
     narrations,  # EPIC-100 annotation CSV
     *,
     encoder="embedded",  # "embedded", or an encoder / factory / "module:name"
-    forecaster="embedded",  # "embedded", or a forecaster or world model / factory / "module:name"
+    # "embedded", or a forecaster or world model / factory / "module:name"
+    forecaster="embedded",
     seeds: Sequence[int] = PROTOCOL_SEEDS,  # forecaster seeds
     spec: BinSpec = BinSpec(),  # the observation bins
     oracle: bool = True,  # also encode the target segment for the oracle upper bound
@@ -815,7 +1015,9 @@ def epic_input(
     train_steps: int = 600,  # its training steps
     **extract_kwargs,  # passed to `extract` (time_limit, accept_concealed, verify, isolate)
 ) -> EpicInput:
-    "Build and check the models, extract every narration, keep the usable ones (`DataError` with the accounting when too few)."
+    """Build and check the models, extract every narration, keep the usable ones (`DataError` with
+    the accounting when too few).
+    """
     models = _epic_models(
         encoder,
         forecaster,
@@ -834,14 +1036,20 @@ def epic_input(
 # %% ../nbs/45_epic.ipynb #cf31737c
 def epic_stage_run(
     data: EpicInput,  # from `epic_input`, or built by the caller
-    spec: RunSpec,  # the run's spec (the forecasters are in the input, built with its seeds; nothing trains here)
+    # the run's spec (the forecasters are in the input, built with its seeds; nothing trains here)
+    spec: RunSpec,
     *,
     n_boot: int = 2000,  # bootstrap replicates
 ) -> dict:  # records, seen (the seen-class fraction), table, summary, action_records (one per narration)
     "The leave-one-participant-out protocol with each seed's forecaster (`protocol_over_seeds`)."
     records, seen = protocol_over_seeds(data.usable, data.forecasters, n_boot=n_boot)
-    return {"records": records, "seen": seen, "table": seed_mean_table(records), "summary": data.feats.summary,
-            "action_records": data.feats.records}
+    return {
+        "records": records,
+        "seen": seen,
+        "table": seed_mean_table(records),
+        "summary": data.feats.summary,
+        "action_records": data.feats.records,
+    }
 
 # %% ../nbs/45_epic.ipynb #ee96f468
 def epic_stage_show(
@@ -863,23 +1071,29 @@ def epic_stage_records(
     results: dict,  # input name -> `epic_stage_run`'s result
     **settings,  # the run's settings (not needed)
 ) -> list:
-    "Each input's records (`results_records`: the protocol's rows, the seen-class fraction, the substitution counts)."
+    """Each input's records (`results_records`: the protocol's rows, the seen-class fraction, the
+    substitution counts).
+    """
     return [
         x for r in results.values() for x in results_records(r["records"], r["seen"], r["summary"])
     ]
 
 # %% ../nbs/45_epic.ipynb #5a0f7e99
 def epic_stage_config(
-    datasets: dict,  # input name -> `EpicInput` (built by `epic_input`: its models are recorded)
+    # input name -> `EpicInput` (built by `epic_input`: its models are recorded)
+    datasets: dict,
     spec: RunSpec,  # the run's spec
     *,
     n_boot: int = 2000,  # bootstrap replicates
 ) -> tuple:  # (the results config, the pins)
-    "The command's config (`_epic_config`) and pins (`_epic_pins`: the annotations and every model's fingerprint)."
+    """The command's config (`_epic_config`) and pins (`_epic_pins`: the annotations and every
+    model's fingerprint).
+    """
     (data,) = datasets.values()
     if data.models is None:
         raise HoiAuditError(
-            "epic: an input built without epic_input records no models: pass the run's config and pins"
+            "epic: an input built without epic_input records no models: pass the run's "
+            "config and pins"
         )
     config = _epic_config(
         data.models, data.feats, n_boot=n_boot, spec=data.spec, oracle=data.oracle
@@ -893,7 +1107,8 @@ def run_epic(
     out,  # a folder or a .json path (store.CommandOutput)
     *,
     encoder="embedded",  # "embedded", or an encoder / factory / "module:name"
-    forecaster="embedded",  # "embedded", or a forecaster or world model / factory / "module:name"
+    # "embedded", or a forecaster or world model / factory / "module:name"
+    forecaster="embedded",
     seeds: Sequence[int] = PROTOCOL_SEEDS,  # forecaster seeds
     n_boot: int = 2000,  # bootstrap replicates
     spec: BinSpec = BinSpec(),  # the observation bins
@@ -902,7 +1117,9 @@ def run_epic(
     train_steps: int = 600,  # its training steps
     **extract_kwargs,  # passed to `extract` (time_limit, accept_concealed, verify, isolate)
 ) -> dict:  # results (path), records, table, summary, action_records (one per narration), paths (the CommandOutput)
-    "Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format videos; write the results JSON: the `epic` stage (`stages.run_stage`)."
+    """Extract, forecast and run the leave-one-participant-out protocol on a user's EPIC-100-format
+    videos; write the results JSON: the `epic` stage (`stages.run_stage`).
+    """
     paths = out if isinstance(out, CommandOutput) else CommandOutput.parse(out, "epic_anticipation")
     data = epic_input(
         videos_dir,
@@ -916,13 +1133,14 @@ def run_epic(
         train_steps=train_steps,
         **extract_kwargs,
     )
+    # trains on the CPU
     run = run_stage(
         EPIC_STAGE,
         RunSpec(seeds=seeds, device="cpu", scale="full"),
         {"epic": data},
         paths,
         n_boot=n_boot,
-    )  # trains on the CPU
+    )
     result = run.results["epic"]
     return {
         "results": run.path,
@@ -941,68 +1159,126 @@ def decode_options(*,
                    verify:Literal["on_error", "always"]="on_error", # scan a video for damage once decord fails on it (default), or every video when opened
                    isolate:bool=False, # decode in a child process that is killed when a call passes --time-limit (holds even for a decoder that never releases the GIL; costs a copy of every frame)
                   ) -> dict: # spec (a `BinSpec`), and time_limit, accept_concealed, verify, isolate for `extract` / `run_epic`
-    "The options `hoi-audit extract` and `hoi-audit epic` share: the causal bins and the decoding rules."
-    return {"spec": BinSpec(n_bins=bins, frames_per_bin=frames_per_bin, observe_from=observe_from, gap=gap), "time_limit": time_limit,
-            "accept_concealed": accept_concealed, "verify": verify, "isolate": isolate}
+    """The options `hoi-audit extract` and `hoi-audit epic` share: the causal bins and the decoding
+    rules.
+    """
+    return {
+        "spec": BinSpec(
+            n_bins=bins, frames_per_bin=frames_per_bin, observe_from=observe_from, gap=gap
+        ),
+        "time_limit": time_limit,
+        "accept_concealed": accept_concealed,
+        "verify": verify,
+        "isolate": isolate,
+    }
 
 # %% ../nbs/45_epic.ipynb #c7de8fac
 def extract_command(*,
-                    videos:str, # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4
+                    # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4
+                    videos:str,
                     narrations:str, # EPIC-KITCHENS-100 annotation CSV
                     out:str, # a folder (DIR/results/epic_extract.json, the record; DIR/raw/epic_extract/latents.npz) or the record's .json path (raw/epic_extract/ beside it)
-                    encoder:Literal["embedded", "none"]="embedded", # embedded encoder, or none (keep frames)
-                    with_target:bool=False, # also encode the target segment (the oracle's input only)
+                    # embedded encoder, or none (keep frames)
+                    encoder:Literal["embedded", "none"]="embedded",
+                    # also encode the target segment (the oracle's input only)
+                    with_target:bool=False,
                     **decoding, # the options of `decode_options`
                    ) -> int: # the exit status: 1 when a narration could not be extracted (each has a note in the record)
-    "decode the causal bins of EPIC-100-format narrations (latents or frames) and the substitution record of damaged video"
+    """decode the causal bins of EPIC-100-format narrations (latents or frames) and the substitution
+    record of damaged video
+    """
     model = None
     if encoder == "embedded":
         from hoi_audit.encoder import PooledMotionEncoder
+
         model = PooledMotionEncoder()
     decode = decode_options(**decoding)
     spec = decode.pop("spec")
     paths = CommandOutput.parse(out, "epic_extract")
     feats = extract(videos, narrations, model, spec=spec, with_target=with_target, **decode)
-    arrays = {"context": feats.context, "narration_id": feats.narrations.narration_id.to_numpy(str),
-              "verb_class": feats.labels, "ok": feats.ok}
-    if feats.target is not None: arrays["target_oracle"] = feats.target
-    paths.wrote(write_npz(paths.raw / ("latents.npz" if model is not None else "bins.npz"), **arrays))
+    arrays = {
+        "context": feats.context,
+        "narration_id": feats.narrations.narration_id.to_numpy(str),
+        "verb_class": feats.labels,
+        "ok": feats.ok,
+    }
+    if feats.target is not None:
+        arrays["target_oracle"] = feats.target
+    paths.wrote(
+        write_npz(paths.raw / ("latents.npz" if model is not None else "bins.npz"), **arrays)
+    )
     summary = feats.summary
-    paths.wrote(write_json(paths.results, {"summary": summary, "spec": asdict(spec),
-                                           "records": [r.to_dict() for r in feats.records]}))
-    print(f"{summary['actions']} narrations: {summary['actions_affected']} with substituted frames ({summary['substitutions']} "
-          f"frames, largest offset {summary['max_offset']}); {summary['actions_with_damage']} met damaged frames "
-          f"({summary['undecodable_frames']} undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']})")
-    for line in accounting_lines(summary, feats.records): print(line)
+    paths.wrote(
+        write_json(
+            paths.results,
+            {
+                "summary": summary,
+                "spec": asdict(spec),
+                "records": [r.to_dict() for r in feats.records],
+            },
+        )
+    )
+    print(
+        f"{summary['actions']} narrations: {summary['actions_affected']} with substituted frames "
+        f"({summary['substitutions']} frames, largest offset {summary['max_offset']}); "
+        f"{summary['actions_with_damage']} met damaged frames ({summary['undecodable_frames']} "
+        f"undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']})"
+    )
+    for line in accounting_lines(summary, feats.records):
+        print(line)
     paths.report()
     return 1 if summary["actions_excluded"] else 0
 
 # %% ../nbs/45_epic.ipynb #59b0dd48
 def epic_command(*,
                  videos:str|None=None, # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4 (default: the embedded EPIC-like clips of --size)
-                 narrations:str|None=None, # EPIC-KITCHENS-100 annotation CSV (with --videos)
+                 # EPIC-KITCHENS-100 annotation CSV (with --videos)
+                 narrations:str|None=None,
                  size:Literal["tiny", "small"]="tiny", # the embedded EPIC-like clips' size, written below --out (raw/epic_anticipation/), when --videos is not given
-                 out:str, # FILE.json (the results) or DIR (DIR/results/epic_anticipation.json)
-                 encoder:str="embedded", # 'embedded' or package.module:name / path/file.py:name (an encoder or its factory)
+                 # FILE.json (the results) or DIR (DIR/results/epic_anticipation.json)
+                 out:str,
+                 # 'embedded' or package.module:name / path/file.py:name (an encoder or its factory)
+                 encoder:str="embedded",
                  model:Annotated[str, {"names": ("--model", "--forecaster")}]="embedded", # the forecaster: 'embedded' or package.module:name / path/file.py:name (a context-only forecaster, a world model, or a factory of either, offered seed, encoder and latent_dim)
                  seeds:list[int]=list(PROTOCOL_SEEDS), # forecaster seeds
                  n_boot:int=2000, # bootstrap replicates
                  no_oracle:bool=False, # skip the target segment (no oracle upper bound)
-                 train_clips:str="small", # clip preset of the embedded forecaster's training windows
+                 # clip preset of the embedded forecaster's training windows
+                 train_clips:str="small",
                  train_steps:int=600, # training steps of the embedded forecaster
                  **decoding, # the options of `decode_options`
                 ) -> int: # the exit status
-    "EPIC-style future-action anticipation end to end: extraction, a frozen encoder and context-only forecaster (yours or the embedded ones), leave-one-participant-out probes"
+    """EPIC-style future-action anticipation end to end: extraction, a frozen encoder and
+    context-only forecaster (yours or the embedded ones), leave-one-participant-out probes
+    """
     started, paths = time.time(), CommandOutput.parse(out, "epic_anticipation")
-    if (videos is None) != (narrations is None): raise DataError("give --videos and --narrations together, or neither (the embedded clips of --size)")
-    if videos is None:                 # the embedded clips: a first try of a model needs no videos of one's own
+    if (videos is None) != (narrations is None):
+        raise DataError(
+            "give --videos and --narrations together, or neither (the embedded clips of --size)"
+        )
+    # the embedded clips: a first try of a model needs no videos of one's own
+    if videos is None:
         from hoi_audit.clips import write_epic_like
+
         data = write_epic_like(paths.raw / f"epic_like_{size}", size, seed=0)
         videos, narrations = data["folder"], data["narrations"]
-        for f in sorted(p for p in (paths.raw / f"epic_like_{size}").rglob("*") if p.is_file()): paths.wrote(f)
+        for f in sorted(p for p in (paths.raw / f"epic_like_{size}").rglob("*") if p.is_file()):
+            paths.wrote(f)
         print(f"embedded EPIC-like clips ({size}) in {videos}")
-    run_epic(videos, narrations, paths, encoder=encoder, forecaster=model, seeds=seeds, n_boot=n_boot, oracle=not no_oracle,
-             train_clips=train_clips, train_steps=train_steps, **decode_options(**decoding))   # the epic stage: prints, writes, says what it wrote
+    # the epic stage: prints, writes, says what it wrote
+    run_epic(
+        videos,
+        narrations,
+        paths,
+        encoder=encoder,
+        forecaster=model,
+        seeds=seeds,
+        n_boot=n_boot,
+        oracle=not no_oracle,
+        train_clips=train_clips,
+        train_steps=train_steps,
+        **decode_options(**decoding),
+    )
     print(f"done in {time.time() - started:.1f}s")
     return 0
 
@@ -1028,8 +1304,9 @@ EPIC_STAGE = register_stage(
         experiment="epic_anticipation",
         options=(decode_options,),
     ),
-    # a notebook re-running this cell defines decode_options again, and `stages._same_stage` compares `options` by identity: the
-    # same stage, replaced (the subcommand's name is this module's alone)
+    # a notebook re-running this cell defines decode_options again, and `stages._same_stage`
+    # compares `options` by identity: the same stage, replaced (the subcommand's name is this
+    # module's alone)
     replace=True,
 )
 

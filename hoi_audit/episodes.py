@@ -34,7 +34,9 @@ SPLITS = ("train_full", "heldout")  # the protocol's two splits
 
 @dataclass(frozen=True)
 class Episodes:
-    "Aligned per-episode arrays: ids, split, visual-bin latents, commands, success, instruction id, length bin."
+    """Aligned per-episode arrays: ids, split, visual-bin latents, commands, success, instruction
+    id, length bin.
+    """
 
     episode_id: np.ndarray  # (N,) str, unique
     split: np.ndarray  # (N,) str, one of SPLITS
@@ -68,7 +70,9 @@ class Episodes:
         return Episodes(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
     def fingerprint(self) -> str:
-        "SHA-256 over every field's array pin: the input hash of anything computed from these episodes."
+        """SHA-256 over every field's array pin: the input hash of anything computed from these
+        episodes.
+        """
         return sha256_json({f.name: sha256_array(getattr(self, f.name)) for f in fields(self)})
 
     def split_of(self, name: str) -> "Episodes":
@@ -79,7 +83,8 @@ class Episodes:
 
     def __repr__(self):
         parts = [
-            f"{s}: {int((self.split == s).sum())} ({int(((self.split == s) & ~self.success).sum())} failures)"
+            f"{s}: {int((self.split == s).sum())} "
+            f"({int(((self.split == s) & ~self.success).sum())} failures)"
             for s in SPLITS
         ]
         return (
@@ -136,12 +141,15 @@ def validate_episodes(
     return ep
 
 # %% ../nbs/40_episodes.ipynb #1e31a836
-PRESETS = {  # size -> (train_full episodes, train_full failures, heldout episodes, heldout failures, instructions)
+# size -> (train_full episodes, train_full failures, heldout episodes, heldout failures,
+# instructions)
+PRESETS = {
     "tiny": (480, 84, 160, 28, 12),
     "small": (4000, 702, 1500, 263, 40),
     "full": (86072, 15104, 9564, 1677, 400),
 }
-WORLD_SEED = 20260707  # fixes the world (rotation, command direction, instruction means) so all sizes and seeds share it
+# fixes the world (rotation, command direction, instruction means) so all sizes and seeds share it
+WORLD_SEED = 20260707
 
 # %% ../nbs/40_episodes.ipynb #41d13d1f
 def _sigmoid(x):
@@ -200,13 +208,16 @@ def _simulate(rng, n: int, n_fail: int, world, n_bins: int, missing_language: fl
 
 # %% ../nbs/40_episodes.ipynb #207c7a44
 def make_episodes(
-    size: str = "tiny",  # one of PRESETS: tiny (CI), small (experiments), full (the seed's scale)
+    # one of PRESETS: tiny (CI), small (experiments), full (the seed's scale)
+    size: str = "tiny",
     seed: int = 0,  # draws the episodes (the world itself is fixed)
     latent_dim: int = 16,  # D, the visual latent's dimension (>= 3)
     n_bins: int = K_BINS,  # K, causal visual bins per episode
     missing_language: float = 0.3,  # fraction of episodes without an instruction id
 ) -> Episodes:
-    "Embedded DROID-like episodes with planted gated dynamics; deterministic in (size, seed, latent_dim, n_bins)."
+    """Embedded DROID-like episodes with planted gated dynamics; deterministic in (size, seed,
+    latent_dim, n_bins).
+    """
     if size not in PRESETS:
         raise ValueError(f"size must be one of {sorted(PRESETS)}, got {size!r}")
     if latent_dim < 3:
@@ -236,10 +247,11 @@ def make_episodes(
 
 # %% ../nbs/40_episodes.ipynb #a5baeb3e
 AUDIT_FORMAT = "hoi_audit.episodes/1"  # the format tag in outcome_audit.json
+# the accepted array files, in order of preference
 ARRAY_FILES = (
     "episodes.npz",
     "episodes.parquet",
-)  # the accepted array files, in order of preference
+)
 
 
 def _array_file(folder: Path) -> Path:
@@ -302,7 +314,8 @@ def _read_sidecar(path: Path, column: str) -> pd.DataFrame:
         )
     if df["episode_id"].duplicated().any():
         raise DataError(
-            f"{path}: duplicate episode_id {df['episode_id'][df['episode_id'].duplicated()].iloc[0]!r}"
+            f"{path}: duplicate episode_id "
+            f"{df['episode_id'][df['episode_id'].duplicated()].iloc[0]!r}"
         )
     return df.set_index("episode_id")[column]
 
@@ -382,7 +395,9 @@ def _audit(folder: Path, ep: Episodes) -> dict:
 def pin_episodes(
     folder,  # a folder with episode arrays, split.csv and labels.csv
 ) -> Path:  # the written outcome_audit.json
-    "Validate a folder of episodes and write its `outcome_audit.json` (SHA-256 of the arrays, split and label sidecars)."
+    """Validate a folder of episodes and write its `outcome_audit.json` (SHA-256 of the arrays,
+    split and label sidecars).
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: not a folder of episodes")
@@ -439,14 +454,17 @@ def write_episodes(
 def read_episodes(
     folder,  # a folder written by `write_episodes` or pinned by `pin_episodes`
 ) -> Episodes:
-    "Read a folder of episodes, verifying `outcome_audit.json`'s pins first (`PinMismatch` names the changed file)."
+    """Read a folder of episodes, verifying `outcome_audit.json`'s pins first (`PinMismatch` names
+    the changed file).
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: not a folder of episodes")
     audit_path = folder / "outcome_audit.json"
     if not audit_path.exists():
         raise DataError(
-            f"{audit_path}: file not found; pin the folder's split and labels once with hoi_audit.episodes.pin_episodes"
+            f"{audit_path}: file not found; pin the folder's split and labels once with "
+            "hoi_audit.episodes.pin_episodes"
         )
     audit = read_json(audit_path)
     if (

@@ -24,74 +24,122 @@ def seeded_rng(seed: int, *parts) -> np.random.Generator:
 @dataclass(frozen=True)
 class FeatureSpec:
     "The knobs of synthetic features."
-    dim: int = 16 # feature dimension D (2048 like I3D at full size)
-    latent_dim: int = 16 # dimension of the semantic subspace the signal lives in
-    current_signal: float = 1.0 # scale of the current action's prototype
-    next_signal: float = 0.25 # scale of the next action's cue at the end of a segment (ramps up from 0)
-    anticipation_signal: float = 0.0 # scale of a cue of the next action held at one strength over the whole segment
-    relation_signal: float = 0.0 # scale of a whole-segment cue of the step from the latest action to the next (useless alone)
-    rank_signal: float = 0.0 # scale of a whole-segment cue of the next action's rank among the latest action's successors
-    end_fade: float = 0.0 # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
-    feature_mean: float = 0.0 # scale of a fixed non-negative offset of every dimension, like the positive mean of post-ReLU I3D features
-    confusion: float = 0.0 # probability that an action segment shows its most similar action instead of its own (segment-level recognition errors)
-    equal_norms: bool = False # every prototype (classes, steps, ranks) at norm sqrt(latent_dim): the draw sets their directions only
-    segment_noise: float = 1.1 # per-segment random offset (per latent dimension)
-    frame_noise: float = 2.3 # per-frame, per-dimension noise
-    participant_shift: float = 0.5 # per-participant offset (per latent dimension)
-    camera_shift: float = 0.3 # per-camera offset (per latent dimension)
-    seed: int = 0 # seed of prototypes, embedding and offsets
+
+    dim: int = 16  # feature dimension D (2048 like I3D at full size)
+    latent_dim: int = 16  # dimension of the semantic subspace the signal lives in
+    current_signal: float = 1.0  # scale of the current action's prototype
+    # scale of the next action's cue at the end of a segment (ramps up from 0)
+    next_signal: float = 0.25
+    # scale of a cue of the next action held at one strength over the whole segment
+    anticipation_signal: float = 0.0
+    # scale of a whole-segment cue of the step from the latest action to the next (useless alone)
+    relation_signal: float = 0.0
+    # scale of a whole-segment cue of the next action's rank among the latest action's successors
+    rank_signal: float = 0.0
+    end_fade: float = 0.0  # fraction of each segment, at its end, over which the current action's prototype fades linearly to 0
+    feature_mean: float = 0.0  # scale of a fixed non-negative offset of every dimension, like the positive mean of post-ReLU I3D features
+    confusion: float = 0.0  # probability that an action segment shows its most similar action instead of its own (segment-level recognition errors)
+    equal_norms: bool = False  # every prototype (classes, steps, ranks) at norm sqrt(latent_dim): the draw sets their directions only
+    segment_noise: float = 1.1  # per-segment random offset (per latent dimension)
+    frame_noise: float = 2.3  # per-frame, per-dimension noise
+    participant_shift: float = 0.5  # per-participant offset (per latent dimension)
+    camera_shift: float = 0.3  # per-camera offset (per latent dimension)
+    seed: int = 0  # seed of prototypes, embedding and offsets
 
     def __post_init__(self):
-        if self.dim < self.latent_dim or self.latent_dim < 1: raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
-        for k in ("current_signal", "next_signal", "anticipation_signal", "relation_signal", "rank_signal", "segment_noise", "frame_noise", "participant_shift", "camera_shift", "feature_mean"):
-            if getattr(self, k) < 0: raise ValueError(f"FeatureSpec.{k} must be non-negative")
-        if not 0 <= self.end_fade < 1: raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
-        if not 0 <= self.confusion <= 1: raise ValueError(f"FeatureSpec.confusion must be in [0, 1], got {self.confusion}")
-        if self.equal_norms not in (0, 1): raise ValueError(f"FeatureSpec.equal_norms must be True or False, got {self.equal_norms!r}")
-        object.__setattr__(self, "equal_norms", bool(self.equal_norms))  # 1 / 1.0 (a command line's value) is True: one config, one hash
+        if self.dim < self.latent_dim or self.latent_dim < 1:
+            raise ValueError(f"need 1 <= latent_dim <= dim, got {self.latent_dim}, {self.dim}")
+        for k in (
+            "current_signal",
+            "next_signal",
+            "anticipation_signal",
+            "relation_signal",
+            "rank_signal",
+            "segment_noise",
+            "frame_noise",
+            "participant_shift",
+            "camera_shift",
+            "feature_mean",
+        ):
+            if getattr(self, k) < 0:
+                raise ValueError(f"FeatureSpec.{k} must be non-negative")
+        if not 0 <= self.end_fade < 1:
+            raise ValueError(f"FeatureSpec.end_fade must be in [0, 1), got {self.end_fade}")
+        if not 0 <= self.confusion <= 1:
+            raise ValueError(f"FeatureSpec.confusion must be in [0, 1], got {self.confusion}")
+        if self.equal_norms not in (0, 1):
+            raise ValueError(
+                f"FeatureSpec.equal_norms must be True or False, got {self.equal_norms!r}"
+            )
+        # 1 / 1.0 (a command line's value) is True: one config, one hash
+        object.__setattr__(self, "equal_norms", bool(self.equal_norms))
 
-    def _draw(self, kind:str, n:int) -> np.ndarray:
-        "n standard normal prototypes of `kind` in the latent space; with `equal_norms`, each scaled to norm sqrt(latent_dim)."
+    def _draw(self, kind: str, n: int) -> np.ndarray:
+        """n standard normal prototypes of `kind` in the latent space; with `equal_norms`, each
+        scaled to norm sqrt(latent_dim).
+        """
         p = seeded_rng(self.seed, kind, n, self.latent_dim).standard_normal((n, self.latent_dim))
-        return p * (np.sqrt(self.latent_dim) / np.linalg.norm(p, axis=1, keepdims=True)) if self.equal_norms else p
+        return (
+            p * (np.sqrt(self.latent_dim) / np.linalg.norm(p, axis=1, keepdims=True))
+            if self.equal_norms
+            else p
+        )
 
-    def prototypes(self, n_classes:int) -> np.ndarray:
+    def prototypes(self, n_classes: int) -> np.ndarray:
         "Class prototypes in the latent space (n_classes x latent_dim)."
         return self._draw("prototypes", n_classes)
 
-    def relations(self, n_classes:int) -> np.ndarray:
-        "Prototypes of the steps (next - latest) mod n_classes in the latent space (n_classes x latent_dim), apart from the classes'."
+    def relations(self, n_classes: int) -> np.ndarray:
+        """Prototypes of the steps (next - latest) mod n_classes in the latent space (n_classes x
+        latent_dim), apart from the classes'.
+        """
         return self._draw("relations", n_classes)
 
-    def ranks(self, n_classes:int) -> np.ndarray:
-        "Prototypes of the successor ranks 0 .. n_classes - 1 in the latent space (n_classes x latent_dim)."
+    def ranks(self, n_classes: int) -> np.ndarray:
+        """Prototypes of the successor ranks 0 .. n_classes - 1 in the latent space (n_classes x
+        latent_dim).
+        """
         return self._draw("ranks", n_classes)
 
-    def confusable(self, n_classes:int, background:Iterable=()) -> dict:
-        "Each action's most similar other action (nearest prototype; background classes are neither): what a confused segment shows."
+    def confusable(self, n_classes: int, background: Iterable = ()) -> dict:
+        """Each action's most similar other action (nearest prototype; background classes are
+        neither): what a confused segment shows.
+        """
         mu, bg = self.prototypes(n_classes), set(int(b) for b in background)
         acts = np.array([c for c in range(n_classes) if c not in bg], dtype=int)
-        if len(acts) < 2: return {}
+        if len(acts) < 2:
+            return {}
         d = ((mu[acts][:, None] - mu[acts][None]) ** 2).sum(-1)
         np.fill_diagonal(d, np.inf)
-        return {int(a): int(acts[j]) for a, j in zip(acts, d.argmin(1))}  # ties: the smaller class id (argmin's first)
+        # ties: the smaller class id (argmin's first)
+        return {int(a): int(acts[j]) for a, j in zip(acts, d.argmin(1))}
 
     def embedding(self) -> np.ndarray:
         "The latent -> feature map (latent_dim x dim), orthonormal rows."
-        q, _ = np.linalg.qr(seeded_rng(self.seed, "embedding", self.latent_dim, self.dim).standard_normal((self.dim, self.latent_dim)))
+        q, _ = np.linalg.qr(
+            seeded_rng(self.seed, "embedding", self.latent_dim, self.dim).standard_normal(
+                (self.dim, self.latent_dim)
+            )
+        )
         return q.T
 
     def mean_offset(self) -> np.ndarray:
-        "The offset every frame carries (dim,): `feature_mean` times a fixed half-normal draw per dimension (mean 0.8 at scale 1)."
-        return self.feature_mean * np.abs(seeded_rng(self.seed, "feature mean", self.dim).standard_normal(self.dim))
+        """The offset every frame carries (dim,): `feature_mean` times a fixed half-normal draw per
+        dimension (mean 0.8 at scale 1).
+        """
+        return self.feature_mean * np.abs(
+            seeded_rng(self.seed, "feature mean", self.dim).standard_normal(self.dim)
+        )
 
-    def offset(self, kind:str, name) -> np.ndarray:
+    def offset(self, kind: str, name) -> np.ndarray:
         "The latent offset of a participant or camera (unit scale)."
         return seeded_rng(self.seed, kind, name, self.latent_dim).standard_normal(self.latent_dim)
 
 # %% ../nbs/12a_features.ipynb #a606adc7
 def _fade(n: int, end_fade: float) -> np.ndarray:
-    "Weights of the current action over a segment of n frames: 1, then a linear fade to 0 over its last `end_fade` fraction."
+    """Weights of the current action over a segment of n frames: 1, then a linear fade to 0 over its
+    last `end_fade` fraction.
+    """
     w, k = np.ones(n), int(round(end_fade * n))
     if k > 0:
         w[n - k :] = np.arange(k - 1, -1, -1) / k
@@ -99,9 +147,12 @@ def _fade(n: int, end_fade: float) -> np.ndarray:
 
 # %% ../nbs/12a_features.ipynb #7532c61d
 def successor_ranks(
-    transitions: Iterable,  # (latest class id, next class id, weight) triples; repeated pairs add up
+    # (latest class id, next class id, weight) triples; repeated pairs add up
+    transitions: Iterable,
 ) -> dict:  # (latest, next) -> rank of next among latest's successors (0: the heaviest)
-    "Rank every successor of every action by its summed weight, heaviest first (ties: the smaller class id first)."
+    """Rank every successor of every action by its summed weight, heaviest first (ties: the smaller
+    class id first).
+    """
     weight = {}
     for a, b, w in transitions:
         weight[int(a), int(b)] = weight.get((int(a), int(b)), 0.0) + float(w)
@@ -116,7 +167,9 @@ def _next_and_latest(
     segs: np.ndarray,  # `segments_of` a video's labels
     background: set,  # background class ids
 ) -> tuple[list, list]:  # per segment: next action (None: none), latest action (None: none yet)
-    "Per segment, the next non-background action after it, and the latest non-background action begun by it (a history's last item there)."
+    """Per segment, the next non-background action after it, and the latest non-background action
+    begun by it (a history's last item there).
+    """
     next_action, upcoming = [None] * len(segs), None
     for i in range(len(segs) - 1, -1, -1):
         next_action[i] = upcoming
@@ -137,7 +190,9 @@ def _shown(
     background: set,  # background class ids (never confused)
     video_seed: str,  # the video's seed name
 ) -> np.ndarray:  # per segment, the class whose prototype it shows
-    "The action each segment shows: its own, or (`spec.confusion`) its most similar one, drawn apart from the video's noise (the segments not confused are unchanged)."
+    """The action each segment shows: its own, or (`spec.confusion`) its most similar one, drawn
+    apart from the video's noise (the segments not confused are unchanged).
+    """
     shown = segs[:, 2].copy()
     if spec.confusion > 0:
         partner = spec.confusable(n_classes, background)
@@ -155,10 +210,13 @@ def _latent(
     *,
     background: set,  # background class ids
     ranks: dict | None,  # `successor_ranks` (when spec.rank_signal > 0)
-    rng: np.random.Generator,  # the video's noise (one segment offset drawn per segment, in order)
+    # the video's noise (one segment offset drawn per segment, in order)
+    rng: np.random.Generator,
     video_seed: str,  # the video's seed name (errors, confusion)
 ) -> np.ndarray:  # T x latent_dim
-    "A video's latent path: per segment its shown action's prototype (faded at its end) plus its offset, and the next action's cues."
+    """A video's latent path: per segment its shown action's prototype (faded at its end) plus its
+    offset, and the next action's cues.
+    """
     mu, segs = spec.prototypes(n_classes), segments_of(labels)
     next_action, latest = _next_and_latest(segs, background)
     rel = spec.relations(n_classes) if spec.relation_signal > 0 else None
@@ -200,26 +258,36 @@ def synthesize_features(
     camera=None,  # camera id (None: no camera offset)
     video_seed: str = "",  # the video's own seed name (its noise)
     dtype="float32",  # float32, or float16 to halve the disk
-    ranks: dict | None = None,  # `successor_ranks` of the grammar (needed when spec.rank_signal > 0)
+    # `successor_ranks` of the grammar (needed when spec.rank_signal > 0)
+    ranks: dict | None = None,
 ) -> np.ndarray:  # D x T, like the public I3D files
-    "Features of one video: prototypes of the current action, a ramped cue of the next one, noise and offsets."
+    """Features of one video: prototypes of the current action, a ramped cue of the next one, noise
+    and offsets.
+    """
     labels = np.asarray(labels, dtype=np.int64)
     if labels.ndim != 1 or labels.size == 0:
         raise DataError(f"video {video_seed!r}: labels must be a non-empty 1-D array")
     if labels.min() < 0 or labels.max() >= n_classes:
         raise DataError(f"video {video_seed!r}: label ids outside [0, {n_classes})")
     if spec.rank_signal > 0 and ranks is None:
-        raise DataError(f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)")
+        raise DataError(
+            f"video {video_seed!r}: rank_signal needs the successor ranks of the grammar (ranks=)"
+        )
     rng = seeded_rng(spec.seed, "video", video_seed)
     background = set(int(b) for b in background)
-    z = _latent(labels, spec, n_classes, background=background, ranks=ranks, rng=rng, video_seed=video_seed)
+    z = _latent(
+        labels, spec, n_classes, background=background, ranks=ranks, rng=rng, video_seed=video_seed
+    )
     if participant is not None:
         z += spec.participant_shift * spec.offset("participant", participant)
     if camera is not None:
         z += spec.camera_shift * spec.offset("camera", camera)
-    x = rng.standard_normal((spec.dim, labels.size), dtype=np.float32)  # after the segments' noise, from the same stream
+    # after the segments' noise, from the same stream
+    x = rng.standard_normal((spec.dim, labels.size), dtype=np.float32)
     x *= np.float32(spec.frame_noise)
     x += (spec.embedding().T @ z.T).astype(np.float32)
-    if spec.feature_mean > 0:  # drawn apart from the video's noise: the other knobs' features are unchanged
+    if (
+        spec.feature_mean > 0
+    ):  # drawn apart from the video's noise: the other knobs' features are unchanged
         x += spec.mean_offset().astype(np.float32)[:, None]
     return x.astype(dtype, copy=False)

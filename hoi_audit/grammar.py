@@ -27,9 +27,13 @@ class Seq:
 # %% ../nbs/11_grammar.ipynb #7aab8f1e
 @dataclass(frozen=True)
 class AnyOrder:
-    "Run `parts` in a random order, each part contiguous; the order is drawn part by part, proportional to `weights`."
+    """Run `parts` in a random order, each part contiguous; the order is drawn part by part,
+    proportional to `weights`.
+    """
+
     parts: tuple
-    weights: tuple|None = None # relative preference of each part to come next (uniform when None)
+    # relative preference of each part to come next (uniform when None)
+    weights: tuple | None = None
 
 # %% ../nbs/11_grammar.ipynb #1d82fa23
 @dataclass(frozen=True)
@@ -85,7 +89,8 @@ def _check_node(node, where: str):
             )
         if len(node.parts) > 7:
             raise DataError(
-                f"{where}: any_order of {len(node.parts)} parts is too large to enumerate (at most 7)"
+                f"{where}: any_order of {len(node.parts)} parts is too large to enumerate "
+                "(at most 7)"
             )
         for i, p in enumerate(node.parts):
             _check_node(p, f"{where}.any_order[{i}]")
@@ -236,7 +241,8 @@ class Grammar:
                 )
             if any(a == b for a, b in zip(transcript, transcript[1:])):
                 raise DataError(
-                    f"task {task!r}: transcript {transcript} repeats an action back to back (the segments would merge)"
+                    f"task {task!r}: transcript {transcript} repeats an action back to back "
+                    "(the segments would merge)"
                 )
 
     @property
@@ -255,7 +261,9 @@ class Grammar:
         raise DataError(f"grammar: no task {name!r}; tasks are {[t.name for t in self.tasks]}")
 
     def distribution(self) -> list:
-        "The exact joint distribution: a list of (task name, transcript, probability), deterministic order."
+        """The exact joint distribution: a list of (task name, transcript, probability),
+        deterministic order.
+        """
         if "_dist" not in self.__dict__:
             rows = []
             for t in self.tasks:
@@ -360,7 +368,9 @@ def query_weights(
     predictor: str,  # one of PREDICTORS
     include_first: bool,  # is the first action (empty history) a query?
 ) -> dict:
-    "W[input][target]: the expected number of queries per video with that predictor input and target."
+    """W[input][target]: the expected number of queries per video with that predictor input and
+    target.
+    """
     W = defaultdict(lambda: defaultdict(float))
     for task, transcript, p in _as_grammar(source).distribution():
         for history, target in transcript_queries(transcript, include_first):
@@ -386,7 +396,9 @@ def bayes_table(
     source,  # a Grammar, or a preset or SyntheticDataset (its .grammar)
     top_k: Sequence = (1, 5),  # the k of Act@k
 ) -> pd.DataFrame:
-    "Exact Bayes Act@k of every predictor, with and without the first query: tidy (predictor, include_first, top_k, value)."
+    """Exact Bayes Act@k of every predictor, with and without the first query: tidy (predictor,
+    include_first, top_k, value).
+    """
     rows = []
     for include_first in (False, True):
         for predictor in PREDICTORS:

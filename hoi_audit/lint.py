@@ -21,16 +21,22 @@ __all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
-    "window-anchor": "observation windows must end at least `gap` s before the action's start, placed relative to the start",
-    "class-filter": "evaluation actions must not be dropped because their verb class is unseen in training (report seen-class metrics separately)",
-    "noun-filter": "evaluation actions must not be dropped because their noun class is unseen in training (report seen-class metrics separately)",
-    "pair-filter": "evaluation actions must not be dropped because their (verb, noun) pair is unseen in training while both classes are seen",
+    "window-anchor": "observation windows must end at least `gap` s before the action's start, "
+    "placed relative to the start",
+    "class-filter": "evaluation actions must not be dropped because their verb class is unseen "
+    "in training (report seen-class metrics separately)",
+    "noun-filter": "evaluation actions must not be dropped because their noun class is unseen "
+    "in training (report seen-class metrics separately)",
+    "pair-filter": "evaluation actions must not be dropped because their (verb, noun) pair is "
+    "unseen in training while both classes are seen",
     "dropped-without-record": "every evaluation action is scored or listed, with a reason, in the exclusion record",
     "selection-on-reported-split": "checkpoints must not be selected on the split that is reported",
     "unknown-id": "scored and windowed narration ids must exist in the annotations",
     "missing-window": "every scored action has an observation window",
-    "degenerate-window": "every window has readable times, ends after it starts, and is the action's only one (other windows are listed, not used)",
-    "padded-window": "a window does not start before its video (a negative start): the frames before 0 s are padding, not the video",
+    "degenerate-window": "every window has readable times, ends after it starts, and is the "
+    "action's only one (other windows are listed, not used)",
+    "padded-window": "a window does not start before its video (a negative start): the frames "
+    "before 0 s are padding, not the video",
 }
 
 # %% ../nbs/46_lint.ipynb #15382e02
@@ -43,16 +49,27 @@ def _seconds(value, where: str) -> float:
 # %% ../nbs/46_lint.ipynb #e2d24506
 def read_windows(path, # CSV: narration_id, window_start, window_end (seconds or HH:MM:SS.ss)
                 ) -> pd.DataFrame: # narration_id, window_start, window_end (seconds; NaN where a time cannot be read)
-    "The observation windows a protocol used, every row kept: a bad row is a finding of `check_window_rows`, never an abort."
+    """The observation windows a protocol used, every row kept: a bad row is a finding of
+    `check_window_rows`, never an abort.
+    """
     path = Path(path)
-    if not path.is_file(): raise DataError(f"{path}: windows CSV not found")
+    if not path.is_file():
+        raise DataError(f"{path}: windows CSV not found")
     df = pd.read_csv(path, dtype={"narration_id": str, "window_start": str, "window_end": str})
     missing = [c for c in ("narration_id", "window_start", "window_end") if c not in df.columns]
-    if missing: raise DataError(f"{path}: missing column(s) {missing} (expected narration_id, window_start, window_end)")
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {missing} (expected narration_id, window_start, window_end)"
+        )
+
     def seconds(v):
-        try: return _seconds(v, str(path))
-        except DataError: return float("nan")
-    for col in ("window_start", "window_end"): df[col] = [seconds(v) for v in df[col]]
+        try:
+            return _seconds(v, str(path))
+        except DataError:
+            return float("nan")
+
+    for col in ("window_start", "window_end"):
+        df[col] = [seconds(v) for v in df[col]]
     return df[["narration_id", "window_start", "window_end"]]
 
 # %% ../nbs/46_lint.ipynb #13f000ed
@@ -82,7 +99,9 @@ def read_ids(
 
 # %% ../nbs/46_lint.ipynb #1cb0da25
 def read_exclusions(path) -> dict:
-    "narration_id -> reason, from a CSV (narration_id, reason) or the JSON record of `hoi-audit extract`."
+    """narration_id -> reason, from a CSV (narration_id, reason) or the JSON record of `hoi-audit
+    extract`.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: exclusion record not found")
@@ -109,7 +128,8 @@ def read_training_log(path) -> pd.DataFrame:
     missing = [c for c in ("checkpoint", "split", "metric", "value") if c not in df.columns]
     if missing:
         raise DataError(
-            f"{path}: training log is missing column(s) {missing} (checkpoint, split, metric, value)"
+            f"{path}: training log is missing column(s) {missing} (checkpoint, split, "
+            "metric, value)"
         )
     return df
 
@@ -150,17 +170,21 @@ def check_window_rows(
             _finding(
                 "padded-window",
                 windows.narration_id[padded],
-                f"{int(padded.sum())} window(s) start before their video "
-                f"(earliest {float(windows.window_start[padded].min()):.3f} s): the frames before 0 s are padding",
+                f"{int(padded.sum())} window(s) start before their video (earliest "
+                f"{float(windows.window_start[padded].min()):.3f} s): the frames before 0 s are "
+                "padding",
             )
         )
     return out, windows[~bad].reset_index(drop=True)
 
 # %% ../nbs/46_lint.ipynb #4f47236d
 def annotation_fps(
-    annotations: pd.DataFrame,  # from epic.read_narrations (start_frame and start_s, when the CSV has them)
+    # from epic.read_narrations (start_frame and start_s, when the CSV has them)
+    annotations: pd.DataFrame,
 ) -> float | None:  # frames per second, None when the CSV has no frame numbers
-    "The benchmark's frame rate, from its annotations' frame numbers and timestamps (the median over actions that start after 0 s)."
+    """The benchmark's frame rate, from its annotations' frame numbers and timestamps (the median
+    over actions that start after 0 s).
+    """
     if "start_frame" not in annotations.columns:
         return None
     frames, seconds = pd.to_numeric(annotations.start_frame, errors="coerce"), annotations.start_s
@@ -296,9 +320,12 @@ def check_scored_set(
     *,
     train_classes=None,  # verb classes that occur in training (None: unknown)
     train_nouns=None,  # noun classes that occur in training (None: unknown)
-    train_pairs=None,  # (verb_class, noun_class) pairs that occur in training (None: unknown)
+    # (verb_class, noun_class) pairs that occur in training (None: unknown)
+    train_pairs=None,
 ) -> list[dict]:
-    "`class-filter` (verbs), `noun-filter`, `pair-filter`, `dropped-without-record` and the scored ids' `unknown-id` findings."
+    """`class-filter` (verbs), `noun-filter`, `pair-filter`, `dropped-without-record` and the scored
+    ids' `unknown-id` findings.
+    """
     out, excluded = [], dict(excluded or {})
     known = set(annotations.narration_id)
     unknown = sorted(set(scored) - known)
@@ -333,8 +360,8 @@ def check_scored_set(
             _finding(
                 "dropped-without-record",
                 gone.narration_id,
-                f"{len(gone)} annotated action(s) are neither scored nor listed in the exclusion record"
-                + ("" if excluded else " (no exclusion record was given)"),
+                f"{len(gone)} annotated action(s) are neither scored nor listed in the "
+                "exclusion record" + ("" if excluded else " (no exclusion record was given)"),
             )
         )
     return out
@@ -368,8 +395,9 @@ def check_selection(
         _finding(
             "selection-on-reported-split",
             scored,
-            f"the training log selects checkpoints on {reported_split!r} "
-            f"(evaluated at {n} checkpoints), the split that is reported: all {len(scored)} scored actions are affected",
+            f"the training log selects checkpoints on {reported_split!r} (evaluated at {n} "
+            f"checkpoints), the split that is reported: all {len(scored)} scored actions are "
+            "affected",
         )
     ]
 
@@ -382,7 +410,8 @@ class LintReport:
     inputs: dict = field(default_factory=dict)  # input name -> SHA-256
     n_annotated: int = 0
     n_scored: int = 0
-    protocol: dict | None = None  # the published protocol the inputs were built from (`published.lint_published`)
+    # the published protocol the inputs were built from (`published.lint_published`)
+    protocol: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -407,27 +436,47 @@ class LintReport:
         }
 
 # %% ../nbs/46_lint.ipynb #075e4936
-def lint_frames(ann:pd.DataFrame, # the evaluated split: narration_id, start_s, stop_s, verb_class, noun_class
-                windows:pd.DataFrame, # narration_id, window_start, window_end (every row: `check_window_rows` sorts them)
-                ids:list, # the scored narration ids
-                *,
-                train:pd.DataFrame|None=None, # the training split (verb_class, noun_class): tells a class filter from other drops
-                excluded:dict|None=None, # narration_id -> reason
-                log:pd.DataFrame|None=None, # checkpoint, split, metric, value [, selection_split]
-                reported_split:str|None=None, # the split the scores are reported on (needed with a log)
-                gap:float=1.0, # the anticipation gap, seconds
-                fps:float|None=None, # the benchmark's frame rate (the window tolerance is one frame); None: 1 ms
-               ) -> LintReport:
-    "Every rule in `RULES` on inputs already read: what `lint_protocol` runs on files and `published.lint_published` on the windows it builds."
-    train_filters = {} if train is None else {"train_classes": set(train.verb_class), "train_nouns": set(train.noun_class),
-                                              "train_pairs": set(zip(train.verb_class, train.noun_class))}
+def lint_frames(
+    # the evaluated split: narration_id, start_s, stop_s, verb_class, noun_class
+    ann: pd.DataFrame,
+    # narration_id, window_start, window_end (every row: `check_window_rows` sorts them)
+    windows: pd.DataFrame,
+    ids: list,  # the scored narration ids
+    *,
+    # the training split (verb_class, noun_class): tells a class filter from other drops
+    train: pd.DataFrame | None = None,
+    excluded: dict | None = None,  # narration_id -> reason
+    log: pd.DataFrame | None = None,  # checkpoint, split, metric, value [, selection_split]
+    # the split the scores are reported on (needed with a log)
+    reported_split: str | None = None,
+    gap: float = 1.0,  # the anticipation gap, seconds
+    # the benchmark's frame rate (the window tolerance is one frame); None: 1 ms
+    fps: float | None = None,
+) -> LintReport:
+    """Every rule in `RULES` on inputs already read: what `lint_protocol` runs on files and
+    `published.lint_published` on the windows it builds.
+    """
+    train_filters = (
+        {}
+        if train is None
+        else {
+            "train_classes": set(train.verb_class),
+            "train_nouns": set(train.noun_class),
+            "train_pairs": set(zip(train.verb_class, train.noun_class)),
+        }
+    )
     row_findings, usable = check_window_rows(windows)
-    found = (row_findings + check_windows(ann, usable, ids, gap=gap, fps=fps)
-             + check_scored_set(ann, ids, excluded, **train_filters)
-             + check_selection(log, reported_split, ids))
+    found = (
+        row_findings
+        + check_windows(ann, usable, ids, gap=gap, fps=fps)
+        + check_scored_set(ann, ids, excluded, **train_filters)
+        + check_selection(log, reported_split, ids)
+    )
     order = list(RULES)
     findings = pd.DataFrame(found, columns=["rule", "n_actions", "narration_ids", "message"])
-    findings = findings.sort_values("rule", key=lambda r: r.map(order.index), kind="stable").reset_index(drop=True)
+    findings = findings.sort_values(
+        "rule", key=lambda r: r.map(order.index), kind="stable"
+    ).reset_index(drop=True)
     return LintReport(findings, {}, len(ann), len(ids))
 
 # %% ../nbs/46_lint.ipynb #e44bcb36
@@ -435,22 +484,43 @@ def lint_protocol(annotations, # the evaluated split's EPIC-100-style CSV
                   windows, # CSV of narration_id, window_start, window_end
                   scored, # file of scored narration ids
                   *,
-                  train_annotations=None, # the training split's CSV (tells a class filter from other drops)
-                  excluded=None, # exclusion record: CSV (narration_id, reason) or `hoi-audit extract` JSON
-                  training_log=None, # CSV: checkpoint, split, metric, value [, selection_split]
-                  reported_split:str|None=None, # the split the scores are reported on (needed with a training log)
+                  # the training split's CSV (tells a class filter from other drops)
+                  train_annotations=None,
+                  # exclusion record: CSV (narration_id, reason) or `hoi-audit extract` JSON
+                  excluded=None,
+                  # CSV: checkpoint, split, metric, value [, selection_split]
+                  training_log=None,
+                  # the split the scores are reported on (needed with a training log)
+                  reported_split:str|None=None,
                   gap:float=1.0, # the anticipation gap, seconds
                   fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame); None: from the annotations' frames
                  ) -> LintReport:
     "Check a user's anticipation protocol against every rule in `RULES`."
     ann = read_narrations(annotations)
     train = None if train_annotations is None else read_narrations(train_annotations)
-    report = lint_frames(ann, read_windows(windows), read_ids(scored), train=train,
-                         excluded=None if excluded is None else read_exclusions(excluded),
-                         log=None if training_log is None else read_training_log(training_log),
-                         reported_split=reported_split, gap=gap, fps=fps or annotation_fps(ann))
-    report.inputs = {k: sha256_file(v) for k, v in (("annotations", annotations), ("windows", windows), ("scored", scored),
-                     ("train_annotations", train_annotations), ("excluded", excluded), ("training_log", training_log)) if v is not None}
+    report = lint_frames(
+        ann,
+        read_windows(windows),
+        read_ids(scored),
+        train=train,
+        excluded=None if excluded is None else read_exclusions(excluded),
+        log=None if training_log is None else read_training_log(training_log),
+        reported_split=reported_split,
+        gap=gap,
+        fps=fps or annotation_fps(ann),
+    )
+    report.inputs = {
+        k: sha256_file(v)
+        for k, v in (
+            ("annotations", annotations),
+            ("windows", windows),
+            ("scored", scored),
+            ("train_annotations", train_annotations),
+            ("excluded", excluded),
+            ("training_log", training_log),
+        )
+        if v is not None
+    }
     return report
 
 # %% ../nbs/46_lint.ipynb #a9bd26bc
@@ -467,7 +537,9 @@ def _timestamp(s: float) -> str:
 
 # %% ../nbs/46_lint.ipynb #2bd1ee6e
 def _example_annotations(rng, prefix: str, n: int, *, classes) -> pd.DataFrame:
-    "`n` EPIC-100 rows of one-verb actions cycling through `classes`, with random durations and pauses, ids prefixed by `prefix`."
+    """`n` EPIC-100 rows of one-verb actions cycling through `classes`, with random durations and
+    pauses, ids prefixed by `prefix`.
+    """
     rows, t = [], 8.0
     for i in range(n):
         dur = float(rng.choice([0.5, 1.5, 3.0, 6.0]))
@@ -598,7 +670,9 @@ def write_lint_report(
     report: LintReport,  # from lint_protocol or published.lint_published
     paths: CommandOutput,  # where the command writes
 ) -> int:  # the exit status: 0 clean, 1 findings
-    "Print each finding (rule, number of actions, the first ids, why), write the report JSON and say where."
+    """Print each finding (rule, number of actions, the first ids, why), write the report JSON and
+    say where.
+    """
     print(
         f"{report.n_annotated} annotated actions, {report.n_scored} scored: "
         + ("no findings" if report.ok else f"{len(report.findings)} finding(s)")
@@ -606,8 +680,9 @@ def write_lint_report(
     for f in report.findings.to_dict("records"):
         more = f" (+{f['n_actions'] - 5} more)" if f["n_actions"] > 5 else ""
         print(
-            f"  [{f['rule']}] {f['n_actions']} action(s): {', '.join(f['narration_ids'][:5])}{more}\n    {f['message']}\n"
-            f"    rule: {RULES[f['rule']]}"
+            f"  [{f['rule']}] {f['n_actions']} action(s): "
+            f"{', '.join(f['narration_ids'][:5])}{more}\n    {f['message']}\n    rule: "
+            f"{RULES[f['rule']]}"
         )
     paths.wrote(write_json(paths.results, report.to_dict()))
     paths.report()
@@ -617,17 +692,33 @@ def write_lint_report(
 def lint_command(*,
                  annotations:str, # the evaluated split's EPIC-100-style annotation CSV
                  windows:str, # CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
-                 scored:str, # the scored narration ids: one per line, or a CSV with narration_id
-                 train_annotations:str|None=None, # the training split's annotation CSV (tells a class filter from other drops)
-                 excluded:str|None=None, # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
-                 training_log:str|None=None, # CSV checkpoint,split,metric,value[,selection_split]
-                 reported_split:str|None=None, # the split the scores are reported on (with --training-log)
+                 # the scored narration ids: one per line, or a CSV with narration_id
+                 scored:str,
+                 # the training split's annotation CSV (tells a class filter from other drops)
+                 train_annotations:str|None=None,
+                 # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
+                 excluded:str|None=None,
+                 # CSV checkpoint,split,metric,value[,selection_split]
+                 training_log:str|None=None,
+                 # the split the scores are reported on (with --training-log)
+                 reported_split:str|None=None,
                  gap:float=1.0, # the anticipation gap in seconds (default 1, the seed's)
                  fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame; default: from the annotations' frames and timestamps)
                  out:str, # FILE.json, or DIR (DIR/results/lint.json)
                 ) -> int: # the exit status: 0 clean, 1 findings
-    "check a user's anticipation protocol: window anchoring, class filtering, unrecorded drops, model selection on the reported split"
+    """check a user's anticipation protocol: window anchoring, class filtering, unrecorded drops,
+    model selection on the reported split
+    """
     paths = CommandOutput.parse(out, "lint")
-    report = lint_protocol(annotations, windows, scored, train_annotations=train_annotations,
-                           excluded=excluded, training_log=training_log, reported_split=reported_split, gap=gap, fps=fps)
+    report = lint_protocol(
+        annotations,
+        windows,
+        scored,
+        train_annotations=train_annotations,
+        excluded=excluded,
+        training_log=training_log,
+        reported_split=reported_split,
+        gap=gap,
+        fps=fps,
+    )
     return write_lint_report(report, paths)

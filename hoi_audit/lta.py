@@ -48,10 +48,12 @@ def observed_end(
     return int(observe * n_frames)
 
 # %% ../nbs/22_lta.ipynb #799fc33a
+# reference: int((alpha + beta) n), as the reference's files; split: int(alpha n) + int(beta n), as
+# queries.lta_split
 HORIZON_CONVENTIONS = (
     "reference",
     "split",
-)  # reference: int((alpha + beta) n), as the reference's files; split: int(alpha n) + int(beta n), as queries.lta_split
+)
 
 
 def horizon_end(
@@ -75,12 +77,15 @@ def horizon_end(
 # %% ../nbs/22_lta.ipynb #8f5e3a1a
 def class_counts(
     truth: np.ndarray,  # GT class id per frame of the whole video
-    prediction: np.ndarray,  # predicted class id per frame, from frame 0 (observed part included); may be shorter
+    # predicted class id per frame, from frame 0 (observed part included); may be shorter
+    prediction: np.ndarray,
     start: int,  # first scored frame (the observation cut)
     end: int,  # frame after the last scored one
     n_classes: int,  # size of the class list
 ) -> np.ndarray:  # (2, n_classes) int64: correct and total frames per GT class
-    "Per-class correct and total frame counts over `[start, min(end, len(prediction), len(truth)))`, as the reference's eval_file."
+    """Per-class correct and total frame counts over `[start, min(end, len(prediction),
+    len(truth)))`, as the reference's eval_file.
+    """
     truth, prediction = np.asarray(truth, dtype=np.int64), np.asarray(prediction, dtype=np.int64)
     end = min(int(end), len(truth), len(prediction))
     t, p = truth[int(start) : end], prediction[int(start) : end]
@@ -122,7 +127,9 @@ def read_prediction_file(
     path,  # a prediction file
     class_id: dict,  # class name -> id
 ) -> np.ndarray:  # class id per frame
-    "Read one prediction file; a missing header or an unknown class name is an error naming the file."
+    """Read one prediction file; a missing header or an unknown class name is an error naming the
+    file.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: prediction file not found")
@@ -143,16 +150,24 @@ def score_prediction_folder(dataset, # the `ProceduralDataset` whose ground trut
                             observe:float, # the observed fraction the files were made with
                             videos:Sequence[str]|None=None, # the videos to score (None: every file in the folder); a missing file is an error
                            ) -> tuple: # (MoC in percent, (2, n_classes) pooled counts)
-    "Score a prediction folder as the reference does: frames from `int(alpha n)` to the end of each file, counts pooled, MoC."
+    """Score a prediction folder as the reference does: frames from `int(alpha n)` to the end of
+    each file, counts pooled, MoC.
+    """
     folder = Path(folder)
     names = sorted(p.stem for p in folder.glob("*.txt")) if videos is None else list(videos)
-    if not names: raise DataError(f"{folder}: no prediction files (<video>.txt)")
+    if not names:
+        raise DataError(f"{folder}: no prediction files (<video>.txt)")
     class_id = {c: i for i, c in enumerate(dataset.classes)}
     counts = np.zeros((2, len(dataset.classes)), dtype=np.int64)
     for name in names:
         truth = dataset.video(name).labels
-        counts += class_counts(truth, read_prediction_file(folder / f"{name}.txt", class_id), observed_end(len(truth), observe),
-                               len(truth), len(dataset.classes))
+        counts += class_counts(
+            truth,
+            read_prediction_file(folder / f"{name}.txt", class_id),
+            observed_end(len(truth), observe),
+            len(truth),
+            len(dataset.classes),
+        )
     return mean_over_classes(counts), counts
 
 # %% ../nbs/22_lta.ipynb #0b75375f
@@ -190,9 +205,8 @@ def recognized_frame_labels(
     labels, lengths = _runs(window_pred)
     keep = lengths >= min_run
     keep[0] = True
-    smoothed = labels[
-        np.maximum.accumulate(np.where(keep, np.arange(len(keep)), 0))
-    ]  # a flicker takes its last kept predecessor's label
+    # a flicker takes its last kept predecessor's label
+    smoothed = labels[np.maximum.accumulate(np.where(keep, np.arange(len(keep)), 0))]
     per_window = np.repeat(smoothed, lengths)
     frames = np.repeat(per_window, s)[:end]
     if len(frames) < end:
@@ -217,7 +231,8 @@ class LTAConfig:
     epochs: int = 30  # training epochs
     batch_size: int = 32  # transcripts per step
     lr: float = 3e-3  # Adam learning rate
-    random_cuts: int = 8  # random cut frames per training video (the whole transcript covers every segment boundary)
+    # random cut frames per training video (the whole transcript covers every segment boundary)
+    random_cuts: int = 8
     cut_range: tuple = (0.05, 0.8)  # random cuts fall in this fraction of the video
     length_weight: float = 10.0  # weight of the two length losses against the class loss
     max_segments: int = 200  # most segments predicted per video (a guard)
@@ -241,17 +256,27 @@ class LTAConfig:
 
 # %% ../nbs/22_lta.ipynb #d7399ff9
 class SegmentRNN(nn.Module):
-    "GRU over (class, length, unfinished) tokens; at every position: remaining length of that segment, next class, next length."
-    def __init__(self, n_classes:int, hidden:int=64, layers:int=1):
+    """GRU over (class, length, unfinished) tokens; at every position: remaining length of that
+    segment, next class, next length.
+    """
+
+    def __init__(self, n_classes: int, hidden: int = 64, layers: int = 1):
         super().__init__()
         self.n_classes = n_classes
         self.gru = nn.GRU(n_classes + 2, hidden, num_layers=layers, batch_first=True)
-        self.remaining, self.next_class, self.next_length = nn.Linear(hidden, 1), nn.Linear(hidden, n_classes), nn.Linear(hidden, 1)
+        self.remaining, self.next_class, self.next_length = (
+            nn.Linear(hidden, 1),
+            nn.Linear(hidden, n_classes),
+            nn.Linear(hidden, 1),
+        )
 
     def forward(self, tokens:torch.Tensor) -> tuple: # (batch, positions) remaining, (batch, positions, classes) logits, next length
         out, _ = self.gru(tokens)
-        return (nn.functional.softplus(self.remaining(out)).squeeze(-1), self.next_class(out),
-                nn.functional.softplus(self.next_length(out)).squeeze(-1))
+        return (
+            nn.functional.softplus(self.remaining(out)).squeeze(-1),
+            self.next_class(out),
+            nn.functional.softplus(self.next_length(out)).squeeze(-1),
+        )
 
 # %% ../nbs/22_lta.ipynb #e2e6d417
 def transcript_tokens(
@@ -274,21 +299,39 @@ def training_examples(dataset, # a `ProceduralDataset`
                       config:LTAConfig, # random_cuts, cut_range
                       seed:int, # seed of the random cuts
                      ) -> list: # (tokens, remaining, next class or -1, next length) per sequence, one target per position
-    "GT transcripts of the train videos: the whole transcript (every position a boundary cut) and prefixes cut at random frames."
+    """GT transcripts of the train videos: the whole transcript (every position a boundary cut) and
+    prefixes cut at random frames.
+    """
     rng, n_classes, out = np.random.default_rng(seed), len(dataset.classes), []
     for name in videos:
         video = dataset.video(name)
         n, seg = video.n_frames, np.asarray(video.segments)
-        lo, hi = max(int(config.cut_range[0] * n), 1), max(int(config.cut_range[1] * n), int(config.cut_range[0] * n) + 2)
-        cuts = sorted(set(rng.integers(lo, hi, size=config.random_cuts).tolist()) - set(int(x) for x in seg[:, 0])) + [n]
+        lo, hi = (
+            max(int(config.cut_range[0] * n), 1),
+            max(int(config.cut_range[1] * n), int(config.cut_range[0] * n) + 2),
+        )
+        cuts = sorted(
+            set(rng.integers(lo, hi, size=config.random_cuts).tolist())
+            - set(int(x) for x in seg[:, 0])
+        ) + [n]
         nxt_class, nxt_len = np.r_[seg[1:, 2], -1], np.r_[seg[1:, 1] - seg[1:, 0], 0] / n
         for cut in cuts:
-            last = int(np.searchsorted(seg[:, 1], cut, side="left"))           # the segment holding frame cut - 1
+            # the segment holding frame cut - 1
+            last = int(np.searchsorted(seg[:, 1], cut, side="left"))
             k = last + 1
             lengths = (np.minimum(seg[:k, 1], cut) - seg[:k, 0]) / n
-            remaining = np.zeros(k); remaining[-1] = (seg[last, 1] - cut) / n
-            out.append((transcript_tokens(seg[:k, 2], lengths, n_classes, unfinished=cut < seg[last, 1]), remaining,
-                        nxt_class[:k].astype(np.int64), nxt_len[:k]))
+            remaining = np.zeros(k)
+            remaining[-1] = (seg[last, 1] - cut) / n
+            out.append(
+                (
+                    transcript_tokens(
+                        seg[:k, 2], lengths, n_classes, unfinished=cut < seg[last, 1]
+                    ),
+                    remaining,
+                    nxt_class[:k].astype(np.int64),
+                    nxt_len[:k],
+                )
+            )
     return out
 
 # %% ../nbs/22_lta.ipynb #442ec92f
@@ -314,20 +357,22 @@ def _batch(examples: list) -> tuple:
 
 # %% ../nbs/22_lta.ipynb #5580490a
 def fit_lta_model(
-    dataset,  # a `ProceduralDataset` (labels are enough: the model reads transcripts, never features)
+    # a `ProceduralDataset` (labels are enough: the model reads transcripts, never features)
+    dataset,
     videos: Sequence[str],  # the split's train videos
     config: LTAConfig = LTAConfig(),  # model and training settings
     seed: int = 42,  # seed of the cuts, the initialization and the batches
 ) -> SegmentRNN:
-    "Train the segment RNN on GT transcripts of the train videos (cross-entropy on the next class, L1 on the lengths; the remaining length on unfinished segments only)."
+    """Train the segment RNN on GT transcripts of the train videos (cross-entropy on the next class,
+    L1 on the lengths; the remaining length on unfinished segments only).
+    """
     seed_everything(seed)
     examples = training_examples(dataset, videos, config, seed)
     if not examples:
         raise DataError(f"{dataset.root}: no training transcripts in {len(videos)} videos")
     threads = torch.get_num_threads()
-    torch.set_num_threads(
-        1
-    )  # small recurrent steps: one thread is fastest and does not fight other processes
+    # small recurrent steps: one thread is fastest and does not fight other processes
+    torch.set_num_threads(1)
     try:
         model = SegmentRNN(len(dataset.classes), config.hidden, config.layers)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -337,9 +382,8 @@ def fit_lta_model(
                 tokens, mask, remaining, nxt, nxt_len = _batch([examples[i] for i in idx.tolist()])
                 r, logits, length = model(tokens)
                 has_next = mask & (nxt >= 0)
-                unfinished = mask & (
-                    tokens[..., -1] > 0
-                )  # the remaining length is asked of an unfinished segment only
+                # the remaining length is asked of an unfinished segment only
+                unfinished = mask & (tokens[..., -1] > 0)
                 loss = (
                     config.length_weight
                     * nn.functional.l1_loss(r[unfinished], remaining[unfinished])
@@ -364,7 +408,8 @@ def anticipate(
     model: SegmentRNN,  # a fitted model
     labels: Sequence[int],  # observed segment classes (GT or recognized)
     lengths: Sequence[int],  # their lengths in frames (they sum to the observation cut)
-    video_length: float,  # the length the protocol implies: cut / alpha (oracle: it comes from the video's length)
+    # the length the protocol implies: cut / alpha (oracle: it comes from the video's length)
+    video_length: float,
     end: int,  # predict frames up to this one
     min_length: int = 1,  # frames of the shortest predicted segment
     max_segments: int = 200,  # most segments predicted (then the last class is held)
@@ -402,10 +447,11 @@ def anticipate(
     return out[:end]
 
 # %% ../nbs/22_lta.ipynb #666ebda2
+# the observed transcript's source at test time (the reference's decoded / GT switch)
 TRANSCRIPT_SOURCES = (
     "recognizer",
     "gt",
-)  # the observed transcript's source at test time (the reference's decoded / GT switch)
+)
 
 
 def _unit(dataset, split: int, seed: int, config: LTAConfig) -> Unit:
@@ -435,7 +481,9 @@ def _video_counts(
     recognizer,  # the fitted window recognizer
     config: LTAConfig,  # observed fractions, horizons, convention
 ) -> tuple:  # (rows: per observed fraction, source and horizon its class counts; predictions by 'video|observed|source')
-    "One test video anticipated from each observed fraction, with the GT and the recognized transcript, and counted per horizon."
+    """One test video anticipated from each observed fraction, with the GT and the recognized
+    transcript, and counted per horizon.
+    """
     video, n_classes = dataset.video(name), len(dataset.classes)
     n, rows, arrays = video.n_frames, [], {}
     for alpha in config.observe:
@@ -471,7 +519,9 @@ def _video_counts(
 
 # %% ../nbs/22_lta.ipynb #063b0886
 def _compute_unit(dataset, split: int, seed: int, config: LTAConfig, workdir: Path) -> dict:
-    "One (split, seed) unit: fit the window recognizer and the anticipation model, then count every test video's predictions (saved beside)."
+    """One (split, seed) unit: fit the window recognizer and the anticipation model, then count
+    every test video's predictions (saved beside).
+    """
     parts = dataset.splits[split]
     recognizer = WindowRecognizer(max_windows=config.recognizer_max_windows).fit(
         dataset,
@@ -501,10 +551,13 @@ def lta_counts(
     store: ResultStore | None = None,  # where units are kept (None: a temporary folder)
     progress: bool = False,  # a progress bar
 ) -> pd.DataFrame:  # split, seed, video, observed, beta, condition, correct (list), total (list)
-    "Per-video, per-class correct/total counts of every (split, seed, observed fraction, horizon, observed-transcript source)."
+    """Per-video, per-class correct/total counts of every (split, seed, observed fraction, horizon,
+    observed-transcript source).
+    """
     if not dataset.has_features:
         raise DataError(
-            f"{dataset.root}: the recognized transcript needs features (an MS-TCN folder with features/)"
+            f"{dataset.root}: the recognized transcript needs features (an MS-TCN folder "
+            "with features/)"
         )
     splits = sorted(dataset.splits) if splits is None else [int(s) for s in splits]
     unknown = [s for s in splits if s not in dataset.splits]
@@ -543,7 +596,9 @@ def _stack(group: pd.DataFrame, seeds: list, videos: list) -> np.ndarray:
 def moc_records(
     counts: pd.DataFrame,  # from `lta_counts`
 ) -> pd.DataFrame:  # split, seed, observed, beta, condition, metric ('moc'), value
-    "MoC of every (split, seed, observed, beta, condition): counts pooled over the split's test videos."
+    """MoC of every (split, seed, observed, beta, condition): counts pooled over the split's test
+    videos.
+    """
     rows = []
     for (split, seed, alpha, beta, condition), g in counts.groupby(
         ["split", "seed", "observed", "beta", "condition"], sort=True
@@ -588,7 +643,9 @@ def _split_gap(
     non_oracle: str,  # the recognized transcript's condition
     n_boot: int,  # bootstrap replicates
 ) -> tuple:  # (the split's oracle minus non-oracle MoC, mean over seeds; its n_boot video-resampled differences)
-    "One split's MoC difference, and the same over `n_boot` resamplings of its test videos (counts pooled over the drawn videos)."
+    """One split's MoC difference, and the same over `n_boot` resamplings of its test videos (counts
+    pooled over the drawn videos).
+    """
     videos = sorted(gs["video"].unique())
     a, b = (_stack(gs[gs["condition"] == c], seeds, videos) for c in (oracle, non_oracle))
     diff = float(np.mean(mean_over_classes(a.sum(axis=1)) - mean_over_classes(b.sum(axis=1))))
@@ -602,7 +659,9 @@ def _split_interval(
     diffs: pd.Series,  # per split, the MoC difference
     confidence: float,  # the level
 ) -> Interval:
-    "The Student-t interval of the splits' differences; with one split, its difference and no interval."
+    """The Student-t interval of the splits' differences; with one split, its difference and no
+    interval.
+    """
     if len(diffs) > 1:
         return student_t_interval(diffs, confidence)
     return Interval(
@@ -624,12 +683,15 @@ def lta_gap(
     confidence: float = 0.95,  # both intervals' level
     seed: int = 0,  # the bootstrap's seed
 ) -> pd.DataFrame:  # observed, beta, gap, ci_low/ci_high (per split), ci_low_video/ci_high_video, n_splits, n_videos
-    "GT minus recognizer MoC per (observed, beta): the mean paired split difference, its split-level t and video-level bootstrap intervals."
+    """GT minus recognizer MoC per (observed, beta): the mean paired split difference, its
+    split-level t and video-level bootstrap intervals.
+    """
     rows, seeds = [], sorted(counts["seed"].unique())
     for (alpha, beta), g in counts.groupby(["observed", "beta"], sort=True):
         rng = np.random.default_rng([seed, int(round(alpha * 1000)), int(round(beta * 1000))])
         split_diff, boot = {}, np.zeros(n_boot)
-        for split, gs in g.groupby("split", sort=True):  # one bootstrap stream, split after split
+        # one bootstrap stream, split after split
+        for split, gs in g.groupby("split", sort=True):
             split_diff[split], b = _split_gap(
                 gs, seeds, rng, oracle=oracle, non_oracle=non_oracle, n_boot=n_boot
             )
@@ -719,7 +781,9 @@ def lta_results_records(
     result: LTAResult,  # from `run_lta`
     dataset_name: str,  # the dataset's name in the records
 ) -> list[dict]:
-    "MoC records (factors observed, beta, condition; metric 'moc') and gap records (metric 'moc_gap', both intervals)."
+    """MoC records (factors observed, beta, condition; metric 'moc') and gap records (metric
+    'moc_gap', both intervals).
+    """
     recs = [{"dataset": dataset_name, **r} for r in result.records.to_dict("records")]
     for r in result.gap.to_dict("records"):
         recs.append(
@@ -742,13 +806,16 @@ def lta_results_records(
 
 # %% ../nbs/22_lta.ipynb #89a9cd5a
 def results_config(config: LTAConfig, **extra) -> dict:
-    "The results JSON's config: the settings, the horizon convention spelled out, and how each number was computed."
+    """The results JSON's config: the settings, the horizon convention spelled out, and how each
+    number was computed.
+    """
     return {
         **config.as_dict(),
         "horizon_end": "int((observe + beta) * n)"
         if config.convention == "reference"
         else "int(observe * n) + int(beta * n)",
-        "moc": "per-class correct/total pooled over a split's test videos; mean over classes with nonzero total; background counted",
+        "moc": "per-class correct/total pooled over a split's test videos; mean over classes with "
+        "nonzero total; background counted",
         "table": "mean and std (ddof=1) over splits of seed-averaged MoC",
         "ci_split": "paired Student-t over per-split differences, n_splits - 1 df",
         "ci_video": "paired percentile bootstrap over test videos, stratified by split",
@@ -765,40 +832,72 @@ def _floats(text: str) -> tuple:
 # %% ../nbs/22_lta.ipynb #127a47bc
 def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                 *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
-                out:str|None=None, # a folder (results/lta.json and store/lta below it) or a .json results file
-                predictions:str|None=None, # write the first seed's predictions here in the reference's format
+                # a folder (results/lta.json and store/lta below it) or a .json results file
+                out:str|None=None,
+                # write the first seed's predictions here in the reference's format
+                predictions:str|None=None,
                 score:str|None=None, # instead of running: score this folder of prediction files (<video>.txt) as the reference does
-                observed:float=0.2, # with --score: the observed fraction the files were made with
+                # with --score: the observed fraction the files were made with
+                observed:float=0.2,
                 observe:str|None=None, # observed fractions (default: 0.2,0.3)
                 predict:str|None=None, # predicted fractions (default: 0.1,0.2,0.3,0.5)
-                convention:Annotated[str|None, {"choices": HORIZON_CONVENTIONS}]=None, # horizon end (default: reference, int((alpha + beta) n))
+                # horizon end (default: reference, int((alpha + beta) n))
+                convention:Annotated[str|None, {"choices": HORIZON_CONVENTIONS}]=None,
                 splits:str|None=None, # comma-separated split numbers (default: all)
                 seeds:str|None=None, # comma-separated seeds (default: 42,43,44)
                 epochs:int|None=None, # training epochs (default: LTAConfig's)
                 hidden:int|None=None, # GRU width (default: LTAConfig's)
                 n_boot:int=2000, # bootstrap replicates of the per-video interval
-                store:str|None=None, # result-store folder (default: store/lta in the --out folder)
+                # result-store folder (default: store/lta in the --out folder)
+                store:str|None=None,
                 scale:Literal["small", "full"]="full", # scale recorded in the results JSON
                 progress:bool=False, # show a progress bar
                ) -> int: # the exit status
-    "standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN folder"
+    """standard long-term anticipation (MoC as the reference computes it; Table 14) on an MS-TCN
+    folder
+    """
     if score:
         dataset = read_for_command(data_dir, name, None, needs_features=False)
         moc, counts = score_prediction_folder(dataset, score, observed)
-        print(f"{score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support ({int(counts[1].sum())} frames)")
+        print(
+            f"{score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support "
+            f"({int(counts[1].sum())} frames)"
+        )
         return 0
-    if not out: raise HoiAuditError("--out is required (unless --score)")
-    kw = {k: v for k, v in {"epochs": epochs, "hidden": hidden, "convention": convention,
-                            "observe": _floats(observe) if observe else None, "predict": _floats(predict) if predict else None}.items() if v is not None}
-    spec = RunSpec.from_options(splits=splits, seeds=seeds, scale=scale, device="cpu", progress=progress, store=store)   # the GRU trains on the CPU
-    run_stage("lta", spec, data_dir, out, name=name, config=LTAConfig(**kw), n_boot=n_boot, predictions=predictions)
+    if not out:
+        raise HoiAuditError("--out is required (unless --score)")
+    kw = {
+        k: v
+        for k, v in {
+            "epochs": epochs,
+            "hidden": hidden,
+            "convention": convention,
+            "observe": _floats(observe) if observe else None,
+            "predict": _floats(predict) if predict else None,
+        }.items()
+        if v is not None
+    }
+    # the GRU trains on the CPU
+    spec = RunSpec.from_options(
+        splits=splits, seeds=seeds, scale=scale, device="cpu", progress=progress, store=store
+    )
+    run_stage(
+        "lta",
+        spec,
+        data_dir,
+        out,
+        name=name,
+        config=LTAConfig(**kw),
+        n_boot=n_boot,
+        predictions=predictions,
+    )
     return 0
-
 
 # %% ../nbs/22_lta.ipynb #abc865e0
 def lta_stage_run(
     dataset,  # a `ProceduralDataset` with features
-    spec: RunSpec,  # splits, seeds, store, progress (the GRU trains on the CPU: the spec's device is not used)
+    # splits, seeds, store, progress (the GRU trains on the CPU: the spec's device is not used)
+    spec: RunSpec,
     config: LTAConfig = LTAConfig(),  # settings
     n_boot: int = 2000,  # bootstrap replicates of the per-video interval
     predictions=None,  # a folder for the prediction files (None: not written)
@@ -841,7 +940,9 @@ def lta_stage_config(
     config: LTAConfig = LTAConfig(),  # settings
     **settings,  # the other settings (not recorded: n_boot and predictions do not change the protocol's records)
 ) -> tuple:  # (the results config, the pins)
-    "The command's results config (settings, seeds, and a renamed dataset's names) and its pins (the settings' SHA-256)."
+    """The command's results config (settings, seeds, and a renamed dataset's names) and its pins
+    (the settings' SHA-256).
+    """
     names = {k: v for dataset in datasets.values() for k, v in name_config(dataset).items()}
     return results_config(config, seeds=list(spec.seeds), **names), {
         "config": sha256_json(config.as_dict())

@@ -32,7 +32,9 @@ def video_window_tokens(
     queries: pd.DataFrame,  # queries with video, window_start, window_end
     n_tokens: int = 4,  # pooled tokens per window
 ) -> np.ndarray:  # (n_queries, n_tokens, D) float32
-    "Each query's observation window pooled into `n_tokens` mean tokens (one video's features in memory at a time)."
+    """Each query's observation window pooled into `n_tokens` mean tokens (one video's features in
+    memory at a time).
+    """
     if n_tokens < 1:
         raise ValueError(f"n_tokens must be >= 1, got {n_tokens}")
     if len(queries) == 0:
@@ -49,7 +51,8 @@ def video_window_tokens(
             w0, w1 = int(starts[r]), int(ends[r])
             if not 0 <= w0 <= w1 <= len(features):
                 raise DataError(
-                    f"{dataset.video(name).feature_path}: query window [{w0}, {w1}) outside the video's {len(features)} frames"
+                    f"{dataset.video(name).feature_path}: query window [{w0}, {w1}) outside "
+                    f"the video's {len(features)} frames"
                 )
             window = np.asarray(features[w0:w1], dtype=np.float32)
             for j, chunk in enumerate(np.array_split(np.arange(len(window)), n_tokens)):
@@ -74,21 +77,25 @@ def history_token_matrix(
 
 # %% ../nbs/15_models.ipynb #ccf36efc
 INPUTS = ("video", "history", "state", "elapsed_fraction")  # the input blocks a model can take
+# inputs that enter the model as one linear token each
 VECTOR_INPUTS = (
     "state",
     "elapsed_fraction",
-)  # inputs that enter the model as one linear token each
+)
 
 # %% ../nbs/15_models.ipynb #1f3292e1
 def _check_input_names(
     inputs: Sequence[str],  # the condition's inputs
     queries: pd.DataFrame,  # its queries
-    history: Sequence[tuple] | None,  # the history per query (None: the queries' GT history)
+    # the history per query (None: the queries' GT history)
+    history: Sequence[tuple] | None,
     *,
     history_source: str,  # the history's source
     with_history: bool,  # whether the condition has a history
 ) -> None:
-    "Refuse inputs outside INPUTS (or none), a history input without a history, a GT history not called 'oracle', a history per query that is not one per query."
+    """Refuse inputs outside INPUTS (or none), a history input without a history, a GT history not
+    called 'oracle', a history per query that is not one per query.
+    """
     unknown = [i for i in inputs if i not in INPUTS]
     if unknown or not inputs:
         raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(inputs)}")
@@ -103,11 +110,14 @@ def _check_input_names(
 def _video_block(
     dataset,  # the `ProceduralDataset` the queries come from
     queries: pd.DataFrame,  # the queries
-    video_tokens: np.ndarray | None,  # precomputed `video_window_tokens` (None: computed here)
+    # precomputed `video_window_tokens` (None: computed here)
+    video_tokens: np.ndarray | None,
     *,
     n_tokens: int,  # pooled video tokens, when computed here
 ) -> Block:
-    "The window video block (source `video`): the precomputed tokens, checked to be one row per query, or the queries' own."
+    """The window video block (source `video`): the precomputed tokens, checked to be one row per
+    query, or the queries' own.
+    """
     tokens = (
         video_window_tokens(dataset, queries, n_tokens) if video_tokens is None else video_tokens
     )
@@ -126,7 +136,9 @@ def _query_input_block(
     max_history: int,  # history tokens kept
     with_history: bool,  # the state summarises the history (False: elapsed frames only)
 ) -> Block:
-    "A block computed from the queries (`query_block`), carrying the source of what it read: history tokens, the causal state, or the elapsed fraction (oracle)."
+    """A block computed from the queries (`query_block`), carrying the source of what it read:
+    history tokens, the causal state, or the elapsed fraction (oracle).
+    """
     if name == "history":
         return query_block(
             "history",
@@ -154,14 +166,20 @@ def input_blocks(
     dataset,  # the `ProceduralDataset` the queries come from
     queries: pd.DataFrame,  # queries (history, t, windows)
     inputs: Sequence[str],  # a subset of INPUTS
-    history: Sequence[tuple] | None = None,  # the history per query; None: the queries' GT history
-    history_source: str = "oracle",  # source of `history` ('recognizer' for recovered histories)
-    video_tokens: np.ndarray | None = None,  # precomputed `video_window_tokens` of these queries
+    # the history per query; None: the queries' GT history
+    history: Sequence[tuple] | None = None,
+    # source of `history` ('recognizer' for recovered histories)
+    history_source: str = "oracle",
+    # precomputed `video_window_tokens` of these queries
+    video_tokens: np.ndarray | None = None,
     n_tokens: int = 4,  # pooled video tokens (when they are computed here)
     max_history: int = 16,  # history tokens kept
-    with_history: bool = True,  # the condition has a history: the state summarises it (False: elapsed frames only)
+    # the condition has a history: the state summarises it (False: elapsed frames only)
+    with_history: bool = True,
 ) -> list[Block]:  # one Block per input, named as in INPUTS
-    "The input blocks of a condition: window video, history tokens, causal state (and the oracle elapsed fraction), each with its source."
+    """The input blocks of a condition: window video, history tokens, causal state (and the oracle
+    elapsed fraction), each with its source.
+    """
     _check_input_names(
         inputs, queries, history, history_source=history_source, with_history=with_history
     )
@@ -182,47 +200,83 @@ def input_blocks(
     ]
 
 # %% ../nbs/15_models.ipynb #dbc8aec2
-DEVICE_ENV = "HOI_AUDIT_DEVICE"  # the device of every TrainConfig not given one (`hoi-audit reproduce --device` sets it): auto, cpu or cuda
+# the device of every TrainConfig not given one (`hoi-audit reproduce --device` sets it): auto, cpu
+# or cuda
+DEVICE_ENV = "HOI_AUDIT_DEVICE"
 DEVICES = ("auto", "cpu", "cuda")
-ENGINES = (1, 2)  # TrainConfig.engine: 1 the first trainer, 2 the cheaper one (the default since protocol 2)
+# TrainConfig.engine: 1 the first trainer, 2 the cheaper one (the default since protocol 2)
+ENGINES = (
+    1,
+    2,
+)
 ENGINE = 2
 
-def resolve_device(device:str|None=None, # 'auto', 'cpu' or 'cuda'; None: $HOI_AUDIT_DEVICE, else 'cpu'
-                  ) -> str: # 'cpu' or 'cuda'
-    "The device class to train on: 'auto' is CUDA when torch sees a CUDA device, else the CPU; 'cuda' is checked where training runs."
+
+def resolve_device(
+    # 'auto', 'cpu' or 'cuda'; None: $HOI_AUDIT_DEVICE, else 'cpu'
+    device: str | None = None,
+) -> str:  # 'cpu' or 'cuda'
+    """The device class to train on: 'auto' is CUDA when torch sees a CUDA device, else the CPU;
+    'cuda' is checked where training runs.
+    """
     given = device if device is not None else os.environ.get(DEVICE_ENV) or "cpu"
-    if given not in DEVICES: raise DataError(f"device must be one of {DEVICES}, got {given!r}" + ("" if device is not None else f" (${DEVICE_ENV})"))
+    if given not in DEVICES:
+        raise DataError(
+            f"device must be one of {DEVICES}, got {given!r}"
+            + ("" if device is not None else f" (${DEVICE_ENV})")
+        )
     return ("cuda" if torch.cuda.is_available() else "cpu") if given == "auto" else given
+
 
 @dataclass(frozen=True)
 class TrainConfig:
-    "Architecture and optimisation settings shared by every condition of an audit (the matched training budget)."
-    d_model:int = 64 # transformer width
-    n_heads:int = 4 # attention heads
-    n_layers:int = 2 # encoder layers
-    dropout:float = 0.1 # dropout in the encoder
-    epochs:int = 40 # maximum epochs
-    batch_size:int = 64 # queries per step
-    lr:float = 1e-3 # AdamW learning rate
-    weight_decay:float = 1e-4 # AdamW weight decay
-    patience:int = 5 # epochs without a better validation loss before stopping
-    val_fraction:float = 0.15 # share of train *groups* (sessions or participants) held out for early stopping (0: none)
-    video_dim:int = 16 # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
-    threads:int = 1 # torch intra-op threads while training (small models gain nothing from more; run units in parallel instead)
-    engine:int = ENGINE # the trainer's implementation: 2 (batches trimmed to their longest history, `dropout_mask`, fused AdamW) or 1 (the first engine, kept to measure against)
-    device:str = field(default_factory=resolve_device) # 'cpu' or 'cuda' (deterministic algorithms); the default: $HOI_AUDIT_DEVICE, else the CPU
+    """Architecture and optimisation settings shared by every condition of an audit (the matched
+    training budget).
+    """
+
+    d_model: int = 64  # transformer width
+    n_heads: int = 4  # attention heads
+    n_layers: int = 2  # encoder layers
+    dropout: float = 0.1  # dropout in the encoder
+    epochs: int = 40  # maximum epochs
+    batch_size: int = 64  # queries per step
+    lr: float = 1e-3  # AdamW learning rate
+    weight_decay: float = 1e-4  # AdamW weight decay
+    patience: int = 5  # epochs without a better validation loss before stopping
+    # share of train *groups* (sessions or participants) held out for early stopping (0: none)
+    val_fraction: float = 0.15
+    video_dim: int = 16  # video tokens reduced to this many principal components fitted on the training windows (0: no reduction)
+    threads: int = 1  # torch intra-op threads while training (small models gain nothing from more; run units in parallel instead)
+    engine: int = ENGINE  # the trainer's implementation: 2 (batches trimmed to their longest history, `dropout_mask`, fused AdamW) or 1 (the first engine, kept to measure against)
+    # 'cpu' or 'cuda' (deterministic algorithms); the default: $HOI_AUDIT_DEVICE, else the CPU
+    device: str = field(default_factory=resolve_device)
 
     def __post_init__(self):
-        if self.d_model % self.n_heads: raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 0 <= self.val_fraction < 1: raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
-        if min(self.epochs, self.batch_size, self.n_layers) < 1: raise ValueError(f"epochs, batch_size and n_layers must be >= 1, got epochs={self.epochs}, "
-                                                                       f"batch_size={self.batch_size}, n_layers={self.n_layers}")
-        if self.video_dim < 0: raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
-        if self.engine not in ENGINES: raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
-        if self.device not in ("cpu", "cuda"): raise ValueError(f"device must be 'cpu' or 'cuda' (resolve 'auto' with resolve_device), got {self.device!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
+            )
+        if not 0 <= self.val_fraction < 1:
+            raise ValueError(f"val_fraction must be in [0, 1), got {self.val_fraction}")
+        if min(self.epochs, self.batch_size, self.n_layers) < 1:
+            raise ValueError(
+                f"epochs, batch_size and n_layers must be >= 1, got epochs={self.epochs}, "
+                f"batch_size={self.batch_size}, n_layers={self.n_layers}"
+            )
+        if self.video_dim < 0:
+            raise ValueError(f"video_dim must be >= 0, got {self.video_dim}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(
+                "device must be 'cpu' or 'cuda' (resolve 'auto' with resolve_device), got "
+                f"{self.device!r}"
+            )
 
     def as_dict(self) -> dict:
-        "The settings as a unit's or a results file's config. The device class is named only when it is not the CPU, so a CPU run keeps the identity and the bytes it always had."
+        """The settings as a unit's or a results file's config. The device class is named only when
+        it is not the CPU, so a CPU run keeps the identity and the bytes it always had.
+        """
         return {k: v for k, v in asdict(self).items() if not (k == "device" and v == "cpu")}
 
 # %% ../nbs/15_models.ipynb #99b48b9f
@@ -231,18 +285,22 @@ def dropout_mask(
     p: float,  # the probability that an element is dropped, in [0, 1)
     device=None,  # where the mask is made (None: the CPU)
 ) -> torch.Tensor:  # bool, True where an element is kept
-    "A dropout mask from 16 random bits an element (torch's generator of `device`): each element is dropped with probability round(p * 65536) / 65536, independently; four elements a 64-bit draw."
+    """A dropout mask from 16 random bits an element (torch's generator of `device`): each element
+    is dropped with probability round(p * 65536) / 65536, independently; four elements a 64-bit
+    draw.
+    """
     if not 0 <= p < 1:
         raise ValueError(f"dropout p must be in [0, 1), got {p}")
     n = math.prod(shape)
-    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(
-        -(2**63), None
-    )  # all 64 bits (random_() alone leaves the top one 0)
+    # all 64 bits (random_() alone leaves the top one 0)
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-(2**63), None)
     return bits.view(torch.int16)[:n].view(shape) >= -32768 + round(p * 65536)
 
 # %% ../nbs/15_models.ipynb #bc7f2032
 def _dropout(x: torch.Tensor, p: float) -> torch.Tensor:
-    "Inverted dropout with `dropout_mask`: kept elements scaled by 1 / (the kept share); p = 0 is the identity."
+    """Inverted dropout with `dropout_mask`: kept elements scaled by 1 / (the kept share); p = 0 is
+    the identity.
+    """
     if p == 0:
         return x
     return x * (
@@ -251,18 +309,23 @@ def _dropout(x: torch.Tensor, p: float) -> torch.Tensor:
 
 # %% ../nbs/15_models.ipynb #46cac100
 def _softmax(x: torch.Tensor) -> torch.Tensor:
-    "Softmax over the last dimension as exp / sum, shifted by the (constant, so detached) row maximum; -inf entries get 0."
+    """Softmax over the last dimension as exp / sum, shifted by the (constant, so detached) row
+    maximum; -inf entries get 0.
+    """
     e = (x - x.detach().amax(-1, keepdim=True)).exp()
     return e / e.sum(-1, keepdim=True)
 
 # %% ../nbs/15_models.ipynb #138d87db
 def encoder_layer(
-    layer: nn.TransformerEncoderLayer,  # a post-norm ReLU layer with batch_first=True (its parameters are used, not its forward)
+    # a post-norm ReLU layer with batch_first=True (its parameters are used, not its forward)
+    layer: nn.TransformerEncoderLayer,
     x: torch.Tensor,  # (n, L, d) tokens
     padding: torch.Tensor,  # (n, L) bool, True where a token is padding (never attended to)
     p: float = 0.0,  # dropout on the attention weights, both residual branches and the feed-forward hidden layer (0: none)
 ) -> torch.Tensor:  # (n, L, d)
-    "`layer`'s function with `_dropout` and `_softmax`: self-attention (padding masked), add and norm, feed-forward, add and norm."
+    """`layer`'s function with `_dropout` and `_softmax`: self-attention (padding masked), add and
+    norm, feed-forward, add and norm.
+    """
     attn, (n, L, d) = layer.self_attn, x.shape
     h = attn.num_heads
     q, k, v = (
@@ -279,22 +342,32 @@ def encoder_layer(
 
 # %% ../nbs/15_models.ipynb #5061e5d7
 def _first_history_column(history: torch.Tensor) -> int:
-    "The first column of left-padded history tokens that some query fills (the last column when none does)."
+    """The first column of left-padded history tokens that some query fills (the last column when
+    none does).
+    """
     filled = (history != 0).any(0)
     return int(filled.int().argmax()) if bool(filled.any()) else history.shape[1] - 1
 
 # %% ../nbs/15_models.ipynb #84b2124e
 class AnticipationModel(nn.Module):
-    "Transformer fusion of any subset of {video tokens, history tokens, state, ...} into action logits."
+    """Transformer fusion of any subset of {video tokens, history tokens, state, ...} into action
+    logits.
+    """
+
     def __init__(self, n_classes:int, # number of action classes (logit width)
                  shapes:Mapping[str, tuple], # input name -> per-query shape: video (n_tokens, D), history (max_len,), vectors (S,)
                  config:TrainConfig=TrainConfig(), # sizes
                 ):
         super().__init__()
         unknown = [k for k in shapes if k not in INPUTS]
-        if unknown or not shapes: raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(shapes)}")
+        if unknown or not shapes:
+            raise ValueError(f"inputs must be a non-empty subset of {INPUTS}, got {list(shapes)}")
         d = config.d_model
-        self.inputs, self.shapes, self.n_classes = tuple(k for k in INPUTS if k in shapes), {k: tuple(shapes[k]) for k in shapes}, n_classes
+        self.inputs, self.shapes, self.n_classes = (
+            tuple(k for k in INPUTS if k in shapes),
+            {k: tuple(shapes[k]) for k in shapes},
+            n_classes,
+        )
         self.engine, self.dropout = config.engine, config.dropout
         self.summary = nn.Parameter(torch.zeros(1, 1, d))
         self.type_embedding = nn.Embedding(len(INPUTS) + 1, d)
@@ -305,31 +378,52 @@ class AnticipationModel(nn.Module):
         if "history" in shapes:
             self.history_embedding = nn.Embedding(n_classes + 1, d, padding_idx=0)
             self.history_pos = nn.Parameter(torch.zeros(1, shapes["history"][0], d))
-        self.vector_proj = nn.ModuleDict({k: nn.Linear(shapes[k][0], d) for k in VECTOR_INPUTS if k in shapes})
-        layer = nn.TransformerEncoderLayer(d, config.n_heads, dim_feedforward=2 * d, dropout=config.dropout, batch_first=True)
+        self.vector_proj = nn.ModuleDict(
+            {k: nn.Linear(shapes[k][0], d) for k in VECTOR_INPUTS if k in shapes}
+        )
+        layer = nn.TransformerEncoderLayer(
+            d, config.n_heads, dim_feedforward=2 * d, dropout=config.dropout, batch_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
         self.head = nn.Linear(d, n_classes)
-        for p in (self.summary, *(getattr(self, n) for n in ("video_pos", "history_pos") if hasattr(self, n))): nn.init.normal_(p, std=0.02)
+        for p in (
+            self.summary,
+            *(getattr(self, n) for n in ("video_pos", "history_pos") if hasattr(self, n)),
+        ):
+            nn.init.normal_(p, std=0.02)
 
     def forward(self, video=None, history=None, **vectors):
         n = next(x for x in (video, history, *vectors.values()) if x is not None).shape[0]
         device = self.summary.device
-        tokens, masks = [self.summary.expand(n, -1, -1)], [torch.zeros(n, 1, dtype=torch.bool, device=device)]
-        def typed(x, i): return x + self.type_embedding.weight[i]
+        tokens, masks = (
+            [self.summary.expand(n, -1, -1)],
+            [torch.zeros(n, 1, dtype=torch.bool, device=device)],
+        )
+
+        def typed(x, i):
+            return x + self.type_embedding.weight[i]
+
         if "video" in self.inputs:
-            tokens.append(typed(self.video_proj(video) + self.video_pos, 1)); masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool, device=device))
+            tokens.append(typed(self.video_proj(video) + self.video_pos, 1))
+            masks.append(torch.zeros(n, video.shape[1], dtype=torch.bool, device=device))
         if "history" in self.inputs:
-            first = _first_history_column(history) if self.engine >= 2 and self.training else 0   # engine 2: a training batch's all-padding columns dropped
-            history = history[:, first:] if first else history   # unsliced when nothing is dropped: hooks may look for this tensor
-            tokens.append(typed(self.history_embedding(history) + self.history_pos[:, first:], 2)); masks.append(history == 0)
+            # engine 2: a training batch's all-padding columns dropped
+            first = _first_history_column(history) if self.engine >= 2 and self.training else 0
+            # unsliced when nothing is dropped: hooks may look for this tensor
+            history = history[:, first:] if first else history
+            tokens.append(typed(self.history_embedding(history) + self.history_pos[:, first:], 2))
+            masks.append(history == 0)
         for k in VECTOR_INPUTS:
             if k in self.inputs:
-                tokens.append(typed(self.vector_proj[k](vectors[k])[:, None], INPUTS.index(k) + 1)); masks.append(torch.zeros(n, 1, dtype=torch.bool, device=device))
+                tokens.append(typed(self.vector_proj[k](vectors[k])[:, None], INPUTS.index(k) + 1))
+                masks.append(torch.zeros(n, 1, dtype=torch.bool, device=device))
         x, padding = torch.cat(tokens, 1), torch.cat(masks, 1)
-        if self.engine == 1: x = self.encoder(x, src_key_padding_mask=padding)
+        if self.engine == 1:
+            x = self.encoder(x, src_key_padding_mask=padding)
         else:
-            for layer in self.encoder.layers: x = encoder_layer(layer, x, padding, self.dropout if self.training else 0.0)
+            for layer in self.encoder.layers:
+                x = encoder_layer(layer, x, padding, self.dropout if self.training else 0.0)
         return self.head(self.norm(x[:, 0]))
 
 # %% ../nbs/15_models.ipynb #2a7f2e8e
@@ -360,7 +454,9 @@ def reduce_tokens(
 
 # %% ../nbs/15_models.ipynb #b61ce812
 class AnticipatorContractError(ContractError, DataError):
-    "A network (an architecture or a user's factory) broke the anticipation contract; the message names what it broke (the one `plugins.ContractError`, and a `DataError` as before)."
+    """A network (an architecture or a user's factory) broke the anticipation contract; the message
+    names what it broke (the one `plugins.ContractError`, and a `DataError` as before).
+    """
 
 # %% ../nbs/15_models.ipynb #0adb5c5f
 def _tensors(blocks: Sequence[Block]) -> dict:
@@ -391,55 +487,78 @@ def _check_inputs(blocks: Sequence[Block], condition: Condition) -> dict:
 # %% ../nbs/15_models.ipynb #ef04ff4a
 @dataclass
 class Anticipator:
-    "A trained anticipation model with the condition it was trained under and its input normalisation."
-    model: nn.Module # the network: model(**inputs) -> (n, n_classes) logits
-    condition: Condition # the training condition
-    normalisation: dict # input name -> (mean, std) arrays
-    projection: dict = field(default_factory=dict) # input name -> (mean, components): the video's principal components
-    input_shapes: dict = field(default_factory=dict) # input name -> per-query shape of the blocks it takes (before any reduction)
-    history: list = field(default_factory=list) # per epoch: train_loss, val_loss
-    best_epoch: int = -1 # the epoch whose weights were kept (0-based)
-    n_classes: int = 0 # logit width
-    name: str = "transformer" # the architecture (or the user's factory) it was built by
+    """A trained anticipation model with the condition it was trained under and its input
+    normalisation.
+    """
 
-    def _torch_inputs(self, arrays:dict) -> dict:
+    model: nn.Module  # the network: model(**inputs) -> (n, n_classes) logits
+    condition: Condition  # the training condition
+    normalisation: dict  # input name -> (mean, std) arrays
+    # input name -> (mean, components): the video's principal components
+    projection: dict = field(default_factory=dict)
+    # input name -> per-query shape of the blocks it takes (before any reduction)
+    input_shapes: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)  # per epoch: train_loss, val_loss
+    best_epoch: int = -1  # the epoch whose weights were kept (0-based)
+    n_classes: int = 0  # logit width
+    name: str = "transformer"  # the architecture (or the user's factory) it was built by
+
+    def _torch_inputs(self, arrays: dict) -> dict:
         out = {}
         for k, v in arrays.items():
-            if k == "history": out[k] = torch.as_tensor(v, dtype=torch.long)
+            if k == "history":
+                out[k] = torch.as_tensor(v, dtype=torch.long)
             else:
-                if k in self.projection: v = reduce_tokens(v, *self.projection[k])
+                if k in self.projection:
+                    v = reduce_tokens(v, *self.projection[k])
                 mean, std = self.normalisation[k]
                 out[k] = torch.as_tensor((np.asarray(v, dtype=np.float32) - mean) / std)
         return out
 
     def torch_inputs(self, blocks:Sequence[Block], # the test blocks (same names and shapes as in training)
-                     condition:Condition|None=None, # the test condition; None: the training condition
+                     # the test condition; None: the training condition
+                     condition:Condition|None=None,
                     ) -> dict: # input name -> the tensor the network reads (reduced, standardised)
-        "The network's inputs for the blocks, after checking them against the (training or named test) condition."
+        """The network's inputs for the blocks, after checking them against the (training or named
+        test) condition.
+        """
         arrays = _check_inputs(blocks, condition or self.condition)
         if set(arrays) != set(self.input_shapes):
-            raise DataError(f"model trained on {sorted(self.input_shapes)} got blocks {sorted(arrays)}")
+            raise DataError(
+                f"model trained on {sorted(self.input_shapes)} got blocks {sorted(arrays)}"
+            )
         for k, v in arrays.items():
             if tuple(v.shape[1:]) != tuple(self.input_shapes[k]):
-                raise DataError(f"block {k!r} has per-query shape {tuple(v.shape[1:])}, the model was trained on {tuple(self.input_shapes[k])}")
+                raise DataError(
+                    f"block {k!r} has per-query shape {tuple(v.shape[1:])}, the model was "
+                    f"trained on {tuple(self.input_shapes[k])}"
+                )
         return self._torch_inputs(arrays)
 
     def predict_logits(self, blocks:Sequence[Block], # the test blocks (same names and shapes as in training)
-                       condition:Condition|None=None, # the test condition; None: the training condition
+                       # the test condition; None: the training condition
+                       condition:Condition|None=None,
                        batch_size:int=1024, # queries per forward pass
                       ) -> np.ndarray: # (n_queries, n_classes) float32 logits
-        "Action logits for the blocks, after checking them against the (training or named test) condition."
+        """Action logits for the blocks, after checking them against the (training or named test)
+        condition.
+        """
         inputs = self.torch_inputs(blocks, condition)
         n = len(next(iter(inputs.values())))
         device = next(self.model.parameters(), torch.empty(0)).device
         self.model.eval()
         with torch.no_grad():
-            out = [self.model(**{k: v[i:i + batch_size].to(device) for k, v in inputs.items()}).cpu() for i in range(0, n, batch_size)]
+            out = [
+                self.model(**{k: v[i : i + batch_size].to(device) for k, v in inputs.items()}).cpu()
+                for i in range(0, n, batch_size)
+            ]
         return torch.cat(out).float().numpy() if out else np.zeros((0, self.n_classes), np.float32)
 
 # %% ../nbs/15_models.ipynb #4664f997
 def _validation_videos(groups: np.ndarray, fraction: float, seed: int) -> np.ndarray:
-    "A boolean mask of the queries whose group (session or participant) is held out for validation (at least one, never all)."
+    """A boolean mask of the queries whose group (session or participant) is held out for validation
+    (at least one, never all).
+    """
     videos = np.unique(groups)
     if fraction == 0 or len(videos) < 2:
         return np.zeros(len(groups), bool)
@@ -449,7 +568,9 @@ def _validation_videos(groups: np.ndarray, fraction: float, seed: int) -> np.nda
 
 # %% ../nbs/15_models.ipynb #4527cd38
 def _checked_logits(model: nn.Module, inputs: dict, n_classes: int, name: str) -> torch.Tensor:
-    "The network's logits for `inputs`, or an `AnticipatorContractError` that says what the network broke."
+    """The network's logits for `inputs`, or an `AnticipatorContractError` that says what the
+    network broke.
+    """
     try:
         out = model(**inputs)
     except Exception as e:
@@ -463,7 +584,8 @@ def _checked_logits(model: nn.Module, inputs: dict, n_classes: int, name: str) -
         )
     if tuple(out.shape) != (n, n_classes):
         raise AnticipatorContractError(
-            f"{name}: forward returned logits of shape {tuple(out.shape)}, expected ({n}, {n_classes}) (queries, classes)"
+            f"{name}: forward returned logits of shape {tuple(out.shape)}, expected ({n}, "
+            f"{n_classes}) (queries, classes)"
         )
     if not out.is_floating_point():
         raise AnticipatorContractError(
@@ -472,12 +594,18 @@ def _checked_logits(model: nn.Module, inputs: dict, n_classes: int, name: str) -
     return out
 
 # %% ../nbs/15_models.ipynb #1af9a116
-_REDUCED = {}  # (video array, fitting rows, video_dim, seed) -> (the array, (mean, components), reduced tokens): at most _REDUCED_KEPT
+# (video array, fitting rows, video_dim, seed) -> (the array, (mean, components), reduced tokens):
+# at most _REDUCED_KEPT
+_REDUCED = {}
 _REDUCED_KEPT = 8
 
 
 def _reduced_video(video: np.ndarray, fit_rows: np.ndarray, video_dim: int, seed: int) -> tuple:
-    "`fit_token_pca` on the fitting rows and `reduce_tokens` of every row, computed once a process for the same video array (an audit passes every condition of a split the same one), fitting rows, width and seed. Arrays are never changed in place; the cache holds the array, so its memory cannot be reused by another."
+    """`fit_token_pca` on the fitting rows and `reduce_tokens` of every row, computed once a process
+    for the same video array (an audit passes every condition of a split the same one), fitting
+    rows, width and seed. Arrays are never changed in place; the cache holds the array, so its
+    memory cannot be reused by another.
+    """
     key = (
         video.__array_interface__["data"][0],
         video.shape,
@@ -496,7 +624,9 @@ def _reduced_video(video: np.ndarray, fit_rows: np.ndarray, video_dim: int, seed
 
 # %% ../nbs/15_models.ipynb #c9ea977f
 def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: int) -> tuple:
-    "The video's principal components and every float input's mean and std, from the fitting rows only; the arrays with the video reduced."
+    """The video's principal components and every float input's mean and std, from the fitting rows
+    only; the arrays with the video reduced.
+    """
     normalisation, projection = {}, {}
     if "video" in arrays and 0 < config.video_dim < arrays["video"].shape[-1]:
         projection["video"], reduced = _reduced_video(
@@ -516,7 +646,9 @@ def _standardise(arrays: dict, fit_rows: np.ndarray, config: TrainConfig, seed: 
 
 # %% ../nbs/15_models.ipynb #058b578e
 def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    "AdamW at the config's rate and decay; engine 2 takes torch's fused kernel (the same update, all parameters at once) where every parameter allows it."
+    """AdamW at the config's rate and decay; engine 2 takes torch's fused kernel (the same update,
+    all parameters at once) where every parameter allows it.
+    """
     params = list(model.parameters())
     fused = config.engine >= 2 and all(
         p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params
@@ -537,7 +669,9 @@ def _epoch_loss(
     name: str,  # the model's name (errors)
     epoch: int,  # the epoch's number (errors)
 ) -> float:  # the epoch's mean training loss over its rows
-    "One epoch: a step per mini-batch of `order` on the network's own objective (`training_loss`, a diffusion head) or cross-entropy."
+    """One epoch: a step per mini-batch of `order` on the network's own objective (`training_loss`,
+    a diffusion head) or cross-entropy.
+    """
     loss_fn = nn.CrossEntropyLoss()
     train_loss = getattr(model, "training_loss", None)
     total = 0.0
@@ -565,7 +699,9 @@ def _val_loss(
     *,
     val_idx: torch.Tensor,  # the validation rows
 ) -> float:
-    "The validation cross-entropy of the network's logits (every architecture is early-stopped on it), in eval mode."
+    """The validation cross-entropy of the network's logits (every architecture is early-stopped on
+    it), in eval mode.
+    """
     model.eval()
     with torch.no_grad():
         return float(
@@ -579,12 +715,15 @@ def _train_epochs(
     X: dict,  # input name -> tensor of every row
     *,
     Y: torch.Tensor,  # the targets of every row
-    rows: tuple,  # (the rows trained on, the rows early stopping reads: none keeps the last epoch)
+    # (the rows trained on, the rows early stopping reads: none keeps the last epoch)
+    rows: tuple,
     config: TrainConfig,  # epochs, batch size, patience, optimiser
     seed: int,  # the shuffling's seed
     name: str,  # the model's name (errors)
 ):
-    "AdamW on shuffled mini-batches with early stopping on the validation cross-entropy; the best epoch's weights are loaded, the epochs recorded in `result`."
+    """AdamW on shuffled mini-batches with early stopping on the validation cross-entropy; the best
+    epoch's weights are loaded, the epochs recorded in `result`.
+    """
     (train_idx, val_idx), opt = rows, _optimizer(model, config)
     shuffle = torch.Generator().manual_seed(seed)
     best, best_state, waited = math.inf, None, 0
@@ -597,7 +736,9 @@ def _train_epochs(
         record = {"epoch": epoch, "train_loss": loss}
         if len(
             val_idx
-        ):  # every architecture is early-stopped on the same criterion: validation cross-entropy of its logits
+            # every architecture is early-stopped on the same criterion: validation cross-entropy of
+            # its logits
+        ):
             record["val_loss"] = _val_loss(model, X, Y, val_idx=val_idx)
             score = record["val_loss"]
         else:
@@ -621,17 +762,19 @@ def _train_epochs(
 
 # %% ../nbs/15_models.ipynb #a33b5aa3
 def training_device(config: TrainConfig) -> torch.device:
-    "Where `config` trains: the CPU, or CUDA with torch's deterministic algorithms (the same seed gives the same weights); an error names a missing GPU."
+    """Where `config` trains: the CPU, or CUDA with torch's deterministic algorithms (the same seed
+    gives the same weights); an error names a missing GPU.
+    """
     if config.device == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise DataError(
-            f"TrainConfig(device={config.device!r}): torch sees no CUDA device here (torch {torch.__version__}, "
-            f"CUDA build {torch.version.cuda or 'none'}); use device 'cpu', or 'auto' to take CUDA only where there is one"
+            f"TrainConfig(device={config.device!r}): torch sees no CUDA device here (torch "
+            f"{torch.__version__}, CUDA build {torch.version.cuda or 'none'}); use device 'cpu', "
+            "or 'auto' to take CUDA only where there is one"
         )
-    os.environ.setdefault(
-        "CUBLAS_WORKSPACE_CONFIG", ":4096:8"
-    )  # cuBLAS reproducibility; read when cuBLAS first starts in this process
+    # cuBLAS reproducibility; read when cuBLAS first starts in this process
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True)
     return torch.device(config.device)
 
@@ -659,9 +802,8 @@ def _fit(
     device = training_device(config)
     model.to(device)
     result = Anticipator(model, condition, normalisation, n_classes=n_classes, name=name)
-    X = {
-        k: v.to(device) for k, v in result._torch_inputs(arrays).items()
-    }  # already reduced: the projection is attached after
+    # already reduced: the projection is attached after
+    X = {k: v.to(device) for k, v in result._torch_inputs(arrays).items()}
     result.projection, result.input_shapes = projection, input_shapes
     Y = torch.as_tensor(y).to(device)
     rows = torch.as_tensor(np.flatnonzero(fit_rows)), torch.as_tensor(np.flatnonzero(val))
@@ -670,9 +812,9 @@ def _fit(
         with torch.no_grad():
             _checked_logits(model, {k: v[:2] for k, v in X.items()}, n_classes, name)
     _train_epochs(model, result, X, Y=Y, rows=rows, config=config, seed=seed, name=name)
-    model.to(
-        "cpu"
-    )  # trained where the config says, handed back on the CPU: testing, ablations and attributions read it as any other model
+    # trained where the config says, handed back on the CPU: testing, ablations and attributions
+    # read it as any other model
+    model.to("cpu")
     return result
 
 # %% ../nbs/15_models.ipynb #63b98730
@@ -698,7 +840,9 @@ def fit_anticipation(
     config: TrainConfig = TrainConfig(),  # sizes and optimisation
     seed: int = 42,  # the seed (model init, validation videos, shuffling, dropout)
 ) -> Anticipator:
-    "Train an `AnticipationModel` (transformer fusion) on the blocks with early stopping on held-out train groups; deterministic for a seed."
+    """Train an `AnticipationModel` (transformer fusion) on the blocks with early stopping on
+    held-out train groups; deterministic for a seed.
+    """
     arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
@@ -709,17 +853,21 @@ def fit_anticipation(
 
 # %% ../nbs/15_models.ipynb #6204a466
 def fit_network(
-    build: Callable,  # build(shapes, n_classes, config, seed) -> nn.Module whose forward(**inputs) gives logits
+    # build(shapes, n_classes, config, seed) -> nn.Module whose forward(**inputs) gives logits
+    build: Callable,
     condition: Condition,  # the training condition (the provenance guard)
     blocks: Sequence[Block],  # input blocks of the train queries
     targets,  # target class id per train query
     n_classes: int,  # number of action classes
     groups=None,  # session or participant per query: held out whole for validation; None: every query its own group
-    config: TrainConfig = TrainConfig(),  # sizes and optimisation (the matched training budget)
+    # sizes and optimisation (the matched training budget)
+    config: TrainConfig = TrainConfig(),
     seed: int = 42,  # the seed (model init, validation groups, shuffling, dropout)
     name: str = "network",  # what errors call the network
 ) -> Anticipator:
-    "Train the network `build` returns with the one trainer every architecture shares; deterministic for a seed."
+    """Train the network `build` returns with the one trainer every architecture shares;
+    deterministic for a seed.
+    """
     arrays, y, groups = _prepare(condition, blocks, targets, n_classes, groups)
     threads = torch.get_num_threads()
     torch.set_num_threads(config.threads)
@@ -734,7 +882,8 @@ ARCHITECTURES = Registry("architectures")  # name -> fit function with `fit_anti
 
 def register_architecture(
     name: str,  # the name audits refer to (AuditConfig.architecture, `--architecture`)
-    fit: Callable,  # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
+    # fit(condition, blocks, targets, n_classes, groups, config, seed) -> model with predict_logits
+    fit: Callable,
     replace: bool = False,  # replace another architecture of that name
 ) -> Callable:
     "Register an anticipation architecture under `name` in `ARCHITECTURES`; returns `fit`."
@@ -751,7 +900,9 @@ def network_architecture(
     build: Callable,  # build(shapes, n_classes, config, seed) -> nn.Module
     name: str,  # what errors and records call it
 ) -> Callable:
-    "The registry's fit function for a network: `fit_network` with `build` (the one trainer, the one budget)."
+    """The registry's fit function for a network: `fit_network` with `build` (the one trainer, the
+    one budget).
+    """
 
     def fit(condition, blocks, targets, n_classes, groups=None, config=TrainConfig(), seed=42):
         return fit_network(build, condition, blocks, targets, n_classes, groups, config, seed, name)
@@ -767,11 +918,14 @@ def network_architecture(
 def load_factory(
     spec: str,  # 'package.module:factory' (importable, or found from the working directory) or 'path/to/file.py:factory'
 ) -> Callable:
-    "The callable a 'module:attribute' spec names (`plugins.load_object`, the one loader), with an error that says which part could not be found."
+    """The callable a 'module:attribute' spec names (`plugins.load_object`, the one loader), with an
+    error that says which part could not be found.
+    """
     factory = load_object(spec)
     if not callable(factory):
         raise ContractError(
-            f"{spec!r}: {spec.rpartition(':')[2]!r} is a {type(factory).__name__}, not a callable factory"
+            f"{spec!r}: {spec.rpartition(':')[2]!r} is a {type(factory).__name__}, not a "
+            "callable factory"
         )
     return factory
 
@@ -779,7 +933,9 @@ def load_factory(
 def user_architecture(
     spec: str,  # 'package.module:factory': factory(shapes, n_classes, seed) -> nn.Module
 ) -> Callable:
-    "A user's network as an architecture: built by their factory, trained by the shared trainer with the audit's budget."
+    """A user's network as an architecture: built by their factory, trained by the shared trainer
+    with the audit's budget.
+    """
     factory = load_factory(spec)
 
     def build(shapes, n_classes, config, seed):
@@ -787,7 +943,8 @@ def user_architecture(
             return factory(dict(shapes), n_classes, seed)
         except Exception as e:
             raise AnticipatorContractError(
-                f"{spec}: factory(shapes={dict(shapes)}, n_classes={n_classes}, seed={seed}) raised {type(e).__name__}: {e}"
+                f"{spec}: factory(shapes={dict(shapes)}, n_classes={n_classes}, seed={seed}) "
+                f"raised {type(e).__name__}: {e}"
             ) from e
 
     return network_architecture(build, spec)
@@ -801,9 +958,9 @@ def architecture(
         return user_architecture(name)
     if name not in ARCHITECTURES:
         raise DataError(
-            f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see register_architecture; "
-            "the other built-in families register on `import hoi_audit.architectures`), "
-            "or a user model as 'package.module:factory'"
+            f"unknown architecture {name!r}; registered: {sorted(ARCHITECTURES)} (see "
+            "register_architecture; the other built-in families register on `import "
+            "hoi_audit.architectures`), or a user model as 'package.module:factory'"
         )
     return ARCHITECTURES[name]
 
@@ -811,6 +968,7 @@ def architecture(
 register_architecture("transformer", fit_anticipation)
 
 # %% ../nbs/15_models.ipynb #4b4083ae
+# the checker's budget: seconds per architecture
 CHECK_CONFIG = TrainConfig(
     d_model=16,
     n_heads=2,
@@ -822,14 +980,17 @@ CHECK_CONFIG = TrainConfig(
     patience=12,
     val_fraction=0.2,
     video_dim=0,
-)  # the checker's budget: seconds per architecture
+)
 
 
 def _planted_blocks(n: int, n_classes: int, seed: int, source: str = "oracle") -> tuple:
-    "Random blocks of every input, whose target is the latest history item: a model that reads its history can learn it."
+    """Random blocks of every input, whose target is the latest history item: a model that reads its
+    history can learn it.
+    """
     rng = np.random.default_rng(seed)
     history = rng.integers(0, n_classes + 1, size=(n, 4))
-    history[:, -1] = rng.integers(1, n_classes + 1, size=n)  # the latest action is never padding
+    # the latest action is never padding
+    history[:, -1] = rng.integers(1, n_classes + 1, size=n)
     history[:, :2] *= rng.random((n, 1)) < 0.5  # some short histories (left padding)
     y = history[:, -1] - 1
     blocks = {
@@ -849,7 +1010,9 @@ def _check_behaviour(
     n_classes: int,
     min_act1: float,
 ) -> dict:
-    "`check_anticipator`'s first checks, on one model with every input: shapes, determinism, seeding, batch independence, reading, learning."
+    """`check_anticipator`'s first checks, on one model with every input: shapes, determinism,
+    seeding, batch independence, reading, learning.
+    """
     every = ("video", "history", "state")
     report = {}
     first = run(every, 42)
@@ -873,7 +1036,8 @@ def _check_behaviour(
     if not np.allclose(one, out[:5], atol=1e-4, rtol=1e-4):
         fail(
             "batch independence",
-            f"a query's logits change with the other queries in its batch (max difference {np.abs(one - out[:5]).max():.3g})",
+            "a query's logits change with the other queries in its batch (max difference "
+            f"{np.abs(one - out[:5]).max():.3g})",
         )
     report["batch_independence"] = float(np.abs(one - out[:5]).max())
     moved = {
@@ -886,7 +1050,8 @@ def _check_behaviour(
     if act1 < min_act1:
         fail(
             "learning",
-            f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance {100 / n_classes:.0f}%; needs {min_act1:.0f}%)",
+            f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance "
+            f"{100 / n_classes:.0f}%; needs {min_act1:.0f}%)",
         )
     report["act1_planted"] = act1
     return report
@@ -904,12 +1069,15 @@ def _check_subsets_and_guard(
     groups: np.ndarray,
     config: TrainConfig,
 ) -> dict:
-    "`check_anticipator`'s last checks, one epoch each: every single input alone, and the provenance guard at fit and at test."
+    """`check_anticipator`'s last checks, one epoch each: every single input alone, and the
+    provenance guard at fit and at test.
+    """
     every, n_test, report = ("video", "history", "state"), len(test["history"].data), {}
     quick = replace(config, epochs=1)
     for k in (
         every
-    ):  # every single input alone: a model must not need a block its condition does not give
+        # every single input alone: a model must not need a block its condition does not give
+    ):
         m = run((k,), 42, quick, Condition(f"check_{k}", {"video", "oracle"}, deployable=False))
         if logits(m, (k,)).shape != (n_test, n_classes):
             fail(f"input subset {[k]}", "wrong logit shape")
@@ -944,9 +1112,13 @@ def check_anticipator(
     arch,  # a registered name, 'package.module:factory', or a fit function with `fit_anticipation`'s contract
     config: TrainConfig = CHECK_CONFIG,  # the training budget of the checks
     n_classes: int = 5,  # classes of the planted task
-    min_act1: float = 60.0,  # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
+    # Act@1 (%) the model must reach on the planted task (chance: 100 / n_classes)
+    min_act1: float = 60.0,
 ) -> dict:  # check name -> what was measured
-    "Check the anticipation contract (shapes, seeding, determinism, provenance, input subsets, batch independence, learning); raise `AnticipatorContractError` naming the first broken check."
+    """Check the anticipation contract (shapes, seeding, determinism, provenance, input subsets,
+    batch independence, learning); raise `AnticipatorContractError` naming the first broken
+    check.
+    """
     name = arch if isinstance(arch, str) else getattr(arch, "__name__", type(arch).__name__)
     fit = architecture(arch) if isinstance(arch, str) else arch
     if not callable(fit):

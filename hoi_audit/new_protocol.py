@@ -39,7 +39,9 @@ def toy_records(
     results: dict,  # dataset name -> `toy_run`'s rows
     **settings,  # the other settings (none)
 ) -> list[dict]:  # the results JSON's records
-    "Each split's share (`toy_class_share`, percent) and its test frames (`toy_test_frames`, a count), dataset by dataset."
+    """Each split's share (`toy_class_share`, percent) and its test frames (`toy_test_frames`, a
+    count), dataset by dataset.
+    """
     return [
         {"dataset": name, "split": r["split"], "metric": metric, "value": r[key]}
         for name, rows in results.items()
@@ -48,10 +50,11 @@ def toy_records(
     ]
 
 # %% ../nbs/96_new_protocol.ipynb #f1b30e51
+# what the numbers depend on: recorded and pinned
 TOY_RULE = {
     "rule": "majority train class",
     "unit": "frames",
-}  # what the numbers depend on: recorded and pinned
+}
 
 
 def toy_config(
@@ -77,20 +80,30 @@ def toy_section(
     "The toy's part of its report page: the mean share over splits per dataset, then every record."
     shares = pd.DataFrame(payload["records"]).query("metric == 'toy_class_share'")
     means = "".join(
-        f'<li data-dataset="{escape(str(d))}">{escape(str(d))}: mean share {g["value"].mean():.1f}% over {len(g)} splits</li>'
+        f'<li data-dataset="{escape(str(d))}">{escape(str(d))}: mean share '
+        f'{g["value"].mean():.1f}% over {len(g)} splits</li>'
         for d, g in shares.groupby("dataset", sort=False)
     )
     return f'<ul class="toy">{means}</ul>' + records_section(payload)
 
 # %% ../nbs/96_new_protocol.ipynb #89107d53
-def toy_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/ (no features needed)
-                *, out:str, # a folder (results/toy.json below it) or a .json results file
-                name:str|None=None, # the dataset's name in the results (default: the folder's name, made safe)
-                splits:str|None=None, # comma-separated split numbers (default: all)
-                scale:Literal["small", "full"]="full", # the scale recorded in the results JSON
-               ) -> int: # the exit status
+def toy_command(
+    data_dir: str,  # MS-TCN folder: mapping.txt, groundTruth/, splits/ (no features needed)
+    *,
+    out: str,  # a folder (results/toy.json below it) or a .json results file
+    # the dataset's name in the results (default: the folder's name, made safe)
+    name: str | None = None,
+    splits: str | None = None,  # comma-separated split numbers (default: all)
+    scale: Literal["small", "full"] = "full",  # the scale recorded in the results JSON
+) -> int:  # the exit status
     "the majority-class baseline of each split (a toy protocol: docs 96_new_protocol)"
-    run_stage("toy", RunSpec.from_options(splits=splits, scale=scale, device="cpu"), data_dir, out, name=name)
+    run_stage(
+        "toy",
+        RunSpec.from_options(splits=splits, scale=scale, device="cpu"),
+        data_dir,
+        out,
+        name=name,
+    )
     return 0
 
 # %% ../nbs/96_new_protocol.ipynb #1aa6b4b4

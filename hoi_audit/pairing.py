@@ -51,7 +51,9 @@ def last_actions(
 # %% ../nbs/18a_pairing.ipynb #e3de1f1d
 @dataclass(frozen=True)
 class LastActionsGT:
-    "History source recover function: the `n` most recent actions of the annotated (GT) history; still oracle."
+    """History source recover function: the `n` most recent actions of the annotated (GT) history;
+    still oracle.
+    """
 
     n: int  # most recent actions kept
 
@@ -82,7 +84,10 @@ def _recognizer_key(config: AuditConfig) -> tuple:
 
 # %% ../nbs/18a_pairing.ipynb #79848467
 class ControlHistories:
-    "The controls' recognizer backend: 'ba'/'bfr' from an inner backend (the audit's by default), '<kind>_last<H>' as their H most recent actions."
+    """The controls' recognizer backend: 'ba'/'bfr' from an inner backend (the audit's by default),
+    '<kind>_last<H>' as their H most recent actions.
+    """
+
     def __init__(self, inner:Callable|None=None, # the backend that recovers the base kinds (default: `conditions.RecognizerHistories()`)
                 ):
         self.inner, self._cache = inner or RecognizerHistories(), {}
@@ -95,30 +100,54 @@ class ControlHistories:
 
     def use_store(self, store) -> ControlHistories:
         "The inner backend keeps its recognizer fits in `store` (`conditions.history_backend`)."
-        if callable(getattr(self.inner, "use_store", None)): self.inner.use_store(store)
+        if callable(getattr(self.inner, "use_store", None)):
+            self.inner.use_store(store)
         return self
 
-    def recognizer(self, dataset, split:int, config:AuditConfig):
-        "The inner backend's recognizer (Table 3/11's window accuracy; `RecognizerHistories` gives the cross-fit's all-train member, fitted once)."
-        if not callable(getattr(self.inner, "recognizer", None)): raise DataError(f"{type(self.inner).__name__} exposes no recognizer")
+    def recognizer(self, dataset, split: int, config: AuditConfig):
+        """The inner backend's recognizer (Table 3/11's window accuracy; `RecognizerHistories` gives
+        the cross-fit's all-train member, fitted once).
+        """
+        if not callable(getattr(self.inner, "recognizer", None)):
+            raise DataError(f"{type(self.inner).__name__} exposes no recognizer")
         return self.inner.recognizer(dataset, split, config)
 
-    def __call__(self, dataset, split:int, train_q:pd.DataFrame, test_q:pd.DataFrame, kind:str, config:AuditConfig) -> tuple:
+    def __call__(
+        self,
+        dataset,
+        split: int,
+        train_q: pd.DataFrame,
+        test_q: pd.DataFrame,
+        kind: str,
+        config: AuditConfig,
+    ) -> tuple:
         m = _TRUNCATED.match(kind)
         base, n = (m["base"], int(m["n"])) if m else (kind, None)
-        key = (str(dataset.root), split, base, _recognizer_key(config),
-               sha256_json([train_q[["video", "t"]].values.tolist(), test_q[["video", "t"]].values.tolist()]))
-        if key not in self._cache:   # every H of a dose shares one recovery
-            self._cache[key] = tuple(map(list, self.inner(dataset, split, train_q, test_q, base, config)))
+        key = (
+            str(dataset.root),
+            split,
+            base,
+            _recognizer_key(config),
+            sha256_json(
+                [train_q[["video", "t"]].values.tolist(), test_q[["video", "t"]].values.tolist()]
+            ),
+        )
+        if key not in self._cache:  # every H of a dose shares one recovery
+            self._cache[key] = tuple(
+                map(list, self.inner(dataset, split, train_q, test_q, base, config))
+            )
         train, test = self._cache[key]
         return (train, test) if n is None else (last_actions(train, n), last_actions(test, n))
 
 # %% ../nbs/18a_pairing.ipynb #e5f3d435
 def history_length_source(
-    base: str,  # 'gt' (the annotated history) or a recognizer kind of the backend ('ba', 'bfr')
+    # 'gt' (the annotated history) or a recognizer kind of the backend ('ba', 'bfr')
+    base: str,
     n: int,  # most recent actions kept
 ) -> HistorySource:
-    "The history source `<base>_last<n>` (registered on first use): the n most recent actions of `base`, with `base`'s provenance."
+    """The history source `<base>_last<n>` (registered on first use): the n most recent actions of
+    `base`, with `base`'s provenance.
+    """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(
             f"history length must be a positive integer, got {n!r} (H=0 is video only)"
@@ -134,7 +163,8 @@ def history_length_source(
         )
     else:
         raise ValueError(
-            f"history source {base!r} recovers its own histories; a dose is defined for 'gt' and the backend's kinds ('ba', 'bfr')"
+            f"history source {base!r} recovers its own histories; a dose is defined for 'gt' "
+            "and the backend's kinds ('ba', 'bfr')"
         )
     return register_history_source(src)
 
@@ -143,7 +173,9 @@ def dose_condition(
     base: str,  # 'gt' or a recognizer kind ('ba', 'bfr')
     n: int,  # history length H (0: the video-only row)
 ) -> AuditCondition:
-    "Table 12's row for history length H: video, the H most recent actions and the causal state built from them (H = 0: `video_only`)."
+    """Table 12's row for history length H: video, the H most recent actions and the causal state
+    built from them (H = 0: `video_only`).
+    """
     if n == 0:
         return CONDITIONS["video_only"]
     src = history_length_source(base, n)
@@ -156,7 +188,9 @@ def noise_condition(
     rate: float,  # probability that a GT history item is edited
     seed: int = 0,  # noise seed
 ) -> AuditCondition:
-    "Figure 3 (right)'s point at noise `rate`: video + GT history corrupted by `recovery.noisy_history` (oracle-derived, never deployable)."
+    """Figure 3 (right)'s point at noise `rate`: video + GT history corrupted by
+    `recovery.noisy_history` (oracle-derived, never deployable).
+    """
     if not 0 <= rate <= 1:
         raise ValueError(f"noise rate must lie in [0, 1], got {rate}")
     suffix = f"{float(rate):g}" + (f"_s{seed}" if seed else "")
@@ -177,10 +211,13 @@ def horizon_queries(
     dataset,  # a `ProceduralDataset`
     videos: Sequence[str] | None = None,  # video names; None: every video
     window: int = 32,  # feature frames in the visual window
-    horizon: int = 1,  # the target is the action this many actions ahead (1: the next action)
+    # the target is the action this many actions ahead (1: the next action)
+    horizon: int = 1,
     **options,  # passed to `queries.next_action_queries` (gap, include_first, short_window)
 ) -> pd.DataFrame:  # boundary queries whose target (and target_start) is the h-th action ahead
-    "Table 15's queries: asked at every action boundary, as `next_action_queries`; the target is the action `horizon` ahead."
+    """Table 15's queries: asked at every action boundary, as `next_action_queries`; the target is
+    the action `horizon` ahead.
+    """
     if not isinstance(horizon, (int, np.integer)) or horizon < 1:
         raise ValueError(f"horizon must be a positive integer, got {horizon!r}")
     if options.get("background_target"):
@@ -221,18 +258,21 @@ def horizon_schedule(
     return QUERY_SCHEDULES[name]
 
 # %% ../nbs/18a_pairing.ipynb #61cfca99
+# Table 17's rows: no window video
 PROBE_INPUTS = {
     "history": ("history",),
     "state": ("state",),
     "history+state": ("history", "state"),
-}  # Table 17's rows: no window video
+}
 
 
 def probe_condition(
     probe_input: str,  # a PROBE_INPUTS key
     history: str = "gt",  # the history source the probe reads
 ) -> AuditCondition:
-    "A context-only probe of Table 17: the history tokens, the causal state, or both, from `history`; never the window video."
+    """A context-only probe of Table 17: the history tokens, the causal state, or both, from
+    `history`; never the window video.
+    """
     if probe_input not in PROBE_INPUTS:
         raise ValueError(
             f"unknown probe input {probe_input!r}; probe inputs are {list(PROBE_INPUTS)}"
@@ -252,7 +292,9 @@ def probe_condition(
 
 # %% ../nbs/18a_pairing.ipynb #022f8f76
 def own_history(condition: str) -> str:
-    "The history a condition is trained and tested with ('none' for a condition without one, video only): a side named by its condition alone is tested with it."
+    """The history a condition is trained and tested with ('none' for a condition without one, video
+    only): a side named by its condition alone is tested with it.
+    """
     return CONDITIONS[condition].history or "none"
 
 # %% ../nbs/18a_pairing.ipynb #0c61970b
@@ -260,7 +302,9 @@ def side_records(
     records: pd.DataFrame,  # from `engine.audit_records` (every test, with test_history)
     side,  # a condition (tested with its own history) or (condition, test_history) for a cross-tested checkpoint
 ) -> pd.DataFrame:  # the records of that side (every metric)
-    "Rows of one side of a comparison; a side the records do not hold is an error, never an empty side."
+    """Rows of one side of a comparison; a side the records do not hold is an error, never an empty
+    side.
+    """
     condition, test = (side, own_history(side)) if isinstance(side, str) else side
     r = records[(records["condition"] == condition) & (records["test_history"] == test)]
     if r.empty:
@@ -276,7 +320,9 @@ def pair_records(
     confidence: float = 0.95,  # the interval's level
     **factors,  # columns added to every record (e.g. control='matched', horizon=2)
 ) -> list[dict]:  # each side's (split, seed) values, then the gap with its interval
-    "Each side's per-(split, seed) value (metric `metric`, factor `side`) and the gap oracle - non_oracle, paired by split (seeds averaged)."
+    """Each side's per-(split, seed) value (metric `metric`, factor `side`) and the gap oracle -
+    non_oracle, paired by split (seeds averaged).
+    """
     out, per = [], {}
     for side, spec in (("non_oracle", non_oracle), ("oracle", oracle)):
         r = side_records(records, spec)
@@ -321,10 +367,13 @@ def pair_records(
 # %% ../nbs/18a_pairing.ipynb #f1d9e72c
 def gap_summary(
     records: pd.DataFrame | list,  # records from `pair_records` (one or many comparisons)
-    by: Sequence[str],  # the factor columns that name a comparison (e.g. ['dataset', 'control'])
+    # the factor columns that name a comparison (e.g. ['dataset', 'control'])
+    by: Sequence[str],
     metric: str = "act1",  # the compared metric
 ) -> pd.DataFrame:  # per comparison: non_oracle, non_oracle_std, oracle, oracle_std (over splits), gap, ci_low, ci_high, n
-    "Table 2's view: each side's mean ± std over splits (seeds averaged) beside the gap and its interval."
+    """Table 2's view: each side's mean ± std over splits (seeds averaged) beside the gap and its
+    interval.
+    """
     r, by = pd.DataFrame(records), list(by)
     sides = r[r["metric"] == metric].groupby(by + ["side", "split"], sort=False)["value"].mean()
     rows = []
@@ -346,19 +395,22 @@ def gap_summary(
     return pd.DataFrame(rows).set_index(by)
 
 # %% ../nbs/18a_pairing.ipynb #01a8c7b0
+# factor columns whose values are integers
 INTEGER_COLUMNS = (
     "split",
     "seed",
     "n",
     "horizon",
     "history_length",
-)  # factor columns whose values are integers
+)
 
 
 def tidy_records(
     records,  # a DataFrame or a list of dicts (from any function here)
 ) -> list[dict]:  # one dict per record: no NaN fields (except intervals), integer factors as int
-    "Records for a results JSON: concatenation leaves NaN in fields a record does not have, and floats in integer columns."
+    """Records for a results JSON: concatenation leaves NaN in fields a record does not have, and
+    floats in integer columns.
+    """
     rows = records.to_dict("records") if isinstance(records, pd.DataFrame) else list(records)
     out = []
     for r in rows:
@@ -376,31 +428,39 @@ def store_part(
     store: ResultStore | None,  # the run's store (None: a fresh temporary one)
     part: str,  # the part's folder below it, e.g. 'schedule=boundary' or 'sweep=boundary'
 ) -> ResultStore:
-    "A part of the store (one query schedule or sweep per folder: the same condition under two schedules is two units); it looks where the store looks (its peers)."
+    """A part of the store (one query schedule or sweep per folder: the same condition under two
+    schedules is two units); it looks where the store looks (its peers).
+    """
     root = (
         Path(store.root) if store is not None else Path(tempfile.mkdtemp(prefix="hoi_audit_store_"))
     )
-    return ResultStore(
-        root / part, peers=getattr(store, "peers", None)
-    )  # an experiment's parts look where the experiment looks
+    # an experiment's parts look where the experiment looks
+    return ResultStore(root / part, peers=getattr(store, "peers", None))
 
 # %% ../nbs/18a_pairing.ipynb #16ce40dc
 def audit_spec(
-    training: dict,  # the options of `conditions.training_options`, as a handler receives them (`**training`)
-    store: str | None = None,  # the --store folder (None: the command's default below --out)
+    # the options of `conditions.training_options`, as a handler receives them (`**training`)
+    training: dict,
+    # the --store folder (None: the command's default below --out)
+    store: str | None = None,
 ) -> tuple:  # (`stages.RunSpec`, `conditions.AuditConfig`)
-    "The run spec and the audit's settings of an audit-engine command's options; the device is in both (the spec's, and the trainer's)."
+    """The run spec and the audit's settings of an audit-engine command's options; the device is in
+    both (the spec's, and the trainer's).
+    """
     spec, config = training_options(**training)
     return (spec if not store else replace(spec, store=ResultStore(Path(store)))), config
 
 # %% ../nbs/18a_pairing.ipynb #451cfe38
 def command_config(
-    config,  # the settings the command ran with (an `AuditConfig`, or anything with `as_dict`)
+    # the settings the command ran with (an `AuditConfig`, or anything with `as_dict`)
+    config,
     seeds: Sequence[int],  # its seeds
     *datasets,  # the datasets it read (a renamed one's names are recorded)
     **settings,  # the command's own settings (e.g. controls=[...])
 ) -> dict:
-    "An audit-engine command's results config: the settings, the seeds, the command's own settings, and a renamed dataset's names."
+    """An audit-engine command's results config: the settings, the seeds, the command's own
+    settings, and a renamed dataset's names.
+    """
     return {
         **config.as_dict(),
         "seeds": list(seeds),
@@ -412,9 +472,12 @@ def command_config(
 def run_keywords(
     spec: RunSpec,  # splits, seeds, store, workers, progress and the device
     config: AuditConfig,  # the audit's settings
-    history_fn: Callable | None = None,  # recognizer backend (None: each function's default)
+    # recognizer backend (None: each function's default)
+    history_fn: Callable | None = None,
 ) -> dict:  # splits, seeds, store, config, history_fn, progress, workers
-    "The keywords every control and sweep function takes, from one dataset's run spec; the networks train on the spec's device."
+    """The keywords every control and sweep function takes, from one dataset's run spec; the
+    networks train on the spec's device.
+    """
     return dict(
         splits=spec.split_list,
         seeds=list(spec.seeds),
@@ -432,6 +495,8 @@ def stage_config(
     config: AuditConfig,  # the audit's settings
     **settings,  # the stage's own settings, recorded (e.g. horizons=[1, 2])
 ) -> tuple:  # (the results config, the pins)
-    "An audit-engine stage's results config as its command writes it (`command_config` on the spec's device) and its pins: the config's SHA-256."
+    """An audit-engine stage's results config as its command writes it (`command_config` on the
+    spec's device) and its pins: the config's SHA-256.
+    """
     cfg = command_config(spec.on_device(config), spec.seeds, *datasets.values(), **settings)
     return cfg, {"config": sha256_json(cfg)}

@@ -19,7 +19,8 @@ class ContractError(HoiAuditError, TypeError):
 
 # %% ../nbs/06_plugins.ipynb #77a662c7
 def load_module(
-    spec: str,  # "package.module" (importable, or found from the working directory) or "path/to/file.py"
+    # "package.module" (importable, or found from the working directory) or "path/to/file.py"
+    spec: str,
     name: str | None = None,  # what errors call the request (default: `spec`, quoted)
 ) -> types.ModuleType:
     "The module `spec` names, imported once; a file's code travels by value to worker processes."
@@ -28,7 +29,10 @@ def load_module(
         path = Path(spec)
         if not path.is_file():
             raise ContractError(f"{name}: {path.resolve()} is not a file")
-        module_name = f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"  # per file and content: a copy elsewhere reads its own folder
+        # per file and content: a copy elsewhere reads its own folder
+        module_name = (
+            f"_hoi_audit_user_{sha256_json([str(path.resolve()), sha256_file(path)])[:12]}"
+        )
         if module_name not in sys.modules:
             loader = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(loader)
@@ -42,9 +46,8 @@ def load_module(
                 ) from e
             import cloudpickle
 
-            cloudpickle.register_pickle_by_value(
-                module
-            )  # units carry the user's code by value to worker processes, which cannot import it
+            # units carry the user's code by value to worker processes, which cannot import it
+            cloudpickle.register_pickle_by_value(module)
         return sys.modules[module_name]
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())  # as `python -m` would: the user's own package
@@ -61,7 +64,9 @@ def load_module(
 def load_object(
     spec: str,  # "package.module:name" (importable, or found from the working directory) or "path/to/file.py:name"
 ):
-    "The object named by `spec` (its module loaded by `load_module`); an error says which part could not be found."
+    """The object named by `spec` (its module loaded by `load_module`); an error says which part
+    could not be found.
+    """
     module_part, sep, attr = str(spec).rpartition(":")
     if not sep or not module_part or not attr.isidentifier():
         raise ContractError(
@@ -73,13 +78,16 @@ def load_object(
     return getattr(module, attr)
 
 # %% ../nbs/06_plugins.ipynb #560d77eb
-PLUGINS_ENV = "HOI_AUDIT_PLUGINS"  # JSON list of [spec, folder]: the plug-ins a command loaded, for the kernels it starts
+# JSON list of [spec, folder]: the plug-ins a command loaded, for the kernels it starts
+PLUGINS_ENV = "HOI_AUDIT_PLUGINS"
 
 
 def plugins_environment(
     specs,  # module names or paths of .py files, as given on the command line
 ) -> dict:  # {PLUGINS_ENV: ...}, or {} when there are none
-    "The environment that hands a command's plug-ins to the processes it starts (`load_env_plugins` reads it)."
+    """The environment that hands a command's plug-ins to the processes it starts
+    (`load_env_plugins` reads it).
+    """
     if not specs:
         return {}
     entries = [
@@ -92,7 +100,9 @@ def plugins_environment(
 def load_env_plugins(
     environ: dict | None = None,  # the environment (default: os.environ)
 ) -> list:  # the imported modules
-    "Import the plug-ins `$HOI_AUDIT_PLUGINS` names (set by `hoi-audit --plugin` for the kernels it starts), as the command did."
+    """Import the plug-ins `$HOI_AUDIT_PLUGINS` names (set by `hoi-audit --plugin` for the kernels
+    it starts), as the command did.
+    """
     raw = (os.environ if environ is None else environ).get(PLUGINS_ENV) or "[]"
     try:
         entries = [(str(s), str(d)) for s, d in json.loads(raw)]
@@ -107,10 +117,13 @@ def load_env_plugins(
 
 # %% ../nbs/06_plugins.ipynb #55ca67ce
 def object_name(obj) -> str:
-    "How an error names a user's object: a spec string as given, else its qualified name, else its type's name."
+    """How an error names a user's object: a spec string as given, else its qualified name, else its
+    type's name.
+    """
     return obj if isinstance(obj, str) else getattr(obj, "__qualname__", None) or type(obj).__name__
 
 # %% ../nbs/06_plugins.ipynb #e3a2e199
+# weight files a model that declares no `checkpoints` is taken to read when they lie beside its file
 CHECKPOINT_SUFFIXES = (
     ".pt",
     ".pth",
@@ -126,16 +139,23 @@ CHECKPOINT_SUFFIXES = (
     ".hdf5",
     ".onnx",
     ".msgpack",
-)  # weight files a model that declares no `checkpoints` is taken to read when they lie beside its file
+)
 
 # %% ../nbs/06_plugins.ipynb #895d4a16
 def code_files(path, # the file that defines a user's model
               ) -> list[Path]: # the files its code is: the file, or every .py file of the user package it belongs to
-    "The user code a model's behaviour depends on: its own file, or, inside a package (not this library), the whole package's .py files."
+    """The user code a model's behaviour depends on: its own file, or, inside a package (not this
+    library), the whole package's .py files.
+    """
     path = Path(path).resolve()
     root = path.parent
-    if not (root / "__init__.py").exists() or root == Path(inspect.getsourcefile(HoiAuditError)).resolve().parent: return [path]   # this library: its file
-    while (root.parent / "__init__.py").exists(): root = root.parent
+    if (
+        not (root / "__init__.py").exists()
+        or root == Path(inspect.getsourcefile(HoiAuditError)).resolve().parent
+    ):
+        return [path]  # this library: its file
+    while (root.parent / "__init__.py").exists():
+        root = root.parent
     return sorted(root.rglob("*.py"))
 
 # %% ../nbs/06_plugins.ipynb #1bc9d525
@@ -144,7 +164,9 @@ def checkpoint_files(
     path,  # the file that defines it (None: defined interactively)
     name: str = "model",  # what errors call it
 ) -> list[Path]:  # the checkpoint files its outputs depend on
-    "The checkpoints a model reads: those it declares (`checkpoints` on it, its class or factory, or `CHECKPOINTS` in its module), else the weight files beside its file."
+    """The checkpoints a model reads: those it declares (`checkpoints` on it, its class or factory,
+    or `CHECKPOINTS` in its module), else the weight files beside its file.
+    """
     declared = getattr(target, "checkpoints", None)
     if declared is None:
         module = sys.modules.get(
@@ -180,7 +202,9 @@ def checkpoint_files(
 def identity(
     obj,  # the user's object, class, factory or "module:name" spec
 ) -> dict:  # model (spec or name), source_sha256, and code_sha256 / checkpoints where there are any
-    "What names a user's model in a store unit: its spec or name, the SHA-256 of its code and of every checkpoint it reads."
+    """What names a user's model in a store unit: its spec or name, the SHA-256 of its code and of
+    every checkpoint it reads.
+    """
     target = load_object(obj) if isinstance(obj, str) else obj
     name = obj if isinstance(obj, str) else object_name(obj)
     try:
@@ -190,10 +214,11 @@ def identity(
     except (TypeError, OSError):
         path = None  # a builtin, or a class defined interactively
     path = path if path and Path(path).is_file() else None
+    # None: defined interactively
     out = {
         "model": name,
         "source_sha256": sha256_file(path) if path else None,
-    }  # None: defined interactively
+    }
     if path:
         files = code_files(path)
         if len(files) > 1:
@@ -222,18 +247,35 @@ def call_user(fn, # the user's method or factory
               batch:int|None=None, rows:tuple|None=None, horizon:int|None=None, # where in the protocol (named in the error)
               finite:bool=True, # also require every float array it returns to be finite
              ):
-    "Call user code; an exception or a non-finite output becomes a `ContractError` naming the spec, the stage, the batch, rows and horizon."
-    where = ", ".join(w for w in (f"batch {batch}" if batch is not None else "", f"rows {rows[0]}-{rows[1]}" if rows else "",
-                                  f"horizon {horizon}" if horizon is not None else "") if w)
+    """Call user code; an exception or a non-finite output becomes a `ContractError` naming the
+    spec, the stage, the batch, rows and horizon.
+    """
+    where = ", ".join(
+        w
+        for w in (
+            f"batch {batch}" if batch is not None else "",
+            f"rows {rows[0]}-{rows[1]}" if rows else "",
+            f"horizon {horizon}" if horizon is not None else "",
+        )
+        if w
+    )
     label = f"{name}: {stage}" + (f" ({where})" if where else "") if stage else name
-    try: out = fn(*args)
-    except HoiAuditError: raise
-    except Exception as e: raise ContractError(f"{label}: raised {type(e).__name__}: {e}") from e
+    try:
+        out = fn(*args)
+    except HoiAuditError:
+        raise
+    except Exception as e:
+        raise ContractError(f"{label}: raised {type(e).__name__}: {e}") from e
     if finite:
-        for key, value in (out.items() if isinstance(out, dict) else [(None, out)]):
-            try: a = np.asarray(value)
-            except Exception: continue                       # not array-like: the role's checker judges it
+        for key, value in out.items() if isinstance(out, dict) else [(None, out)]:
+            try:
+                a = np.asarray(value)
+            except Exception:
+                continue  # not array-like: the role's checker judges it
             if a.dtype.kind in "fc" and not np.isfinite(a).all():
-                raise ContractError(f"{label}: returned NaN or infinite values" + (f" in {key!r}" if key else "")
-                                    + f" ({int((~np.isfinite(a)).sum())} of {a.size})")
+                raise ContractError(
+                    f"{label}: returned NaN or infinite values"
+                    + (f" in {key!r}" if key else "")
+                    + f" ({int((~np.isfinite(a)).sum())} of {a.size})"
+                )
     return out

@@ -25,27 +25,39 @@ __all__ = ['SIZES', 'PRESETS_FILE', 'PRESETS', 'SizeSpec', 'Preset', 'HeldOutPre
            'read_presets', 'preset']
 
 # %% ../nbs/12b_presets.ipynb #d2ac4fec
-SIZES = ("tiny", "small", "full")  # tiny: CI, seconds; small: quick experiments; full: the real datasets' sizes
+# tiny: CI, seconds; small: quick experiments; full: the real datasets' sizes
+SIZES = (
+    "tiny",
+    "small",
+    "full",
+)
+
 
 @dataclass(frozen=True)
 class SizeSpec:
     "The shape of one preset at one size."
-    participants: tuple # participant ids recorded
-    cameras: tuple # camera (view) names; a session is seen by some of them
-    mean_frames: float # expected video length in frames (before the per-participant speed)
-    feature_dim: int # D of the features
-    n_videos: int|None = None # Breakfast full: sessions get 3-4 cameras so that the total is the real count
-    features: dict = field(default_factory=dict) # FeatureSpec values of this size (calibrated), over the preset's `features`
+
+    participants: tuple  # participant ids recorded
+    cameras: tuple  # camera (view) names; a session is seen by some of them
+    mean_frames: float  # expected video length in frames (before the per-participant speed)
+    feature_dim: int  # D of the features
+    # Breakfast full: sessions get 3-4 cameras so that the total is the real count
+    n_videos: int | None = None
+    # FeatureSpec values of this size (calibrated), over the preset's `features`
+    features: dict = field(default_factory=dict)
 
 # %% ../nbs/12b_presets.ipynb #6e6dfed2
 @dataclass(frozen=True)
 class Preset:
-    "A synthetic dataset's recipe: grammar, names, participants, splits, background, durations and sizes."
+    """A synthetic dataset's recipe: grammar, names, participants, splits, background, durations and
+    sizes.
+    """
 
     name: str
     grammar: Grammar
     sizes: dict  # size name -> SizeSpec
-    split_groups: tuple  # per split, the participants of its test set (all sizes draw from these)
+    # per split, the participants of its test set (all sizes draw from these)
+    split_groups: tuple
     video_name: str  # format with participant, camera, task, repetition
     repetitions: int  # sessions per (participant, task)
     durations: dict  # class name -> mean duration in frames at full size
@@ -55,7 +67,8 @@ class Preset:
     gap_background: str | None = None  # background class between actions
     gap_p: float = 0.0  # probability of a background gap between two actions
     fps: float = 15.0
-    duration_spread: float = 0.35  # sigma of the log-normal spread of one segment's duration
+    # sigma of the log-normal spread of one segment's duration
+    duration_spread: float = 0.35
     speed_spread: float = 0.2  # sigma of the log-normal per-participant speed
     features: dict = field(default_factory=dict)  # FeatureSpec defaults of this preset
 
@@ -74,7 +87,9 @@ def _groups(ids: Sequence, n: int) -> tuple:
 # %% ../nbs/12b_presets.ipynb #7bdd7fe9
 @dataclass(frozen=True)
 class HeldOutPreset(Preset):
-    "A preset with one held-out test group: `split_groups` holds the test participants, everyone else is train only (split 0)."
+    """A preset with one held-out test group: `split_groups` holds the test participants, everyone
+    else is train only (split 0).
+    """
 
     def split_of(self, participant: str) -> int:
         "1 for a held-out participant, 0 (train in every split) otherwise."
@@ -135,9 +150,8 @@ def knob_table(
 ) -> dict:  # knob -> value, as written
     "A table of `FeatureSpec` knobs, checked: fields but `dim` and `seed`, each a number."
     kinds = {f.name: _NUMBER for f in fields(FeatureSpec) if f.name not in ("dim", "seed")}
-    return dict(
-        _checked(table, where, {**kinds, "equal_norms": _BOOL})
-    )  # equal_norms: true or false
+    # equal_norms: true or false
+    return dict(_checked(table, where, {**kinds, "equal_norms": _BOOL}))
 
 # %% ../nbs/12b_presets.ipynb #b75698d8
 # participant ids: format(i) for first <= i <= last, i not in skip

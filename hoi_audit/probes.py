@@ -58,8 +58,11 @@ def encode_set(histories:Sequence[tuple], # one history per query
     rows, cols = [], []
     for r, h in enumerate(histories):
         items = sorted(set(h)) or [n_classes]
-        rows += [r] * len(items); cols += items
-    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(histories), n_classes + 1))
+        rows += [r] * len(items)
+        cols += items
+    return sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, cols)), shape=(len(histories), n_classes + 1)
+    )
 
 # %% ../nbs/20_probes.ipynb #8f7832b5
 def encode_sequence(
@@ -67,7 +70,9 @@ def encode_sequence(
     n_classes: int,  # number of classes
     max_len: int = 8,  # positions kept: the most recent `max_len` actions
 ) -> sparse.csr_matrix:  # (n, max_len * (n_classes + 1)): right-aligned one-hot per position
-    "Right-aligned one-hot of the last `max_len` actions (position max_len-1 is the latest; unused positions are padding)."
+    """Right-aligned one-hot of the last `max_len` actions (position max_len-1 is the latest; unused
+    positions are padding).
+    """
     width = n_classes + 1
     rows, cols = [], []
     for r, h in enumerate(histories):
@@ -97,7 +102,9 @@ class MajorityPredictor:
 
 # %% ../nbs/20_probes.ipynb #feedcd8c
 class BigramPredictor:
-    "Count table argmax P(a_i+1 | a_i) over the train queries; the empty history is its own context; an unseen latest action -> majority."
+    """Count table argmax P(a_i+1 | a_i) over the train queries; the empty history is its own
+    context; an unseen latest action -> majority.
+    """
 
     name = "bigram"
 
@@ -137,9 +144,8 @@ class HistoryClassifier:
     def predict(self, queries: pd.DataFrame) -> np.ndarray:
         if self.constant_ is not None:
             return np.full(len(queries), self.constant_, dtype=np.int64)
-        history = [
-            tuple(c for c in h if c < self.n_classes_) for h in queries["history"]
-        ]  # a class beyond the map has no column
+        # a class beyond the map has no column
+        history = [tuple(c for c in h if c < self.n_classes_) for h in queries["history"]]
         return self.model_.predict(self.encode(history, self.n_classes_)).astype(np.int64)
 
 # %% ../nbs/20_probes.ipynb #906c63ed
@@ -194,7 +200,9 @@ def ceiling_act1(
     queries: pd.DataFrame,  # queries with `history` and `target`
     context: str = "latest",  # one of 'none', 'latest', 'set', 'history'
 ) -> float:  # the best Act@1 any function of the context reaches on these queries
-    "The Act@1 of the best possible function of `context`, fit on the evaluated queries themselves (an upper bound)."
+    """The Act@1 of the best possible function of `context`, fit on the evaluated queries themselves
+    (an upper bound).
+    """
     keys = queries["history"].map(CONTEXTS[context])
     counts = pd.crosstab(keys.map(repr), queries["target"])
     return float(counts.max(axis=1).sum() / len(queries) * 100)
@@ -217,27 +225,43 @@ def decomposition_table(
     return table
 
 # %% ../nbs/20_probes.ipynb #21399255
-def decomposition(dataset, # a `ProceduralDataset` (labels only are enough)
-                  splits:Sequence[int]|None=None, # split numbers; None: every split
-                  predictors:Mapping[str, Callable]|Sequence[str]|None=None, # name -> factory, or names from PREDICTORS
-                  **query_kwargs, # options of `next_action_queries` (include_first, background_history, ...)
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]: # (per-split records, table)
-    "Table 16: fit each label-only predictor on every train split, Act@1 on its test split, mean ± std over splits."
-    if predictors is None: predictors = PREDICTORS
+def decomposition(
+    dataset,  # a `ProceduralDataset` (labels only are enough)
+    splits: Sequence[int] | None = None,  # split numbers; None: every split
+    # name -> factory, or names from PREDICTORS
+    predictors: Mapping[str, Callable] | Sequence[str] | None = None,
+    **query_kwargs,  # options of `next_action_queries` (include_first, background_history, ...)
+) -> tuple[pd.DataFrame, pd.DataFrame]:  # (per-split records, table)
+    """Table 16: fit each label-only predictor on every train split, Act@1 on its test split, mean ±
+    std over splits.
+    """
+    if predictors is None:
+        predictors = PREDICTORS
     elif not isinstance(predictors, Mapping):
         unknown = [p for p in predictors if p not in PREDICTORS]
-        if unknown: raise ValueError(f"unknown predictors {unknown}; known: {list(PREDICTORS)}")
+        if unknown:
+            raise ValueError(f"unknown predictors {unknown}; known: {list(PREDICTORS)}")
         predictors = {p: PREDICTORS[p] for p in predictors}
     splits = sorted(dataset.splits) if splits is None else list(splits)
     n_classes = len(dataset.classes)
     records = []
     for split in splits:
         train, test = split_queries(dataset, split, **query_kwargs)
-        if not len(train) or not len(test): raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
+        if not len(train) or not len(test):
+            raise DataError(f"{dataset.root}: split {split} has no train or no test queries")
         for name, make in predictors.items():
             predicted = make().fit(train, n_classes).predict(test)
-            records.append({"dataset": dataset.name, "split": int(split), "predictor": name, "metric": "act1",
-                            "value": act_at_1(predicted, test["target"]), "n_train": len(train), "n_test": len(test)})
+            records.append(
+                {
+                    "dataset": dataset.name,
+                    "split": int(split),
+                    "predictor": name,
+                    "metric": "act1",
+                    "value": act_at_1(predicted, test["target"]),
+                    "n_train": len(train),
+                    "n_test": len(test),
+                }
+            )
     per_split = pd.DataFrame(records)
     return per_split, decomposition_table(per_split)
 
@@ -245,7 +269,9 @@ def decomposition(dataset, # a `ProceduralDataset` (labels only are enough)
 def dataset_folders(
     data,  # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
 ) -> list[Path]:
-    "The MS-TCN folders in `data`: a list as given, a folder itself when it has a mapping.txt, else its subfolders that do."
+    """The MS-TCN folders in `data`: a list as given, a folder itself when it has a mapping.txt,
+    else its subfolders that do.
+    """
     if isinstance(data, (list, tuple)):
         for root in map(Path, data):
             if not (root / "mapping.txt").is_file():
@@ -273,9 +299,12 @@ def wide_table(per_split: pd.DataFrame) -> pd.DataFrame:
 def read_decomposition_data(
     data,  # an MS-TCN folder, a folder of them, or a list of MS-TCN folders
     splits: Sequence[int] | None = None,  # split numbers the run needs; None: every split
-    name: str | None = None,  # the dataset's name when `data` is one MS-TCN folder (default: each folder's name, made safe)
+    # the dataset's name when `data` is one MS-TCN folder (default: each folder's name, made safe)
+    name: str | None = None,
 ) -> dict:  # dataset name -> dataset, in the folders' order
-    "Every folder's labels read and checked (`procedural.read_for_command`) before the first is computed: one error lists every problem."
+    """Every folder's labels read and checked (`procedural.read_for_command`) before the first is
+    computed: one error lists every problem.
+    """
     folders = dataset_folders(data)
     if name is not None and len(folders) != 1:
         raise HoiAuditError(f"a name is for one MS-TCN folder; {data} holds {len(folders)}")
@@ -300,15 +329,23 @@ def run_decomposition(data_dir, # an MS-TCN folder, a folder of them, or a list 
                       name:str|None=None, # the dataset's name when `data_dir` is one MS-TCN folder (default: each folder's name, made safe)
                       **query_kwargs, # options of `next_action_queries`
                      ) -> pd.DataFrame: # the per-split records of every dataset
-    "Run the decomposition on every dataset under `data_dir`, print the tables, and with `out` write the results JSON (the `probes` stage)."
+    """Run the decomposition on every dataset under `data_dir`, print the tables, and with `out`
+    write the results JSON (the `probes` stage).
+    """
     datasets = read_decomposition_data(data_dir, splits, name)
-    spec = RunSpec(splits=splits, device="cpu", scale=scale)   # nothing trains
+    spec = RunSpec(splits=splits, device="cpu", scale=scale)  # nothing trains
     with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
         if out is not None:
-            results = run_stage(PROBES_STAGE, spec, datasets, out, predictors=predictors, **query_kwargs).results
+            results = run_stage(
+                PROBES_STAGE, spec, datasets, out, predictors=predictors, **query_kwargs
+            ).results
         else:
-            results = {k: probes_stage_run(d, spec, predictors=predictors, **query_kwargs) for k, d in datasets.items()}
-            for k, r in results.items(): probes_stage_show(k, r)
+            results = {
+                k: probes_stage_run(d, spec, predictors=predictors, **query_kwargs)
+                for k, d in datasets.items()
+            }
+            for k, r in results.items():
+                probes_stage_show(k, r)
     return pd.concat([r.per_split for r in results.values()], ignore_index=True)
 
 # %% ../nbs/20_probes.ipynb #9e075213
@@ -316,33 +353,60 @@ def probes_command(data_dir:Annotated[str|None, {"nargs": "?"}], # an MS-TCN-lay
                    *,
                    # the real labels shipped with hoi_audit instead of DATA_DIR (`REAL_DATASETS`; none named: all)
                    real:Annotated[list[str]|None, {"nargs": "*", "choices": REAL_DATASETS, "metavar": "NAME",
-                                                   "help": f"the real labels shipped with hoi_audit instead of DATA_DIR: {', '.join(REAL_DATASETS)} (default: all)"}]=None,
+                                                   "help": "the real labels shipped with hoi_audit " "instead of DATA_DIR: " f"{', '.join(REAL_DATASETS)} (default: " "all)"}]=None,
                    name:str|None=None, # the dataset's name in the results (letters, digits and _.+-; one DATA_DIR folder only); default: the folder's name, made safe
                    out:str, # DIR (writes DIR/results/decomposition.json) or FILE.json (the results file itself)
                    splits:list[int]|None=None, # split numbers (default: every split)
-                   predictors:Annotated[list[str]|None, {"choices": sorted(PREDICTORS)}]=None, # predictors (default: all five)
+                   # predictors (default: all five)
+                   predictors:Annotated[list[str]|None, {"choices": sorted(PREDICTORS)}]=None,
                   ) -> int: # the exit status
-    "label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped labels"
+    """label-only decomposition predictors (Table 16) on an MS-TCN-layout folder or the shipped
+    labels
+    """
     if (data_dir is None) == (real is None):
-        raise HoiAuditError("probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME ...] (the shipped labels), not both")
-    if name is not None and data_dir is None: raise HoiAuditError("probes: --name names DATA_DIR's dataset; the shipped labels keep theirs")
-    data = data_dir if data_dir is not None else [real_labels_root(n) for n in (real or REAL_DATASETS)]
-    paths = CommandOutput.parse(out, "decomposition")   # a bad --out is said before any folder is read
-    datasets = read_decomposition_data(data, splits, name)   # every folder checked before the first is computed
-    run_stage(PROBES_STAGE, RunSpec(splits=splits, device="cpu", scale="full"), datasets, paths, predictors=predictors)   # nothing trains
+        raise HoiAuditError(
+            "probes: give DATA_DIR (an MS-TCN folder, or a folder of them) or --real [NAME "
+            "...] (the shipped labels), not both"
+        )
+    if name is not None and data_dir is None:
+        raise HoiAuditError(
+            "probes: --name names DATA_DIR's dataset; the shipped labels keep theirs"
+        )
+    data = (
+        data_dir if data_dir is not None else [real_labels_root(n) for n in (real or REAL_DATASETS)]
+    )
+    # a bad --out is said before any folder is read
+    paths = CommandOutput.parse(out, "decomposition")
+    # every folder checked before the first is computed
+    datasets = read_decomposition_data(data, splits, name)
+    # nothing trains
+    run_stage(
+        PROBES_STAGE,
+        RunSpec(splits=splits, device="cpu", scale="full"),
+        datasets,
+        paths,
+        predictors=predictors,
+    )
     return 0
 
 # %% ../nbs/20_probes.ipynb #31e3f0f7
 @dataclass
 class DecompositionRun:
-    "One dataset's decomposition as the stage runs it: the per-split records, and the test ceilings and exact Bayes values when asked for."
-    per_split:pd.DataFrame # from `decomposition`: dataset, split, predictor, metric 'act1', value, n_train, n_test
-    ceilings:pd.DataFrame|None = None # metric 'test_ceiling' per split and predictor (`ceiling_act1` of the predictor's input)
-    bayes:pd.DataFrame|None = None # metric 'bayes' per predictor (split 0): the generator's exact accuracy
+    """One dataset's decomposition as the stage runs it: the per-split records, and the test
+    ceilings and exact Bayes values when asked for.
+    """
+
+    # from `decomposition`: dataset, split, predictor, metric 'act1', value, n_train, n_test
+    per_split: pd.DataFrame
+    # metric 'test_ceiling' per split and predictor (`ceiling_act1` of the predictor's input)
+    ceilings: pd.DataFrame | None = None
+    # metric 'bayes' per predictor (split 0): the generator's exact accuracy
+    bayes: pd.DataFrame | None = None
 
 # %% ../nbs/20_probes.ipynb #030ff4fc
 def probes_stage_run(dataset, # a `ProceduralDataset` (labels only are enough)
-                     spec:RunSpec, # its splits (nothing trains: the seeds and the device are not used)
+                     # its splits (nothing trains: the seeds and the device are not used)
+                     spec:RunSpec,
                      *,
                      predictors:Sequence[str]|None=None, # predictor names; None: all five
                      ceilings:Mapping[str, str]|None=None, # predictor -> its input (`CONTEXTS`) whose test ceiling is recorded; None: none
@@ -350,17 +414,41 @@ def probes_stage_run(dataset, # a `ProceduralDataset` (labels only are enough)
                      n_test:bool=True, # (the records' setting: each record carries its split's number of test queries)
                      **query_kwargs, # options of `next_action_queries`
                     ) -> DecompositionRun:
-    "`decomposition` as the stage runs it, on one dataset: the per-split records, and the test ceilings and Bayes values asked for."
+    """`decomposition` as the stage runs it, on one dataset: the per-split records, and the test
+    ceilings and Bayes values asked for.
+    """
     per_split, _ = decomposition(dataset, spec.split_list, predictors, **query_kwargs)
     rows = []
     for split in dataset.splits if spec.split_list is None else spec.split_list:
-        if not ceilings: break
+        if not ceilings:
+            break
         _, test = split_queries(dataset, split, **query_kwargs)
-        rows += [{"dataset": dataset.name, "split": split, "predictor": p, "metric": "test_ceiling", "value": ceiling_act1(test, ctx)}
-                 for p, ctx in ceilings.items()]
-    exact = None if bayes is None else pd.DataFrame(
-        [{"dataset": dataset.name, "split": 0, "predictor": p, "metric": "bayes", "value": 100 * bayes_accuracy(bayes, p, include_first=True)}
-         for p in PREDICTORS])
+        rows += [
+            {
+                "dataset": dataset.name,
+                "split": split,
+                "predictor": p,
+                "metric": "test_ceiling",
+                "value": ceiling_act1(test, ctx),
+            }
+            for p, ctx in ceilings.items()
+        ]
+    exact = (
+        None
+        if bayes is None
+        else pd.DataFrame(
+            [
+                {
+                    "dataset": dataset.name,
+                    "split": 0,
+                    "predictor": p,
+                    "metric": "bayes",
+                    "value": 100 * bayes_accuracy(bayes, p, include_first=True),
+                }
+                for p in PREDICTORS
+            ]
+        )
+    )
     return DecompositionRun(per_split, pd.DataFrame(rows) if rows else None, exact)
 
 # %% ../nbs/20_probes.ipynb #47083ad5
@@ -378,7 +466,9 @@ def probes_stage_records(
     n_test: bool = True,  # each record carries its split's number of test queries
     **settings,  # the run's other settings (not needed)
 ) -> pd.DataFrame:
-    "The records of every dataset in the run's order: the per-split Act@1, then the test ceilings, then the exact Bayes values."
+    """The records of every dataset in the run's order: the per-split Act@1, then the test ceilings,
+    then the exact Bayes values.
+    """
     cols = ["dataset", "split", "predictor", "metric", "value"] + (["n_test"] if n_test else [])
     frames = [r.per_split[cols] for r in results.values()]
     frames += [r.ceilings for r in results.values() if r.ceilings is not None]
@@ -396,10 +486,11 @@ def probes_stage_config(
     n_test: bool = True,
     **query_kwargs,  # options of `next_action_queries`, recorded
 ) -> tuple:  # (the results config, the pins)
-    "The command's results config (queries, predictors, splits, query options, renamed datasets) and its pins (`procedural.labels_pins`)."
-    renamed = {
-        d.name: name_config(d) for d in datasets.values() if name_config(d)
-    }  # datasets not named as their folders
+    """The command's results config (queries, predictors, splits, query options, renamed datasets)
+    and its pins (`procedural.labels_pins`).
+    """
+    # datasets not named as their folders
+    renamed = {d.name: name_config(d) for d in datasets.values() if name_config(d)}
     config = {
         "queries": "next_action_queries",
         "predictors": list(dict.fromkeys(predictors or PREDICTORS)),

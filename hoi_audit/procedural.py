@@ -73,33 +73,54 @@ def read_mapping(
     return classes
 
 # %% ../nbs/10_procedural.ipynb #5223f59d
-DEFAULT_BACKGROUND = frozenset({"sil", "background", "action_start", "action_end"})  # lower-cased names treated as background
+# lower-cased names treated as background
+DEFAULT_BACKGROUND = frozenset({"sil", "background", "action_start", "action_end"})
+
+
 def background_ids(classes:Sequence[str], # class names, index = class id
                    background:Iterable|None=None, # names or ids; None: the default names (SIL, background, action_start, action_end)
                   ) -> frozenset: # the background class ids
-    "The background class ids: the given names/ids, or every class whose lower-cased name is in `DEFAULT_BACKGROUND`."
-    if background is None: return frozenset(i for i, n in enumerate(classes) if n.lower() in DEFAULT_BACKGROUND)
-    if isinstance(background, (str, int)): background = [background]
+    """The background class ids: the given names/ids, or every class whose lower-cased name is in
+    `DEFAULT_BACKGROUND`.
+    """
+    if background is None:
+        return frozenset(i for i, n in enumerate(classes) if n.lower() in DEFAULT_BACKGROUND)
+    if isinstance(background, (str, int)):
+        background = [background]
     ids = set()
     for b in background:
         if isinstance(b, (int, np.integer)) and not isinstance(b, bool):
-            if not 0 <= b < len(classes): raise DataError(f"background class id {b} is not in the mapping (0..{len(classes) - 1})")
+            if not 0 <= b < len(classes):
+                raise DataError(
+                    f"background class id {b} is not in the mapping (0..{len(classes) - 1})"
+                )
             ids.add(int(b))
-        elif b in classes: ids.add(classes.index(b))
-        else: raise DataError(f"background class {b!r} is not in the mapping")
+        elif b in classes:
+            ids.add(classes.index(b))
+        else:
+            raise DataError(f"background class {b!r} is not in the mapping")
     return frozenset(ids)
 
 # %% ../nbs/10_procedural.ipynb #54f33d73
-def verb_map(classes:Sequence[str], # class names, index = class id
-             background:frozenset=frozenset(), # background class ids (each is its own verb)
-             verbs:Mapping[str, str]|Callable[[str], str]|None=None, # class name -> verb; None: first token of `verb_noun`
-            ) -> tuple[list[str], np.ndarray]: # (verb names, class id -> verb id)
-    "Each class's verb: the first `_`-token of its name (background classes are their own verb), or the user's map."
+def verb_map(
+    classes: Sequence[str],  # class names, index = class id
+    background: frozenset = frozenset(),  # background class ids (each is its own verb)
+    # class name -> verb; None: first token of `verb_noun`
+    verbs: Mapping[str, str] | Callable[[str], str] | None = None,
+) -> tuple[list[str], np.ndarray]:  # (verb names, class id -> verb id)
+    """Each class's verb: the first `_`-token of its name (background classes are their own verb),
+    or the user's map.
+    """
+
     def verb(i, name):
-        if verbs is None: return name if i in background else name.split("_")[0]
-        if callable(verbs): return verbs(name)
-        if name not in verbs: raise DataError(f"verb map has no entry for class {name!r}")
+        if verbs is None:
+            return name if i in background else name.split("_")[0]
+        if callable(verbs):
+            return verbs(name)
+        if name not in verbs:
+            raise DataError(f"verb map has no entry for class {name!r}")
         return verbs[name]
+
     per_class = [verb(i, n) for i, n in enumerate(classes)]
     verb_names = list(dict.fromkeys(per_class))
     return verb_names, np.array([verb_names.index(v) for v in per_class], dtype=np.int64)
@@ -137,7 +158,8 @@ def read_splits(
         m = _BUNDLE.fullmatch(path.name)
         if m is None:
             raise DataError(
-                f"{path}: bundle name not understood; expected <part>.split<N>.bundle (e.g. train.split1.bundle)"
+                f"{path}: bundle name not understood; expected <part>.split<N>.bundle (e.g. "
+                "train.split1.bundle)"
             )
         splits.setdefault(int(m["split"]), {})[m["part"]] = read_bundle(path)
     if not splits:
@@ -146,12 +168,14 @@ def read_splits(
         for part in ("train", "test"):
             if part not in parts:
                 raise DataError(
-                    f"{folder / f'{part}.split{n}.bundle'}: file not found (split {n} has no {part} part)"
+                    f"{folder / f'{part}.split{n}.bundle'}: file not found (split {n} has no "
+                    f"{part} part)"
                 )
         leak = sorted(set(parts["train"]) & set(parts["test"]))
         if leak:
             raise DataError(
-                f"{folder}: split {n} lists {len(leak)} videos in both train and test, e.g. {leak[:3]}"
+                f"{folder}: split {n} lists {len(leak)} videos in both train and test, e.g. "
+                f"{leak[:3]}"
             )
     return {
         n: {
@@ -162,18 +186,22 @@ def read_splits(
 
 # %% ../nbs/10_procedural.ipynb #cdbcf225
 NAME_PATTERNS = (
-    r"(?P<participant>P\d+)_[^_]+_P\d+_(?P<task>[^_]+)",   # Breakfast: P03_cam01_P03_cereals
-    r"rgb-(?P<participant>\d+)-\d+",                        # 50 Salads: rgb-01-1
-    r"(?P<participant>S\d+)_(?P<task>[^_]+)_C\d+",          # GTEA: S1_Cheese_C1
+    r"(?P<participant>P\d+)_[^_]+_P\d+_(?P<task>[^_]+)",  # Breakfast: P03_cam01_P03_cereals
+    r"rgb-(?P<participant>\d+)-\d+",  # 50 Salads: rgb-01-1
+    r"(?P<participant>S\d+)_(?P<task>[^_]+)_C\d+",  # GTEA: S1_Cheese_C1
 )
 
-def parse_video_name(name:str, # a video name without extension
-                     patterns:Sequence[str]=NAME_PATTERNS, # regexes with named groups `participant` / `task`; first full match wins
-                    ) -> tuple[str|None, str|None]: # (participant, task)
+
+def parse_video_name(
+    name: str,  # a video name without extension
+    # regexes with named groups `participant` / `task`; first full match wins
+    patterns: Sequence[str] = NAME_PATTERNS,
+) -> tuple[str | None, str | None]:  # (participant, task)
     "The participant and task a video's name carries (None where it does not)."
-    for pattern in ([patterns] if isinstance(patterns, str) else patterns):
+    for pattern in [patterns] if isinstance(patterns, str) else patterns:
         m = re.fullmatch(pattern, name)
-        if m: return m.groupdict().get("participant"), m.groupdict().get("task")
+        if m:
+            return m.groupdict().get("participant"), m.groupdict().get("task")
     return None, None
 
 # %% ../nbs/10_procedural.ipynb #9b701e6b
@@ -242,7 +270,9 @@ class Trim:
 
 # %% ../nbs/10_procedural.ipynb #b90aa947
 def open_features(path) -> np.memmap:
-    "Memory-map a `.npy` feature file (nothing is read); a missing or unreadable file, or one that is not 2-D, is a `DataError`."
+    """Memory-map a `.npy` feature file (nothing is read); a missing or unreadable file, or one that
+    is not 2-D, is a `DataError`.
+    """
     path = Path(path)
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -262,37 +292,51 @@ def time_axis(
     n_labels: int,  # frames in the label file
     tolerance: int = DEFAULT_LENGTH_TOLERANCE,  # frames of difference allowed
 ) -> int | None:  # 0 (T x D), 1 (D x T), or None when both axes fit
-    "Which axis of a feature array is time, judged from the label length; a `ValueError` when neither fits."
+    """Which axis of a feature array is time, judged from the label length; a `ValueError` when
+    neither fits.
+    """
     fits = [abs(n - n_labels) <= tolerance for n in shape]
     if all(fits):
         return None
     if not any(fits):
         raise ValueError(
-            f"neither axis of shape {tuple(shape)} is within {tolerance} frames of the {n_labels} label frames"
+            f"neither axis of shape {tuple(shape)} is within {tolerance} frames of the "
+            f"{n_labels} label frames"
         )
     return fits.index(True)
 
 # %% ../nbs/10_procedural.ipynb #265d542d
-def first_nonfinite(array:np.ndarray, # features, T x D or D x T (a memory map is fine)
-                    time_axis:int=0, # which axis is time
-                    chunk_bytes:int=1 << 24, # bytes examined at once, so a check holds at most this much extra memory
-                   ) -> tuple[int, int]: # (number of NaN/inf values, first frame holding one; -1 when none)
-    "Count NaN/inf values chunk by chunk along the stored leading axis, and find the first frame that holds one."
-    if not np.issubdtype(array.dtype, np.floating): return 0, -1
+def first_nonfinite(
+    array: np.ndarray,  # features, T x D or D x T (a memory map is fine)
+    time_axis: int = 0,  # which axis is time
+    # bytes examined at once, so a check holds at most this much extra memory
+    chunk_bytes: int = 1 << 24,
+) -> tuple[int, int]:  # (number of NaN/inf values, first frame holding one; -1 when none)
+    """Count NaN/inf values chunk by chunk along the stored leading axis, and find the first frame
+    that holds one.
+    """
+    if not np.issubdtype(array.dtype, np.floating):
+        return 0, -1
     rows = max(1, chunk_bytes // max(1, array.shape[1] * array.itemsize))
     bad_count, bad_frames = 0, []
     for s in range(0, array.shape[0], rows):
-        bad = ~np.isfinite(array[s:s + rows])
+        bad = ~np.isfinite(array[s : s + rows])
         n = int(bad.sum())
         if n:
             bad_count += n
-            axis_hits = np.flatnonzero(bad.any(axis=1)) + s if time_axis == 0 else np.flatnonzero(bad.any(axis=0))
+            axis_hits = (
+                np.flatnonzero(bad.any(axis=1)) + s
+                if time_axis == 0
+                else np.flatnonzero(bad.any(axis=0))
+            )
             bad_frames.append(int(axis_hits.min()))
     return bad_count, (min(bad_frames) if bad_frames else -1)
 
 # %% ../nbs/10_procedural.ipynb #adb90827
 class _LazyLabels:
-    "`Video`'s labels, read on first access and cut to the feature length; segments and transcript from them."
+    """`Video`'s labels, read on first access and cut to the feature length; segments and transcript
+    from them.
+    """
 
     def _load(self):
         labels = read_label_file(self.label_path, self.dataset.class_id)
@@ -304,21 +348,23 @@ class _LazyLabels:
             n = min(len(labels), n_features)
             if abs(len(labels) - n_features) > self.dataset.length_tolerance:
                 raise DataError(
-                    f"{self.feature_path}: feature/label length mismatch: {n_features} feature frames but {len(labels)} "
-                    f"label frames in {self.label_path.name} (length_tolerance={self.dataset.length_tolerance})"
+                    f"{self.feature_path}: feature/label length mismatch: {n_features} feature "
+                    f"frames but {len(labels)} label frames in {self.label_path.name} "
+                    f"(length_tolerance={self.dataset.length_tolerance})"
                 )
             if n != len(labels) or n != n_features:
                 self._trim = Trim(len(labels), n_features, n)
                 self.dataset._trims[self.name] = self._trim
             labels = labels[:n]
-        labels.setflags(
-            write=False
-        )  # shared by every caller: nobody may change the ground truth in place
+        # shared by every caller: nobody may change the ground truth in place
+        labels.setflags(write=False)
         self._labels = labels
 
     @property
     def labels(self) -> np.ndarray:
-        "Class id per frame (int64, read-only), trimmed to the feature length where the dataset has features."
+        """Class id per frame (int64, read-only), trimmed to the feature length where the dataset
+        has features.
+        """
         if self._labels is None:
             self._load()
         return self._labels
@@ -329,7 +375,9 @@ class _LazyLabels:
 
     @property
     def feature_dim(self) -> int | None:
-        "D of the video's feature file, read from its header with the labels (None: a labels-only dataset)."
+        """D of the video's feature file, read from its header with the labels (None: a labels-only
+        dataset).
+        """
         self.labels
         return self._feature_dim
 
@@ -354,7 +402,9 @@ class _LazyLabels:
 
 # %% ../nbs/10_procedural.ipynb #462c710f
 class Video(_LazyLabels):
-    "One video of a `ProceduralDataset`: lazy labels, segments, transcript, participant/task, and memory-mapped features."
+    """One video of a `ProceduralDataset`: lazy labels, segments, transcript, participant/task, and
+    memory-mapped features.
+    """
 
     def __init__(self, dataset: ProceduralDataset, name: str):
         self.dataset, self.name = dataset, name
@@ -371,7 +421,9 @@ class Video(_LazyLabels):
         return self.dataset.features_dir / f"{self.name}.npy" if self.dataset.has_features else None
 
     def features(self) -> np.ndarray:
-        "The video's features, T x D, memory-mapped and trimmed to `n_frames`; checked for NaN/inf on the first call."
+        """The video's features, T x D, memory-mapped and trimmed to `n_frames`; checked for NaN/inf
+        on the first call.
+        """
         if not self.dataset.has_features:
             raise DataError(
                 f"{self.dataset.root}: dataset {self.dataset.name!r} has no features folder"
@@ -380,16 +432,17 @@ class Video(_LazyLabels):
         array = open_features(self.feature_path)
         if array.shape[self._time_axis] < n:
             raise DataError(
-                f"{self.feature_path}: has {array.shape[self._time_axis]} frames, fewer than the {n} read before (file changed?)"
+                f"{self.feature_path}: has {array.shape[self._time_axis]} frames, fewer than "
+                f"the {n} read before (file changed?)"
             )
-        kept = (
-            array[:n] if self._time_axis == 0 else array[:, :n]
-        )  # frames trimmed away are neither checked nor returned
+        # frames trimmed away are neither checked nor returned
+        kept = array[:n] if self._time_axis == 0 else array[:, :n]
         if not self._features_checked:
             bad, frame = first_nonfinite(kept, self._time_axis)
             if bad:
                 raise DataError(
-                    f"{self.feature_path}: {bad} NaN/inf feature values, the first at frame {frame} (0-based)"
+                    f"{self.feature_path}: {bad} NaN/inf feature values, the first at frame "
+                    f"{frame} (0-based)"
                 )
             self._features_checked = True
         return kept if self._time_axis == 0 else kept.T
@@ -404,7 +457,9 @@ def _problem_list(
     problems: Sequence[str],  # one line per problem, each naming its file
     shown: int = 20,  # lines listed; the rest are counted
 ) -> str:
-    "One `DataError` message for every problem at once: the first `shown` lines, then '... and N more'."
+    """One `DataError` message for every problem at once: the first `shown` lines, then '... and N
+    more'.
+    """
     problems = list(dict.fromkeys(problems))  # one line per distinct problem
     more = f"\n  ... and {len(problems) - shown} more" if len(problems) > shown else ""
     return (
@@ -416,38 +471,51 @@ def _problem_list(
 # %% ../nbs/10_procedural.ipynb #fb90b9a0
 def _dims_problem(
     folder: Path,  # the features folder
-    dims: Mapping[int, Sequence[str]],  # feature dimension D -> the videos whose file has it
+    # feature dimension D -> the videos whose file has it
+    dims: Mapping[int, Sequence[str]],
 ) -> str:
-    "The problem line of features with more than one dimension: each D with its count and up to three of its files, most common first."
+    """The problem line of features with more than one dimension: each D with its count and up to
+    three of its files, most common first.
+    """
     parts = [
-        f"D={d} in {len(vs)} file{'s' if len(vs) > 1 else ''} ({', '.join(f'{v}.npy' for v in vs[:3])}{', ...' if len(vs) > 3 else ''})"
+        f"D={d} in {len(vs)} file{'s' if len(vs) > 1 else ''} "
+        f"({', '.join(f'{v}.npy' for v in vs[:3])}{', ...' if len(vs) > 3 else ''})"
         for d, vs in sorted(dims.items(), key=lambda kv: -len(kv[1]))
     ]
-    return f"{folder}: feature dimensions differ between videos: {'; '.join(parts)}; a dataset's features need one dimension D"
+    return (
+        f"{folder}: feature dimensions differ between videos: {'; '.join(parts)}; a dataset's "
+        "features need one dimension D"
+    )
 
 # %% ../nbs/10_procedural.ipynb #675e8c5f
 class _FeatureOrientation:
-    "`ProceduralDataset`'s rule for which axis of a feature file is time (per file, else from the whole dataset)."
+    """`ProceduralDataset`'s rule for which axis of a feature file is time (per file, else from the
+    whole dataset).
+    """
 
     def _time_axis_of(self, path: Path, shape: tuple, n_labels: int) -> int:
         if self.orientation != "auto":
             axis = 1 if self.orientation == "DxT" else 0
             if abs(shape[axis] - n_labels) > self.length_tolerance:
                 raise DataError(
-                    f"{path}: feature/label length mismatch: {shape[axis]} feature frames ({self.orientation}, shape {shape}) "
-                    f"but {n_labels} label frames (length_tolerance={self.length_tolerance})"
+                    f"{path}: feature/label length mismatch: {shape[axis]} feature frames "
+                    f"({self.orientation}, shape {shape}) but {n_labels} label frames "
+                    f"(length_tolerance={self.length_tolerance})"
                 )
             return axis
         try:
             axis = time_axis(shape, n_labels, self.length_tolerance)
         except ValueError as e:
             raise DataError(
-                f"{path}: feature/label length mismatch: {e} (length_tolerance={self.length_tolerance})"
+                f"{path}: feature/label length mismatch: {e} "
+                f"(length_tolerance={self.length_tolerance})"
             ) from None
         return self._dataset_time_axis_from_shapes(path) if axis is None else axis
 
     def _dataset_time_axis_from_shapes(self, path: Path) -> int:
-        "The time axis shared by the dataset's feature files: the axis whose size varies (D is the same in every file)."
+        """The time axis shared by the dataset's feature files: the axis whose size varies (D is the
+        same in every file).
+        """
         if self._dataset_time_axis is None:
             seen = [set(), set()]
             for name in self.videos:
@@ -456,75 +524,155 @@ class _FeatureOrientation:
                 seen[1].add(shape[1])
                 if len(seen[0]) > 1 and len(seen[1]) > 1:
                     raise DataError(
-                        f"{self.features_dir}: feature files disagree on both axes (e.g. {name}.npy is {shape}); "
-                        "a dataset's features need one dimension D"
+                        f"{self.features_dir}: feature files disagree on both axes (e.g. "
+                        f"{name}.npy is {shape}); a dataset's features need one dimension D"
                     )
                 if len(seen[0]) > 1 or len(seen[1]) > 1:
                     self._dataset_time_axis = 0 if len(seen[0]) > 1 else 1
             if self._dataset_time_axis is None:
                 raise DataError(
-                    f"{path}: cannot tell whether features are D x T or T x D (both axes match the labels and every feature "
-                    "file has the same shape); pass orientation='DxT' or 'TxD'"
+                    f"{path}: cannot tell whether features are D x T or T x D (both axes match "
+                    "the labels and every feature file has the same shape); pass "
+                    "orientation='DxT' or 'TxD'"
                 )
         return self._dataset_time_axis
 
 # %% ../nbs/10_procedural.ipynb #c8bfdfdd
 class _DatasetChecks:
     "`ProceduralDataset`'s summaries over its videos: what was trimmed, and every problem at once."
-    def trim_summary(self) -> pd.DataFrame:
-        "One row per video trimmed so far (every trimmed video after `validate()`): frames in labels, features, kept, dropped."
-        rows = [{"video": n, "label_frames": t.label_frames, "feature_frames": t.feature_frames, "n_frames": t.n_frames,
-                 "labels_dropped": t.labels_dropped, "features_dropped": t.features_dropped} for n, t in sorted(self._trims.items())]
-        return pd.DataFrame(rows, columns=["video", "label_frames", "feature_frames", "n_frames", "labels_dropped", "features_dropped"])
 
-    def _input_problems(self, splits:Sequence[int]|None, needs_features:bool) -> list[str]:
-        "What is wrong with the input as a whole: the name, features needed but absent, a split asked for but absent, an empty bundle."
-        problems = [] if SAFE_KEY.match(str(self.name)) else [f"{self.root}: dataset name {self.name!r} cannot key stored results "
-                                                            f"(letters, digits and _.+- only), e.g. {safe_name(str(self.name))!r}"]
+    def trim_summary(self) -> pd.DataFrame:
+        """One row per video trimmed so far (every trimmed video after `validate()`): frames in
+        labels, features, kept, dropped.
+        """
+        rows = [
+            {
+                "video": n,
+                "label_frames": t.label_frames,
+                "feature_frames": t.feature_frames,
+                "n_frames": t.n_frames,
+                "labels_dropped": t.labels_dropped,
+                "features_dropped": t.features_dropped,
+            }
+            for n, t in sorted(self._trims.items())
+        ]
+        return pd.DataFrame(
+            rows,
+            columns=[
+                "video",
+                "label_frames",
+                "feature_frames",
+                "n_frames",
+                "labels_dropped",
+                "features_dropped",
+            ],
+        )
+
+    def _input_problems(self, splits: Sequence[int] | None, needs_features: bool) -> list[str]:
+        """What is wrong with the input as a whole: the name, features needed but absent, a split
+        asked for but absent, an empty bundle.
+        """
+        problems = (
+            []
+            if SAFE_KEY.match(str(self.name))
+            else [
+                f"{self.root}: dataset name {self.name!r} cannot key stored results "
+                f"(letters, digits and _.+- only), e.g. {safe_name(str(self.name))!r}"
+            ]
+        )
         if needs_features and not self.has_features:
-            problems.append(f"{self.root / 'features'}: no .npy feature files; this needs features (D x T or T x D per video)")
-        for n in (sorted(self.splits) if splits is None else splits):
-            if n not in self.splits: problems.append(f"{self.root / 'splits'}: no split {n} (splits: {sorted(self.splits)})"); continue
-            problems += [f"{self.root / 'splits' / f'{part}.split{n}.bundle'}: empty (split {n} has no {part} videos)"
-                         for part in ("train", "test") if not self.splits[n][part]]
+            problems.append(
+                f"{self.root / 'features'}: no .npy feature files; this needs features (D x "
+                "T or T x D per video)"
+            )
+        for n in sorted(self.splits) if splits is None else splits:
+            if n not in self.splits:
+                problems.append(
+                    f"{self.root / 'splits'}: no split {n} (splits: {sorted(self.splits)})"
+                )
+                continue
+            problems += [
+                f"{self.root / 'splits' / f'{part}.split{n}.bundle'}: empty (split {n} has "
+                f"no {part} videos)"
+                for part in ("train", "test")
+                if not self.splits[n][part]
+            ]
         return problems
 
     def validate(self, check_features:bool=True, # also check every feature file: its shape, one dimension D, and (`values`) NaN/inf
                  values:bool=True, # read every feature value for NaN/inf (False: headers only; values are still checked on first use)
-                 splits:Sequence[int]|None=None, # check these splits' bundles and videos (None: every split and every video)
+                 # check these splits' bundles and videos (None: every split and every video)
+                 splits:Sequence[int]|None=None,
                  needs_features:bool=False, # a dataset without features is a problem
                 ) -> pd.DataFrame: # one row per video: n_frames, n_segments, trimmed frames, feature dim
-        "Read every video (labels, lengths, feature shape and NaN/inf); raise one `DataError` listing every problem, else a per-video summary."
+        """Read every video (labels, lengths, feature shape and NaN/inf); raise one `DataError`
+        listing every problem, else a per-video summary.
+        """
         problems = self._input_problems(splits, needs_features)
-        names = self.videos if splits is None else sorted({v for n in splits if n in self.splits for vs in self.splits[n].values() for v in vs})
+        names = (
+            self.videos
+            if splits is None
+            else sorted(
+                {
+                    v
+                    for n in splits
+                    if n in self.splits
+                    for vs in self.splits[n].values()
+                    for v in vs
+                }
+            )
+        )
         rows, dims, per_video = [], {}, []
         for name in names:
             v = self.video(name)
             try:
                 dim = None
                 if self.has_features and check_features:
-                    if values: f = v.features(); dim = f.shape[1]; del f
-                    else: dim = v.feature_dim
+                    if values:
+                        f = v.features()
+                        dim = f.shape[1]
+                        del f
+                    else:
+                        dim = v.feature_dim
                     dims.setdefault(dim, []).append(name)
                 t = v.trimmed
-                rows.append({"video": name, "n_frames": v.n_frames, "n_segments": len(v.segments), "feature_dim": dim,
-                             "labels_dropped": t.labels_dropped if t else 0, "features_dropped": t.features_dropped if t else 0})
-            except DataError as e: per_video.append(str(e))
-        if len(dims) > 1: problems.append(_dims_problem(self.features_dir, dims))   # the dataset's problems first, then each video's
+                rows.append(
+                    {
+                        "video": name,
+                        "n_frames": v.n_frames,
+                        "n_segments": len(v.segments),
+                        "feature_dim": dim,
+                        "labels_dropped": t.labels_dropped if t else 0,
+                        "features_dropped": t.features_dropped if t else 0,
+                    }
+                )
+            except DataError as e:
+                per_video.append(str(e))
+        if len(dims) > 1:
+            # the dataset's problems first, then each video's
+            problems.append(_dims_problem(self.features_dir, dims))
         problems += per_video
-        if problems: raise DataError(_problem_list(self.root, problems))
+        if problems:
+            raise DataError(_problem_list(self.root, problems))
         return pd.DataFrame(rows)
 
     def preflight(self, splits:Sequence[int]|None=None, # the splits a command runs (None: all)
                   needs_features:bool=False, # the command reads features
-                  check_features:bool=True, # check feature shapes and one dimension D (False: a label-only command)
+                  # check feature shapes and one dimension D (False: a label-only command)
+                  check_features:bool=True,
                  ) -> pd.DataFrame: # as `validate`
-        "`validate` without reading feature values: every label file, feature header, length, D, bundle and the name, before any work."
-        return self.validate(check_features, values=False, splits=splits, needs_features=needs_features)
+        """`validate` without reading feature values: every label file, feature header, length, D,
+        bundle and the name, before any work.
+        """
+        return self.validate(
+            check_features, values=False, splits=splits, needs_features=needs_features
+        )
 
 # %% ../nbs/10_procedural.ipynb #2b4bfdc1
 class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
-    "A procedural-video dataset in the MS-TCN layout: label map, background classes, verbs, splits, and lazy `Video`s."
+    """A procedural-video dataset in the MS-TCN layout: label map, background classes, verbs,
+    splits, and lazy `Video`s.
+    """
 
     def __init__(
         self,
@@ -556,7 +704,8 @@ class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
             orientation,
             name_patterns,
         )
-        self.name_note = name_note  # why the name is not the folder's, when it had to be changed (None: it is not)
+        # why the name is not the folder's, when it had to be changed (None: it is not)
+        self.name_note = name_note
         self._video_names = set(videos)
         self._videos, self._trims, self._dataset_time_axis = {}, {}, None
 
@@ -586,16 +735,18 @@ class ProceduralDataset(_FeatureOrientation, _DatasetChecks):
 
     def __repr__(self):
         return (
-            f"ProceduralDataset({self.name!r}: {len(self.videos)} videos, {len(self.classes)} classes "
-            f"({len(self.background)} background), {len(self.verb_names)} verbs, splits {list(self.splits)}, "
-            f"{'features' if self.has_features else 'labels only'})"
+            f"ProceduralDataset({self.name!r}: {len(self.videos)} videos, {len(self.classes)} "
+            f"classes ({len(self.background)} background), {len(self.verb_names)} verbs, splits "
+            f"{list(self.splits)}, {'features' if self.has_features else 'labels only'})"
         )
 
 # %% ../nbs/10_procedural.ipynb #b8be9ac3
 def safe_name(
     name: str,  # any name, e.g. a folder's
 ) -> str:  # letters, digits and _.+- only
-    "`name` made usable as a store key: accents folded to ASCII (NFKD), every other character `_`; a name with no letter left is hashed."
+    """`name` made usable as a store key: accents folded to ASCII (NFKD), every other character `_`;
+    a name with no letter left is hashed.
+    """
     folded = "".join(
         ch
         if SAFE_KEY.match(ch)
@@ -620,11 +771,14 @@ def _dataset_name(
     root: Path,  # the dataset folder
     name: str | None,  # the name given (None: the folder's)
 ) -> tuple[str, str | None]:  # (the name, a note when the folder's name had to be changed)
-    "The dataset's name: a given one as it is (a `DataError` when it cannot key results), else the folder's, made safe."
+    """The dataset's name: a given one as it is (a `DataError` when it cannot key results), else the
+    folder's, made safe.
+    """
     if name is not None:
         if not SAFE_KEY.match(str(name)):
             raise DataError(
-                f"dataset name {name!r} cannot key stored results: use letters, digits and _.+- only, e.g. {safe_name(name)!r}"
+                f"dataset name {name!r} cannot key stored results: use letters, digits and "
+                f"_.+- only, e.g. {safe_name(name)!r}"
             )
         return str(name), None
     folder = Path(
@@ -641,69 +795,129 @@ def _dataset_name(
 # %% ../nbs/10_procedural.ipynb #7d9a1364
 def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, optional features/)
                name:str|None=None, # the dataset's name (letters, digits and _.+-); default: the folder's name, made safe (`safe_name`)
-               background:Iterable|None=None, # background class names or ids; default: SIL, background, action_start, action_end
-               verbs:Mapping[str, str]|Callable[[str], str]|None=None, # class name -> verb; default: first token of `verb_noun`
-               length_tolerance:int=DEFAULT_LENGTH_TOLERANCE, # feature/label frame difference trimmed from the end; more is an error
-               orientation:str="auto", # feature files are 'DxT' (public I3D), 'TxD', or 'auto' (decided per file)
-               features:str|Path|None=None, # a features folder elsewhere; default: root/features when it holds .npy files
-               name_patterns:Sequence[str]|str=NAME_PATTERNS, # regexes that read participant/task from a video name
+               # background class names or ids; default: SIL, background, action_start, action_end
+               background:Iterable|None=None,
+               # class name -> verb; default: first token of `verb_noun`
+               verbs:Mapping[str, str]|Callable[[str], str]|None=None,
+               # feature/label frame difference trimmed from the end; more is an error
+               length_tolerance:int=DEFAULT_LENGTH_TOLERANCE,
+               # feature files are 'DxT' (public I3D), 'TxD', or 'auto' (decided per file)
+               orientation:str="auto",
+               # a features folder elsewhere; default: root/features when it holds .npy files
+               features:str|Path|None=None,
+               # regexes that read participant/task from a video name
+               name_patterns:Sequence[str]|str=NAME_PATTERNS,
               ) -> ProceduralDataset:
-    "Open an MS-TCN-layout folder lazily: reads the label map and bundles now, each video's labels and features on demand."
+    """Open an MS-TCN-layout folder lazily: reads the label map and bundles now, each video's labels
+    and features on demand.
+    """
     root = Path(root)
-    if not root.is_dir(): raise DataError(f"{root}: dataset folder not found")
-    if orientation not in ORIENTATIONS: raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
+    if not root.is_dir():
+        raise DataError(f"{root}: dataset folder not found")
+    if orientation not in ORIENTATIONS:
+        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
     if not isinstance(length_tolerance, (int, np.integer)) or length_tolerance < 0:
-        raise ValueError(f"length_tolerance is a number of frames (a non-negative integer), got {length_tolerance!r}")
+        raise ValueError(
+            "length_tolerance is a number of frames (a non-negative integer), got "
+            f"{length_tolerance!r}"
+        )
     name, note = _dataset_name(root, name)
     classes = read_mapping(root / "mapping.txt")
     splits = read_splits(root / "splits")
     gt = root / "groundTruth"
-    if not gt.is_dir(): raise DataError(f"{gt}: label folder not found (an MS-TCN folder needs groundTruth/<video>.txt)")
+    if not gt.is_dir():
+        raise DataError(
+            f"{gt}: label folder not found (an MS-TCN folder needs groundTruth/<video>.txt)"
+        )
     videos = sorted(p[:-4] for p in os.listdir(gt) if p.endswith(".txt"))
     have = set(videos)
     for n, parts in splits.items():
         for part, names in parts.items():
             missing = [v for v in names if v not in have]
-            if missing: raise DataError(f"{root / 'splits' / f'{part}.split{n}.bundle'}: {len(missing)} videos have no label file in {gt}, "
-                                        f"e.g. {missing[0]}.txt")
+            if missing:
+                raise DataError(
+                    f"{root / 'splits' / f'{part}.split{n}.bundle'}: {len(missing)} videos have "
+                    f"no label file in {gt}, e.g. {missing[0]}.txt"
+                )
     features_dir = Path(features) if features is not None else root / "features"
-    feature_files = {p[:-4] for p in os.listdir(features_dir) if p.endswith(".npy")} if features_dir.is_dir() else set()
-    if features is not None and not feature_files: raise DataError(f"{features_dir}: no .npy feature files")
+    feature_files = (
+        {p[:-4] for p in os.listdir(features_dir) if p.endswith(".npy")}
+        if features_dir.is_dir()
+        else set()
+    )
+    if features is not None and not feature_files:
+        raise DataError(f"{features_dir}: no .npy feature files")
     if feature_files:
         missing = sorted(have - feature_files)
-        if missing: raise DataError(f"{features_dir}: {len(missing)} videos have labels but no feature file, e.g. {missing[0]}.npy")
-    else: features_dir = None
+        if missing:
+            raise DataError(
+                f"{features_dir}: {len(missing)} videos have labels but no feature file, "
+                f"e.g. {missing[0]}.npy"
+            )
+    else:
+        features_dir = None
     bg = background_ids(classes, background)
     verb_names, verb_of = verb_map(classes, bg, verbs)
-    return ProceduralDataset(root, name, classes, bg, verb_names, verb_of, splits, videos, features_dir,
-                             int(length_tolerance), orientation, name_patterns, note)
+    return ProceduralDataset(
+        root,
+        name,
+        classes,
+        bg,
+        verb_names,
+        verb_of,
+        splits,
+        videos,
+        features_dir,
+        int(length_tolerance),
+        orientation,
+        name_patterns,
+        note,
+    )
 
 # %% ../nbs/10_procedural.ipynb #ec695cea
-def read_for_command(data_dir, # the command's MS-TCN folder
-                     name:str|None=None, # the user's --name (None: the folder's name, made safe, with a note on stderr)
-                     splits:Sequence[int]|None=None, # the splits the command runs (None: all)
-                     needs_features:bool=True, # the command reads features (False: a label-only command)
-                     **kwargs, # other options of `read_mstcn`
-                    ) -> ProceduralDataset:
-    "`read_mstcn`, then `preflight` of everything the command will read; a name changed from the folder's is noted on stderr."
+def read_for_command(
+    data_dir,  # the command's MS-TCN folder
+    # the user's --name (None: the folder's name, made safe, with a note on stderr)
+    name: str | None = None,
+    splits: Sequence[int] | None = None,  # the splits the command runs (None: all)
+    # the command reads features (False: a label-only command)
+    needs_features: bool = True,
+    **kwargs,  # other options of `read_mstcn`
+) -> ProceduralDataset:
+    """`read_mstcn`, then `preflight` of everything the command will read; a name changed from the
+    folder's is noted on stderr.
+    """
     dataset = read_mstcn(data_dir, name=name, **kwargs)
-    if dataset.name_note: print(f"hoi-audit: note: {dataset.name_note}", file=sys.stderr)
+    if dataset.name_note:
+        print(f"hoi-audit: note: {dataset.name_note}", file=sys.stderr)
     dataset.preflight(splits, needs_features=needs_features, check_features=needs_features)
     return dataset
 
 # %% ../nbs/10_procedural.ipynb #5dec43dc
-LAYOUT = ("mapping.txt", "groundTruth", "splits", "features")  # what an MS-TCN folder's readers read
+# what an MS-TCN folder's readers read
+LAYOUT = (
+    "mapping.txt",
+    "groundTruth",
+    "splits",
+    "features",
+)
 
 
 def layout_fingerprint(
     root,  # an MS-TCN folder
 ) -> str:  # SHA-256 over its layout's files: sorted relative POSIX path, then the file's own SHA-256
-    "The data pin of an MS-TCN folder: every file of mapping.txt, groundTruth/, splits/ and features/ (nothing else there)."
+    """The data pin of an MS-TCN folder: every file of mapping.txt, groundTruth/, splits/ and
+    features/ (nothing else there).
+    """
     root = Path(root)
     if not (root / "mapping.txt").is_file():
         raise DataError(f"{root}: no mapping.txt (not an MS-TCN folder)")
     files = [root / "mapping.txt"] + sorted(
-        f for part in LAYOUT[1:] if (root / part).is_dir() for f in (root / part).rglob("*") if f.is_file()
+        f
+        for part in LAYOUT[1:]
+        if (root / part).is_dir()
+        for f in (root / part).rglob("*")
+        if f.is_file()
     )
     return sha256_json([[f.relative_to(root).as_posix(), sha256_file(f)] for f in files])
 
@@ -712,17 +926,26 @@ def name_config(dataset:ProceduralDataset, # a dataset read by `read_mstcn`
                ) -> dict: # {} when the dataset is named as its folder; else the used name, the folder's name and the note
     "What a results JSON's config records when the dataset's name is not its folder's name."
     folder = Path(os.path.abspath(dataset.root)).name
-    if dataset.name == folder: return {}
-    return {"dataset_name": dataset.name, "folder_name": folder, **({"dataset_name_note": dataset.name_note} if dataset.name_note else {})}
+    if dataset.name == folder:
+        return {}
+    return {
+        "dataset_name": dataset.name,
+        "folder_name": folder,
+        **({"dataset_name_note": dataset.name_note} if dataset.name_note else {}),
+    }
 
 # %% ../nbs/10_procedural.ipynb #fb843afd
-def write_mstcn(root, # the dataset folder to write
-                labels:Mapping[str, Sequence], # video name -> label per frame (class names or ids)
-                classes:Sequence[str], # class names, index = class id
-                splits:Mapping[int, Mapping[str, Sequence[str]]], # split number -> part ('train', 'test') -> video names
-                features:Mapping[str, np.ndarray]|None=None, # video name -> features; stored as given (see `feature_layout`)
-                feature_layout:str="as_given", # 'as_given', or 'DxT' / 'TxD' to transpose T x D arrays on write
-               ) -> Path:
+def write_mstcn(
+    root,  # the dataset folder to write
+    labels: Mapping[str, Sequence],  # video name -> label per frame (class names or ids)
+    classes: Sequence[str],  # class names, index = class id
+    # split number -> part ('train', 'test') -> video names
+    splits: Mapping[int, Mapping[str, Sequence[str]]],
+    # video name -> features; stored as given (see `feature_layout`)
+    features: Mapping[str, np.ndarray] | None = None,
+    # 'as_given', or 'DxT' / 'TxD' to transpose T x D arrays on write
+    feature_layout: str = "as_given",
+) -> Path:
     "Write an MS-TCN-layout folder (mapping.txt, groundTruth/, splits/, optional features/)."
     root = Path(root)
     write_text(root / "mapping.txt", "".join(f"{i} {c}\n" for i, c in enumerate(classes)))
@@ -731,9 +954,14 @@ def write_mstcn(root, # the dataset folder to write
         write_text(root / "groundTruth" / f"{video}.txt", "".join(f"{n}\n" for n in names))
     for n, parts in splits.items():
         for part, videos in parts.items():
-            write_text(root / "splits" / f"{part}.split{n}.bundle", "".join(f"{v}.txt\n" for v in videos))
+            write_text(
+                root / "splits" / f"{part}.split{n}.bundle", "".join(f"{v}.txt\n" for v in videos)
+            )
     for video, array in (features or {}).items():
-        write_npy(root / "features" / f"{video}.npy", np.asarray(array).T if feature_layout == "DxT" else np.asarray(array))
+        write_npy(
+            root / "features" / f"{video}.npy",
+            np.asarray(array).T if feature_layout == "DxT" else np.asarray(array),
+        )
     return root
 
 # %% ../nbs/10_procedural.ipynb #dfef81d1
@@ -751,9 +979,12 @@ SPLIT_HEADER = "split\tpart\tentry"  # the first line of splits.tsv.gz
 
 def pack_mstcn(
     root,  # an MS-TCN folder (mapping.txt, groundTruth/, splits/)
-    dest,  # the folder to write mapping.txt, segments.tsv.gz, splits.tsv.gz (and PROVENANCE.txt) into
+    # the folder to write mapping.txt, segments.tsv.gz, splits.tsv.gz (and PROVENANCE.txt) into
+    dest,
 ) -> Path:
-    "Write an MS-TCN folder's labels as one segment table, one split table and the mapping; refuse what could not be rebuilt exactly."
+    """Write an MS-TCN folder's labels as one segment table, one split table and the mapping; refuse
+    what could not be rebuilt exactly.
+    """
     root, dest = Path(root), Path(dest)
     classes = read_mapping(root / "mapping.txt")
     class_id = {c: i for i, c in enumerate(classes)}
@@ -763,7 +994,8 @@ def pack_mstcn(
         labels = read_label_file(path, class_id)
         if path.read_bytes() != "".join(f"{classes[l]}\n" for l in labels).encode("utf-8"):
             raise DataError(
-                f"{path}: not exactly one '<label>\\n' line per frame (whitespace or line ends); it cannot be packed losslessly"
+                f"{path}: not exactly one '<label>\\n' line per frame (whitespace or line "
+                "ends); it cannot be packed losslessly"
             )
         rows += [f"{path.stem}\t{s}\t{e}\t{classes[l]}" for s, e, l in segments_of(labels)]
     entries = [SPLIT_HEADER]
@@ -772,7 +1004,8 @@ def pack_mstcn(
         lines = path.read_text(encoding="utf-8").split("\n")
         if lines[-1] != "" or any(not l or l != l.strip() or "\t" in l for l in lines[:-1]):
             raise DataError(
-                f"{path}: not one entry per line, each ending in a newline; it cannot be packed losslessly"
+                f"{path}: not one entry per line, each ending in a newline; it cannot be "
+                "packed losslessly"
             )
         entries += [f"{m['split']}\t{m['part']}\t{l}" for l in lines[:-1]]
     write_bytes(dest / "mapping.txt", (root / "mapping.txt").read_bytes())
@@ -787,7 +1020,9 @@ def _read_gzip_table(
     path,  # a .tsv.gz table
     header: str,  # its required first line
 ) -> list[list[str]]:  # the rows after the header, split on tabs
-    "The rows of a gzip-compressed tab-separated table, checked for its header, field count and final newline."
+    """The rows of a gzip-compressed tab-separated table, checked for its header, field count and
+    final newline.
+    """
     path = Path(path)
     try:
         with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
@@ -843,7 +1078,8 @@ def unpack_labels(
     ):
         if not _BUNDLE.fullmatch(f"{part}.split{split}.bundle"):
             raise DataError(
-                f"{packed / 'splits.tsv.gz'}: line {lineno}: split {split!r} / part {part!r} not understood"
+                f"{packed / 'splits.tsv.gz'}: line {lineno}: split {split!r} / part {part!r} "
+                "not understood"
             )
         bundles.setdefault(f"{part}.split{split}.bundle", []).append(f"{entry}\n")
     for sub in ("groundTruth", "splits"):
@@ -859,9 +1095,8 @@ def unpack_labels(
 
 # %% ../nbs/10_procedural.ipynb #fe05cd54
 REAL_DATASETS = ("breakfast", "50salads", "gtea")  # the real label sets that ship with the package
-SHIPPED_LABELS = (
-    Path(hoi_audit.__file__).resolve().parent / "data" / "labels"
-)  # hoi_audit/data/labels/<name>/
+# hoi_audit/data/labels/<name>/
+SHIPPED_LABELS = Path(hoi_audit.__file__).resolve().parent / "data" / "labels"
 SHIPPED_LABEL_PINS = {  # SHA-256 of each shipped file
     "breakfast": {
         "mapping.txt": "7352004e679ab525bd8e0f0b82c29e64f394f4f5cee4d860dbefd594453c6f6e",
@@ -902,7 +1137,9 @@ def labels_pins(
     root,  # an MS-TCN folder
     name: str,  # the dataset's name (prefix of each pin)
 ) -> dict:  # pin name -> SHA-256
-    "SHA-256 of what a label-only result depends on: mapping.txt, splits/ and groundTruth/ (never the features)."
+    """SHA-256 of what a label-only result depends on: mapping.txt, splits/ and groundTruth/ (never
+    the features).
+    """
     root = Path(root)
     return {
         f"{name}/mapping.txt": sha256_file(root / "mapping.txt"),
@@ -922,7 +1159,9 @@ def verify_shipped(
     name: str,  # one of REAL_DATASETS
     packed=None,  # the folder to check (default: the shipped one)
 ) -> Path:  # the folder of the shipped files
-    "Check a dataset's shipped files against `SHIPPED_LABEL_PINS`; a changed or missing file is an error naming it."
+    """Check a dataset's shipped files against `SHIPPED_LABEL_PINS`; a changed or missing file is an
+    error naming it.
+    """
     _check_real_name(name)
     folder = Path(packed) if packed is not None else SHIPPED_LABELS / name
     for file, pin in SHIPPED_LABEL_PINS[name].items():
@@ -930,8 +1169,11 @@ def verify_shipped(
     return folder
 
 # %% ../nbs/10_procedural.ipynb #8f005987
-LABELS_ENV = "HOI_AUDIT_LABELS"  # optional: a folder of the user's own MS-TCN copies, DIR/<name>/; used instead of the shipped labels
-CACHE_ENV = "HOI_AUDIT_CACHE"  # optional: the cache root (default $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit)
+# optional: a folder of the user's own MS-TCN copies, DIR/<name>/; used instead of the shipped
+# labels
+LABELS_ENV = "HOI_AUDIT_LABELS"
+# optional: the cache root (default $XDG_CACHE_HOME/hoi_audit, else ~/.cache/hoi_audit)
+CACHE_ENV = "HOI_AUDIT_CACHE"
 
 
 def labels_cache_dir() -> Path:
@@ -943,7 +1185,9 @@ def labels_cache_dir() -> Path:
 
 # %% ../nbs/10_procedural.ipynb #5e538e06
 def _check_rebuilt(root: Path, name: str, packed: Path):
-    "Compare a rebuilt folder with MSTCN_LABEL_PINS; on a mismatch name the first file that differs from a fresh rebuild."
+    """Compare a rebuilt folder with MSTCN_LABEL_PINS; on a mismatch name the first file that
+    differs from a fresh rebuild.
+    """
     actual = labels_pins(root, name)
     bad = [part for part, pin in MSTCN_LABEL_PINS[name].items() if actual[f"{name}/{part}"] != pin]
     if not bad:
@@ -963,8 +1207,8 @@ def _check_rebuilt(root: Path, name: str, packed: Path):
         ]
     first = root / differs[0] if differs else root / bad[0]
     raise PinMismatch(
-        f"{first}: the rebuilt {name} labels do not match their pin ({', '.join(bad)}; {len(differs)} files differ); "
-        f"delete {root} and it is rebuilt on next use"
+        f"{first}: the rebuilt {name} labels do not match their pin ({', '.join(bad)}; "
+        f"{len(differs)} files differ); delete {root} and it is rebuilt on next use"
     )
 
 # %% ../nbs/10_procedural.ipynb #d0138dca
@@ -975,7 +1219,9 @@ def materialize_real_labels(
     name: str,  # one of REAL_DATASETS
     cache=None,  # the cache root (default: labels_cache_dir())
 ) -> Path:  # the MS-TCN folder <cache>/labels/<key>/<name>
-    "Rebuild a shipped dataset's MS-TCN folder into the cache on first use (atomically), and check it against its pins."
+    """Rebuild a shipped dataset's MS-TCN folder into the cache on first use (atomically), and check
+    it against its pins.
+    """
     packed = verify_shipped(name)
     final = (
         Path(cache or labels_cache_dir()).expanduser().resolve()
@@ -993,9 +1239,8 @@ def materialize_real_labels(
             _check_rebuilt(build / name, name, packed)
             os.chmod(build / name, 0o777 & ~current_umask())
             try:
-                os.rename(
-                    build / name, final
-                )  # atomic; fails if another process renamed its build first
+                # atomic; fails if another process renamed its build first
+                os.rename(build / name, final)
             except OSError:
                 if not final.is_dir():
                     raise
@@ -1007,10 +1252,14 @@ def materialize_real_labels(
 
 # %% ../nbs/10_procedural.ipynb #7640c86c
 def real_labels_root(
-    name: str,  # a dataset name: one of REAL_DATASETS, or any folder name under labels_dir / $HOI_AUDIT_LABELS
-    labels_dir=None,  # a folder of the user's own MS-TCN copies (default: $HOI_AUDIT_LABELS, else the shipped labels)
+    # a dataset name: one of REAL_DATASETS, or any folder name under labels_dir / $HOI_AUDIT_LABELS
+    name: str,
+    # a folder of the user's own MS-TCN copies (default: $HOI_AUDIT_LABELS, else the shipped labels)
+    labels_dir=None,
 ) -> Path:  # the dataset's MS-TCN folder
-    "Where the real labels of `name` are: the user's copy when one is named, else the shipped labels rebuilt in the cache."
+    """Where the real labels of `name` are: the user's copy when one is named, else the shipped
+    labels rebuilt in the cache.
+    """
     source, how = (
         (labels_dir, "labels_dir")
         if labels_dir is not None
@@ -1021,7 +1270,8 @@ def real_labels_root(
     root = Path(source).expanduser() / name
     if not (root / "mapping.txt").is_file():
         raise DataError(
-            f"{root}: no MS-TCN folder for {name!r} ({how}={source}); unset it to use the labels shipped with hoi_audit"
+            f"{root}: no MS-TCN folder for {name!r} ({how}={source}); unset it to use the "
+            "labels shipped with hoi_audit"
         )
     return root
 

@@ -19,7 +19,8 @@ SOURCES = {
     "recognizer": "symbolic history or state recovered from past video by a non-oracle model",
     "action": "the agent's own commands or plan, known at decision time",
     "forecast": "a frozen model's prediction computed from deployable inputs only",
-    "oracle": "ground truth: annotated labels or boundaries, true future latents; an upper bound, never deployable",
+    "oracle": "ground truth: annotated labels or boundaries, true future latents; an upper bound, "
+    "never deployable",
 }
 
 ORACLE_SOURCES = frozenset({"oracle"})
@@ -44,7 +45,10 @@ class Block:
         _check_source(self.source, f"block {self.name!r}")
 
     def __repr__(self):
-        return f"Block({self.name!r}, source={self.source!r}, shape={getattr(self.data, 'shape', None)})"
+        return (
+            f"Block({self.name!r}, source={self.source!r}, "
+            f"shape={getattr(self.data, 'shape', None)})"
+        )
 
 # %% ../nbs/02_provenance.ipynb #af82c502
 def derive_block(
@@ -74,8 +78,9 @@ class Condition:
             _check_source(s, f"condition {self.name!r}")
         if self.deployable and self.sources & ORACLE_SOURCES:
             raise ProvenanceError(
-                f"condition {self.name!r} is declared deployable but allows {sorted(self.sources & ORACLE_SOURCES)}; "
-                "declare it deployable=False (an upper bound) or remove the oracle source"
+                f"condition {self.name!r} is declared deployable but allows "
+                f"{sorted(self.sources & ORACLE_SOURCES)}; declare it deployable=False (an upper "
+                "bound) or remove the oracle source"
             )
 
     def check(self, blocks: Iterable[Block]) -> list[Block]:
@@ -89,8 +94,8 @@ class Condition:
             if b.source not in self.sources:
                 kind = "deployable" if self.deployable else "oracle"
                 raise ProvenanceError(
-                    f"condition {self.name!r} ({kind}, allows {sorted(self.sources)}) refuses block {b.name!r} "
-                    f"from source {b.source!r}"
+                    f"condition {self.name!r} ({kind}, allows {sorted(self.sources)}) refuses "
+                    f"block {b.name!r} from source {b.source!r}"
                 )
         return blocks
 
@@ -111,39 +116,66 @@ class Condition:
 # %% ../nbs/02_provenance.ipynb #a72e29e4
 class TrackedArray(NDArrayOperatorsMixin):
     "An array wrapper that records every read of its values."
+
     def __init__(self, array, # the array to guard
                  name:str="array", # what to call it in errors
                 ):
         self._array, self.name, self.reads = np.asarray(array), name, []
 
-    def _read(self, how:str):
+    def _read(self, how: str):
         self.reads.append(how)
         return self._array
 
     @property
-    def shape(self): return self._array.shape
+    def shape(self):
+        return self._array.shape
+
     @property
-    def dtype(self): return self._array.dtype
+    def dtype(self):
+        return self._array.dtype
+
     @property
-    def ndim(self): return self._array.ndim
-    def __len__(self): return len(self._array)
+    def ndim(self):
+        return self._array.ndim
+
+    def __len__(self):
+        return len(self._array)
+
     @property
-    def was_read(self) -> bool: return bool(self.reads)
-    def __repr__(self): return f"TrackedArray({self.name!r}, shape={self.shape}, dtype={self.dtype}, reads={len(self.reads)})"
+    def was_read(self) -> bool:
+        return bool(self.reads)
+
+    def __repr__(self):
+        return (
+            f"TrackedArray({self.name!r}, shape={self.shape}, dtype={self.dtype}, "
+            f"reads={len(self.reads)})"
+        )
 
     def __array__(self, dtype=None, copy=None):
         a = self._read("np.asarray")
         return a if dtype is None else a.astype(dtype)
-    def __getitem__(self, index): return self._read(f"[{index!r}]")[index]
-    def __iter__(self): return iter(self._read("iteration"))
-    def __bool__(self): return bool(self._read("bool"))
-    def __float__(self): return float(self._read("float"))
-    def __int__(self): return int(self._read("int"))
+
+    def __getitem__(self, index):
+        return self._read(f"[{index!r}]")[index]
+
+    def __iter__(self):
+        return iter(self._read("iteration"))
+
+    def __bool__(self):
+        return bool(self._read("bool"))
+
+    def __float__(self):
+        return float(self._read("float"))
+
+    def __int__(self):
+        return int(self._read("int"))
 
     @staticmethod
     def _unwrap(x):
-        if isinstance(x, TrackedArray): return x._read("numpy")
-        if isinstance(x, (list, tuple)): return type(x)(TrackedArray._unwrap(v) for v in x)
+        if isinstance(x, TrackedArray):
+            return x._read("numpy")
+        if isinstance(x, (list, tuple)):
+            return type(x)(TrackedArray._unwrap(v) for v in x)
         return x
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -156,8 +188,9 @@ class TrackedArray(NDArrayOperatorsMixin):
         self.reads.append(f"np.{func.__name__}")
         return func(*self._unwrap(args), **{k: self._unwrap(v) for k, v in kwargs.items()})
 
-    def __getattr__(self, name):   # any other attribute (mean, T, tolist, ...) reads the values
-        if name.startswith("_"): raise AttributeError(name)
+    def __getattr__(self, name):  # any other attribute (mean, T, tolist, ...) reads the values
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._read(f".{name}"), name)
 
 # %% ../nbs/02_provenance.ipynb #74432530
@@ -167,7 +200,8 @@ def assert_never_read(*tracked: TrackedArray):
     if read:
         raise ProvenanceError(
             "; ".join(
-                f"{t.name!r} was read ({', '.join(t.reads[:5])}{', ...' if len(t.reads) > 5 else ''})"
+                f"{t.name!r} was read "
+                f"({', '.join(t.reads[:5])}{', ...' if len(t.reads) > 5 else ''})"
                 for t in read
             )
         )

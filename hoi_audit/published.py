@@ -25,14 +25,17 @@ __all__ = ['PUBLISHED', 'RULSTM_COLUMNS', 'EK100_VALIDATION_DURATION_QUANTILES',
 # %% ../nbs/47_published.ipynb #1a2bcb71
 @dataclass(frozen=True)
 class PublishedProtocol:
-    "A published anticipation protocol, as its code places windows, keeps actions and selects checkpoints."
+    """A published anticipation protocol, as its code places windows, keeps actions and selects
+    checkpoints.
+    """
 
     name: str  # registry key, e.g. "vjepa2-ek100"
     title: str  # what it is
     anchor: str  # "start" or "end": the action time the window's end is placed from
     gap: float  # seconds between the anchor and the window's end
     span: float  # seconds from the window's first sampled frame to its last
-    scored: str  # "all" or "seen-pairs" (only actions whose (verb, noun) pair occurs in training)
+    # "all" or "seen-pairs" (only actions whose (verb, noun) pair occurs in training)
+    scored: str
     selection: str  # how the reported checkpoint or head is chosen
     checkpoints: int  # how many checkpoints or heads are evaluated on the selection split
     selection_split: str  # where they are compared
@@ -59,7 +62,8 @@ PUBLISHED = {
         gap=1.0,
         span=31 / 8,
         scored="seen-pairs",
-        selection="the best of the probe heads by class-mean recall@5 on the validation split, every epoch",
+        selection="the best of the probe heads by class-mean recall@5 on the validation split, "
+        "every epoch",
         checkpoints=20,
         selection_split="validation",
         reported_split="validation",
@@ -68,20 +72,21 @@ PUBLISHED = {
             (
                 _VJEPA2,
                 "evals/action_anticipation_frozen/eval.py",
-                "val_anticipation_point default [0.0, 0.0]; filter_annotations; validate() returns the max over heads of "
-                "ClassMeanRecall(k=5) on the validation split every epoch (read at 071444e)",
+                "val_anticipation_point default [0.0, 0.0]; filter_annotations; validate() "
+                "returns the max over heads of ClassMeanRecall(k=5) on the validation split "
+                "every epoch (read at 071444e)",
             ),
             (
                 _VJEPA2,
                 "evals/action_anticipation_frozen/dataloader.py",
-                "clip end af = sf*ap + (1-ap)*ef - anticipation_time*fps; indices below 0 clamped to 0; the pair filter "
-                "(from the issue; not in the search index here)",
+                "clip end af = sf*ap + (1-ap)*ef - anticipation_time*fps; indices below 0 "
+                "clamped to 0; the pair filter (from the issue; not in the search index here)",
             ),
             (
                 _VJEPA2,
                 "configs/eval/vitl/ek100.yaml",
-                "32 frames at 8 fps, anticipation 1 s, 20 heads = 5 learning rates x 4 weight decays (from the issue; "
-                "not in the search index here)",
+                "32 frames at 8 fps, anticipation 1 s, 20 heads = 5 learning rates x 4 weight "
+                "decays (from the issue; not in the search index here)",
             ),
         ),
         notes=("frames that fail to decode are skipped with an INFO log and no per-action record",),
@@ -102,19 +107,23 @@ PUBLISHED = {
             (
                 _RULSTM,
                 "RULSTM/dataset.py",
-                "SequenceDataset: 14 past frames every 0.25 s before the start, seconds to frames at a fixed 30 fps, "
-                "floor; frames < 1 padded with the earliest frame >= 1; no such frame: discarded (read at 1de783f)",
+                "SequenceDataset: 14 past frames every 0.25 s before the start, seconds to "
+                "frames at a fixed 30 fps, floor; frames < 1 padded with the earliest frame >= "
+                "1; no such frame: discarded (read at 1de783f)",
             ),
             (
                 _RULSTM,
                 "RULSTM/main.py",
-                "prediction at 1 s = index -4 of 8 anticipation steps; best epoch of 100 kept on validation; "
-                "validate --ek100 reports on validation with discarded actions scored as zeros (read at 11ba28a)",
+                "prediction at 1 s = index -4 of 8 anticipation steps; best epoch of 100 kept "
+                "on validation; validate --ek100 reports on validation with discarded actions "
+                "scored as zeros (read at 11ba28a)",
             ),
         ),
         notes=(
-            "the challenge figure itself comes from the held-out test server, where no selection on it is possible",
-            "RULSTM's EK-100 frame numbers are the official ones halved; the fixed 30 fps is right only for 60 fps video",
+            "the challenge figure itself comes from the held-out test server, where no "
+            "selection on it is possible",
+            "RULSTM's EK-100 frame numbers are the official ones halved; the fixed 30 fps "
+            "is right only for 60 fps video",
         ),
     ),
 }
@@ -149,7 +158,8 @@ def read_video_info(path) -> pd.Series:
     missing = [c for c in ("video_id", "fps") if c not in df.columns]
     if missing:
         raise DataError(
-            f"{path}: missing column(s) {missing} (expected video_id, fps, as in EPIC_100_video_info.csv)"
+            f"{path}: missing column(s) {missing} (expected video_id, fps, as in "
+            "EPIC_100_video_info.csv)"
         )
     fps = pd.to_numeric(df.fps, errors="coerce")
     bad = df.video_id[~(fps > 0)].tolist()
@@ -171,9 +181,10 @@ def annotation_layout(path) -> str:
     if len(fields) == 7 and all(x.lstrip("-").isdigit() for x in fields[2:]):
         return "rulstm"
     raise DataError(
-        f"{path}: neither the EPIC-100 CSV layout (a header with narration_id, video_id, start_timestamp, "
-        "stop_timestamp, start_frame, verb_class, noun_class, ...) nor RULSTM's header-less layout (7 columns: "
-        f"{', '.join(RULSTM_COLUMNS)}; integer frames and classes); its first line is {first[:120]!r}"
+        f"{path}: neither the EPIC-100 CSV layout (a header with narration_id, video_id, "
+        "start_timestamp, stop_timestamp, start_frame, verb_class, noun_class, ...) nor "
+        f"RULSTM's header-less layout (7 columns: {', '.join(RULSTM_COLUMNS)}; integer frames "
+        f"and classes); its first line is {first[:120]!r}"
     )
 
 # %% ../nbs/47_published.ipynb #2770f3b9
@@ -181,7 +192,8 @@ def _rulstm_actions(path: Path, video_fps: pd.Series | None, times: bool = True)
     df = pd.read_csv(path, header=None, dtype={0: str, 1: str})
     if df.shape[1] != 7:
         raise DataError(
-            f"{path}: RULSTM's layout has 7 columns ({', '.join(RULSTM_COLUMNS)}), this file {df.shape[1]}"
+            f"{path}: RULSTM's layout has 7 columns ({', '.join(RULSTM_COLUMNS)}), this file "
+            f"{df.shape[1]}"
         )
     df.columns = RULSTM_COLUMNS
     for c in RULSTM_COLUMNS[2:]:
@@ -223,24 +235,39 @@ def _rulstm_actions(path: Path, video_fps: pd.Series | None, times: bool = True)
 
 # %% ../nbs/47_published.ipynb #299ee69f
 def read_actions(path, # an annotation CSV: EPIC-100 layout or RULSTM's header-less one
-                 video_fps:pd.Series|None=None, # fps by video_id (`read_video_info`); needed for RULSTM's layout's times
+                 # fps by video_id (`read_video_info`); needed for RULSTM's layout's times
+                 video_fps:pd.Series|None=None,
                  times:bool=True, # False: only the classes are needed (a training split), RULSTM's times may stay NaN
                 ) -> pd.DataFrame: # narration_id, participant_id, video_id, start_s, stop_s, verb_class, noun_class, fps
-    "Actions in seconds from either layout; a video's fps is the video info's, else (EPIC-100 layout) its frames over its timestamps."
+    """Actions in seconds from either layout; a video's fps is the video info's, else (EPIC-100
+    layout) its frames over its timestamps.
+    """
     path = Path(path)
-    if annotation_layout(path) == "rulstm": return _rulstm_actions(path, video_fps, times)
+    if annotation_layout(path) == "rulstm":
+        return _rulstm_actions(path, video_fps, times)
     df = read_narrations(path)
     rate = pd.to_numeric(df.start_frame, errors="coerce") / df.start_s.where(df.start_s > 0)
     fps = df.video_id.map(rate.groupby(df.video_id).median())
-    if video_fps is not None: fps = df.video_id.map(video_fps).fillna(fps)
-    cols = ["narration_id", "participant_id", "video_id", "start_s", "stop_s", "verb_class", "noun_class"]
+    if video_fps is not None:
+        fps = df.video_id.map(video_fps).fillna(fps)
+    cols = [
+        "narration_id",
+        "participant_id",
+        "video_id",
+        "start_s",
+        "stop_s",
+        "verb_class",
+        "noun_class",
+    ]
     return df[cols].assign(fps=fps.to_numpy(float))
 
 # %% ../nbs/47_published.ipynb #42d3284c
 def _rulstm_frames(
     half_start: np.ndarray, step: float = 0.25, n: int = 14, *, fixed_fps: float = 30.0
 ) -> np.ndarray:
-    "RULSTM's past frames (n per action, earliest first) before each start frame, in its half-rate numbering, before padding."
+    """RULSTM's past frames (n per action, earliest first) before each start frame, in its half-rate
+    numbering, before padding.
+    """
     ts = np.arange(step, step * (n + 1), step)[::-1]
     return np.floor((half_start[:, None] / fixed_fps - ts[None, :]) * fixed_fps).astype(int)
 
@@ -262,7 +289,8 @@ def protocol_windows(
     fps = actions.fps.to_numpy(float)
     if np.isnan(fps).any():
         raise DataError(
-            f"{protocol.name}: no fps for video(s) {sorted(set(actions.video_id[np.isnan(fps)]))[:5]} (give --video-info)"
+            f"{protocol.name}: no fps for video(s) "
+            f"{sorted(set(actions.video_id[np.isnan(fps)]))[:5]} (give --video-info)"
         )
     frames = _rulstm_frames(actions.start_s.to_numpy(float) * fps / 2)
     # the frames up to `gap` before the start
@@ -298,7 +326,9 @@ def protocol_scored(
 
 # %% ../nbs/47_published.ipynb #fb14e8e6
 def protocol_log(protocol: PublishedProtocol) -> pd.DataFrame:
-    "The selection log the protocol implies: each checkpoint or head evaluated on its selection split (values unknown: NaN)."
+    """The selection log the protocol implies: each checkpoint or head evaluated on its selection
+    split (values unknown: NaN).
+    """
     return pd.DataFrame(
         {
             "checkpoint": [f"{protocol.name}:{k + 1}" for k in range(protocol.checkpoints)],
@@ -313,11 +343,16 @@ def protocol_log(protocol: PublishedProtocol) -> pd.DataFrame:
 def lint_published(
     name: str,  # a key of PUBLISHED
     annotations,  # the evaluated split: EPIC-100 CSV or RULSTM's layout
-    train_annotations,  # the training split, either layout (the pairs a filter keeps; the classes the lint compares)
-    video_info=None,  # CSV of video_id, fps (EPIC_100_video_info.csv); needed for RULSTM's layout
-    gap: float | None = None,  # the anticipation gap the lint demands (default: the protocol's)
+    # the training split, either layout (the pairs a filter keeps; the classes the lint compares)
+    train_annotations,
+    # CSV of video_id, fps (EPIC_100_video_info.csv); needed for RULSTM's layout
+    video_info=None,
+    # the anticipation gap the lint demands (default: the protocol's)
+    gap: float | None = None,
 ) -> "LintReport":
-    "Build the windows, scored set and selection log that protocol `name` implies on these annotations, and lint them."
+    """Build the windows, scored set and selection log that protocol `name` implies on these
+    annotations, and lint them.
+    """
     protocol = get_protocol(name)
     if train_annotations is None:
         raise DataError(f"{name}: the training annotations are needed (--train-annotations)")
@@ -351,7 +386,9 @@ def window_positions(
     windows: pd.DataFrame,  # narration_id, window_start, window_end
     actions: pd.DataFrame,  # narration_id, start_s, stop_s
 ) -> pd.DataFrame:  # narration_id, duration, lead, ends_inside, observed_share
-    "Where each window ends relative to its action (inside: more than a microsecond after its start)."
+    """Where each window ends relative to its action (inside: more than a microsecond after its
+    start).
+    """
     w = windows.merge(
         actions[["narration_id", "start_s", "stop_s"]], on="narration_id", validate="one_to_one"
     )
@@ -371,7 +408,8 @@ def window_positions(
     )
 
 # %% ../nbs/47_published.ipynb #169b2b05
-EK100_VALIDATION_DURATION_QUANTILES = (  # seconds, at 0, 5, ..., 100%: EPIC_100_validation.csv's 9,668 actions (stop - start)
+# seconds, at 0, 5, ..., 100%: EPIC_100_validation.csv's 9,668 actions (stop - start)
+EK100_VALIDATION_DURATION_QUANTILES = (
     0.5,
     0.74,
     0.857,
@@ -397,14 +435,18 @@ EK100_VALIDATION_DURATION_QUANTILES = (  # seconds, at 0, 5, ..., 100%: EPIC_100
 
 # %% ../nbs/47_published.ipynb #45107150
 def duration_quantiles(durations) -> list:
-    "The 5%-quantiles (21 values, seconds, 3 decimals) of action durations: what EK100_VALIDATION_DURATION_QUANTILES holds."
+    """The 5%-quantiles (21 values, seconds, 3 decimals) of action durations: what
+    EK100_VALIDATION_DURATION_QUANTILES holds.
+    """
     return [
         round(float(q), 3) for q in np.quantile(np.asarray(durations, float), np.linspace(0, 1, 21))
     ]
 
 # %% ../nbs/47_published.ipynb #7183112a
 def sample_durations(rng, n: int, quantiles=EK100_VALIDATION_DURATION_QUANTILES) -> np.ndarray:
-    "`n` durations drawn from the piecewise-linear quantile function through `quantiles` (equally spaced probabilities)."
+    """`n` durations drawn from the piecewise-linear quantile function through `quantiles` (equally
+    spaced probabilities).
+    """
     q = np.asarray(quantiles, float)
     return np.interp(rng.uniform(0, 1, n), np.linspace(0, 1, len(q)), q)
 
@@ -472,15 +514,19 @@ def planted_windows(
     n_actions: int = 120,  # actions per participant
     *,
     n_classes: int = 12,  # action classes
-    signal: float = 1.0,  # strength of an action's class in its own frames (0: frames inside actions show nothing)
-    p_next: float = 0.6,  # probability that an action is its predecessor's planted successor
+    # strength of an action's class in its own frames (0: frames inside actions show nothing)
+    signal: float = 1.0,
+    # probability that an action is its predecessor's planted successor
+    p_next: float = 0.6,
     dim: int = 16,  # frame feature size
     rate: float = 4.0,  # frames per second
     span: float = 4.0,  # window length, seconds
     gap: float = 1.0,  # anticipation gap, seconds
     quantiles=EK100_VALIDATION_DURATION_QUANTILES,  # the duration distribution
 ) -> dict:  # y, participants, durations, X_start, X_end, ends_inside
-    "Planted videos and, per action, the window features of a start-anchored and of an end-anchored protocol."
+    """Planted videos and, per action, the window features of a start-anchored and of an
+    end-anchored protocol.
+    """
     rng = np.random.default_rng(seed)
     protos = rng.normal(size=(n_classes, dim))
     protos /= np.linalg.norm(protos, axis=1, keepdims=True)
@@ -547,7 +593,9 @@ def anchoring_inflation(
     n_boot: int = 1000,  # bootstrap replicates
     **planted,  # planted_windows' settings
 ) -> pd.DataFrame:  # planted_seed ("pooled" for all), metric, value, ci_low, ci_high
-    "Class-mean recall@5 of the same LOPO probe on start- and end-anchored windows, and end minus start with paired intervals."
+    """Class-mean recall@5 of the same LOPO probe on start- and end-anchored windows, and end minus
+    start with paired intervals.
+    """
     metric = stats.topk(5, stats.mean_topk_recall)
     rows, pooled = [], {"y": [], "start": [], "end": [], "participants": [], "inside": []}
     for s in seeds:
@@ -590,29 +638,66 @@ def anchoring_inflation(
 def lint_command(*,
                  annotations:str, # the evaluated split's annotation CSV (EPIC-100 layout; with --protocol also RULSTM's header-less one)
                  protocol:str|None=None, # a published protocol (PUBLISHED: vjepa2-ek100, rulstm-ek100): builds its windows, scored set and selection log
-                 train_annotations:str|None=None, # the training split's annotation CSV (with --protocol: needed; either layout)
+                 # the training split's annotation CSV (with --protocol: needed; either layout)
+                 train_annotations:str|None=None,
                  video_info:str|None=None, # with --protocol: CSV of video_id, fps (EPIC_100_video_info.csv); needed for RULSTM's layout
                  windows:str|None=None, # without --protocol: CSV of the windows used: narration_id, window_start, window_end (s or HH:MM:SS.ss)
                  scored:str|None=None, # without --protocol: the scored narration ids, one per line, or a CSV with narration_id
-                 excluded:str|None=None, # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
-                 training_log:str|None=None, # CSV checkpoint,split,metric,value[,selection_split]
-                 reported_split:str|None=None, # the split the scores are reported on (with --training-log)
-                 gap:float|None=None, # the anticipation gap in seconds (default: 1, or the protocol's)
+                 # the exclusion record: CSV narration_id,reason or the JSON of `hoi-audit extract`
+                 excluded:str|None=None,
+                 # CSV checkpoint,split,metric,value[,selection_split]
+                 training_log:str|None=None,
+                 # the split the scores are reported on (with --training-log)
+                 reported_split:str|None=None,
+                 # the anticipation gap in seconds (default: 1, or the protocol's)
+                 gap:float|None=None,
                  fps:float|None=None, # the benchmark's frame rate (window times are compared to one frame; default: from the annotations)
                  out:str, # FILE.json, or DIR (DIR/results/lint.json)
                 ) -> int: # the exit status: 0 clean, 1 findings
-    "check an anticipation protocol, yours (--windows, --scored) or a published one (--protocol NAME): window anchoring, class filtering, unrecorded drops, model selection on the reported split"
+    """check an anticipation protocol, yours (--windows, --scored) or a published one (--protocol
+    NAME): window anchoring, class filtering, unrecorded drops, model selection on the reported
+    split
+    """
     if protocol is None:
         if windows is None or scored is None or video_info is not None:
-            raise HoiAuditError("lint needs --windows and --scored (your protocol's files), or --protocol NAME (a published one, "
-                                "which alone takes --video-info)")
-        return _lint_files(annotations=annotations, windows=windows, scored=scored, train_annotations=train_annotations, excluded=excluded,
-                           training_log=training_log, reported_split=reported_split, gap=1.0 if gap is None else gap, fps=fps, out=out)
-    given = [f"--{k.replace('_', '-')}" for k, v in (("windows", windows), ("scored", scored), ("excluded", excluded),
-             ("training_log", training_log), ("reported_split", reported_split), ("fps", fps)) if v is not None]
-    if given: raise HoiAuditError(f"--protocol {protocol} builds the windows, scored set and selection log itself; drop {', '.join(given)}")
+            raise HoiAuditError(
+                "lint needs --windows and --scored (your protocol's files), or --protocol NAME "
+                "(a published one, which alone takes --video-info)"
+            )
+        return _lint_files(
+            annotations=annotations,
+            windows=windows,
+            scored=scored,
+            train_annotations=train_annotations,
+            excluded=excluded,
+            training_log=training_log,
+            reported_split=reported_split,
+            gap=1.0 if gap is None else gap,
+            fps=fps,
+            out=out,
+        )
+    given = [
+        f"--{k.replace('_', '-')}"
+        for k, v in (
+            ("windows", windows),
+            ("scored", scored),
+            ("excluded", excluded),
+            ("training_log", training_log),
+            ("reported_split", reported_split),
+            ("fps", fps),
+        )
+        if v is not None
+    ]
+    if given:
+        raise HoiAuditError(
+            f"--protocol {protocol} builds the windows, scored set and selection log itself; "
+            f"drop {', '.join(given)}"
+        )
     paths = CommandOutput.parse(out, "lint")
-    return write_lint_report(lint_published(protocol, annotations, train_annotations, video_info=video_info, gap=gap), paths)
+    return write_lint_report(
+        lint_published(protocol, annotations, train_annotations, video_info=video_info, gap=gap),
+        paths,
+    )
 
 # %% ../nbs/47_published.ipynb #886ee4c5
 def add_subcommand(subparsers):

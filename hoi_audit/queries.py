@@ -20,7 +20,9 @@ def action_segments(
     video,  # a `procedural.Video`
     background: Iterable[int] = (),  # class ids that are not actions
 ) -> np.ndarray:  # (n, 3) int64 rows `(start, end exclusive, label)` of the action segments
-    "The non-background segments of a video, in order (repeats are kept: an action recurring after background is a new action)."
+    """The non-background segments of a video, in order (repeats are kept: an action recurring after
+    background is a new action).
+    """
     seg = np.asarray(video.segments)
     keep = ~np.isin(seg[:, 2], list(background)) if len(seg) else np.zeros(0, bool)
     return seg[keep]
@@ -71,7 +73,8 @@ def _videos_of(dataset, videos):
     unknown = [v for v in videos if v not in set(dataset.videos)]
     if unknown:
         raise DataError(
-            f"{dataset.root}: dataset {dataset.name!r} has no video {unknown[0]!r} ({len(unknown)} unknown)"
+            f"{dataset.root}: dataset {dataset.name!r} has no video {unknown[0]!r} "
+            f"({len(unknown)} unknown)"
         )
     return list(videos)
 
@@ -104,10 +107,13 @@ def next_action_queries(
     include_first: bool = True,  # a query for the first action (empty history)
     background_target: bool = False,  # background segments are targets too
     background_history: bool = False,  # background segments enter the history
-    short_window: str = "clip",  # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
+    # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
+    short_window: str = "clip",
     horizons: int = 5,  # multi-horizon targets target_h1..target_hH (Table 15)
 ) -> pd.DataFrame:  # one row per query
-    "Next-action queries at every action boundary: window before it, the action as target, the GT actions before it as history."
+    """Next-action queries at every action boundary: window before it, the action as target, the GT
+    actions before it as history.
+    """
     _check_args(window, gap, short_window, horizons=horizons)
     rows, dropped = [], {"short_window": 0}
     background = set(dataset.background)
@@ -146,6 +152,7 @@ def next_action_queries(
     return _frame(rows, horizons, dropped, source="gt")
 
 # %% ../nbs/13_queries.ipynb #d647c94d
+# need the whole video, future included
 QUERY_SOURCES = {
     "video": "video",
     "t": "video",
@@ -160,12 +167,15 @@ QUERY_SOURCES = {
     "target_start": "oracle",  # the answer
     "n_frames": "oracle",
     "elapsed_fraction": "oracle",
-}  # need the whole video, future included
-SOURCE_ORDER = ("video", "action", "forecast", "recognizer", "oracle")  # least to most privileged
+}
+# least to most privileged
+SOURCE_ORDER = ("video", "action", "forecast", "recognizer", "oracle")
 
 
 def most_privileged(sources: Iterable[str]) -> str:
-    "The most privileged of `sources` (oracle wins; a block computed from several sources carries this one)."
+    """The most privileged of `sources` (oracle wins; a block computed from several sources carries
+    this one).
+    """
     sources = list(sources)
     unknown = [s for s in sources if s not in SOURCE_ORDER]
     if unknown:
@@ -176,26 +186,44 @@ def most_privileged(sources: Iterable[str]) -> str:
 
 # %% ../nbs/13_queries.ipynb #75086641
 class QueryView:
-    "Column access to queries that records every column read; the history may be replaced by a recovered one with its own source."
+    """Column access to queries that records every column read; the history may be replaced by a
+    recovered one with its own source.
+    """
+
     def __init__(self, queries:pd.DataFrame, # the queries
-                 history:Sequence[tuple]|None=None, # the condition's history per query (None: the queries' GT history)
-                 history_source:str="oracle", # source of `history` ('recognizer' for a recovered one)
+                 # the condition's history per query (None: the queries' GT history)
+                 history:Sequence[tuple]|None=None,
+                 # source of `history` ('recognizer' for a recovered one)
+                 history_source:str="oracle",
                 ):
-        if history is not None and len(history) != len(queries): raise DataError(f"{len(history)} histories for {len(queries)} queries")
-        if history is None and history_source != "oracle": raise ValueError("the queries' own history is the GT history: its source is 'oracle'")
-        self.queries, self.history, self.history_source, self.read = queries, history, history_source, {}
+        if history is not None and len(history) != len(queries):
+            raise DataError(f"{len(history)} histories for {len(queries)} queries")
+        if history is None and history_source != "oracle":
+            raise ValueError("the queries' own history is the GT history: its source is 'oracle'")
+        self.queries, self.history, self.history_source, self.read = (
+            queries,
+            history,
+            history_source,
+            {},
+        )
 
-    def __len__(self): return len(self.queries)
+    def __len__(self):
+        return len(self.queries)
 
-    def __getitem__(self, column:str) -> np.ndarray:
+    def __getitem__(self, column: str) -> np.ndarray:
         if column == "history" and self.history is not None:
             self.read[column] = self.history_source
-            out = np.empty(len(self.history), dtype=object); out[:] = [tuple(h) for h in self.history]
+            out = np.empty(len(self.history), dtype=object)
+            out[:] = [tuple(h) for h in self.history]
             return out
         if column == "history_time" and self.history is not None:
-            raise DataError("history_time belongs to the GT history; a recovered history has no annotated times")
-        if column not in self.queries: raise KeyError(f"queries have no column {column!r}")
-        self.read[column] = QUERY_SOURCES.get(column, "oracle")   # a column nobody declared is treated as privileged
+            raise DataError(
+                "history_time belongs to the GT history; a recovered history has no annotated times"
+            )
+        if column not in self.queries:
+            raise KeyError(f"queries have no column {column!r}")
+        # a column nobody declared is treated as privileged
+        self.read[column] = QUERY_SOURCES.get(column, "oracle")
         return self.queries[column].to_numpy()
 
     @property
@@ -211,7 +239,9 @@ def query_block(
     history: Sequence[tuple] | None = None,  # the condition's history (None: GT)
     history_source: str = "oracle",  # its source
 ) -> Block:
-    "A feature block computed from query columns, tagged with the most privileged source the feature read."
+    """A feature block computed from query columns, tagged with the most privileged source the
+    feature read.
+    """
     view = QueryView(queries, history, history_source)
     data = np.asarray(feature(view))
     if len(data) != len(queries):
@@ -222,9 +252,12 @@ def query_block(
 def state_matrix(
     queries,  # a `QueryView` (or queries: then their GT history)
     n_classes: int,  # number of classes (width of the multi-hot)
-    with_history: bool = True,  # the multi-hot and count of the history (False: elapsed frames only)
+    # the multi-hot and count of the history (False: elapsed frames only)
+    with_history: bool = True,
 ) -> np.ndarray:  # (n_queries, n_classes + 2) or (n_queries, 1) float32
-    "Causal state: completed-action multi-hot of the history, number of completed actions, elapsed feature frames."
+    """Causal state: completed-action multi-hot of the history, number of completed actions, elapsed
+    feature frames.
+    """
     view = queries if isinstance(queries, QueryView) else QueryView(queries)
     elapsed = view["t"].astype(np.float32)[:, None]
     if not with_history:
@@ -275,11 +308,15 @@ def scheduled_queries(
     every: int = 60,  # frames between queries
     window: int = 32,  # feature frames in the visual window
     gap: int = 0,  # feature frames between the window's end and the query
-    include_ongoing: bool = False,  # the action under way at t enters the history (a diagnostic: `check_causality` refuses it)
-    short_window: str = "clip",  # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
+    # the action under way at t enters the history (a diagnostic: `check_causality` refuses it)
+    include_ongoing: bool = False,
+    # a window starting before frame 0: 'clip' it, or 'drop' the query (counted)
+    short_window: str = "clip",
     horizons: int = 5,  # multi-horizon targets target_h1..target_hH
 ) -> pd.DataFrame:  # one row per query (columns as `next_action_queries`)
-    "Table 10's boundary-independent queries: fixed times, the next action starting at or after each as the target."
+    """Table 10's boundary-independent queries: fixed times, the next action starting at or after
+    each as the target.
+    """
     _check_args(window, gap, short_window, horizons=horizons)
     if start < 0 or every < 1:
         raise ValueError(f"start must be >= 0 and every >= 1, got start={start}, every={every}")
@@ -312,7 +349,9 @@ def lta_split(
     observe: Sequence[float] = (0.2, 0.3),  # observed fractions alpha
     predict: Sequence[float] = (0.1, 0.2, 0.3, 0.5),  # predicted fractions beta
 ) -> pd.DataFrame:  # one row per (video, observe, predict)
-    "The long-term-anticipation split: observed frames [0, alpha n), predicted frames [alpha n, alpha n + beta n)."
+    """The long-term-anticipation split: observed frames [0, alpha n), predicted frames [alpha n,
+    alpha n + beta n).
+    """
     for f in list(observe) + list(predict):
         if not 0 < f <= 1:
             raise ValueError(f"observed and predicted fractions must lie in (0, 1], got {f}")
@@ -373,7 +412,9 @@ CAUSALITY_PROBLEMS = (
 
 
 def _history_counts(video, history, background, *, t: int) -> tuple:
-    "Segments of the history's kind (actions; every segment where it holds background) begun before `t` and ended by `t`."
+    """Segments of the history's kind (actions; every segment where it holds background) begun
+    before `t` and ended by `t`.
+    """
     seg = np.asarray(video.segments)
     if not any(int(h) in background for h in history):
         seg = seg[~np.isin(seg[:, 2], list(background))]
@@ -454,13 +495,17 @@ def _label_problems(
 
 # %% ../nbs/13_queries.ipynb #eae26b85
 def check_causality(
-    queries: pd.DataFrame,  # queries from `next_action_queries` / `scheduled_queries` (or a user's)
+    # queries from `next_action_queries` / `scheduled_queries` (or a user's)
+    queries: pd.DataFrame,
     dataset=None,  # the dataset, to check targets (and history counts) against the labels
     gap: int = 0,  # frames required between the window's end and the target's start
     *,
-    raise_on_violation: bool = False,  # raise a DataError listing the violations instead of returning them
+    # raise a DataError listing the violations instead of returning them
+    raise_on_violation: bool = False,
 ) -> pd.DataFrame:  # one row per violation (empty when the queries are causal)
-    "Every violation of causality in a query set: windows reaching the target or the query time, history from after the query."
+    """Every violation of causality in a query set: windows reaching the target or the query time,
+    history from after the query.
+    """
     out = []
     target_start = queries["target_start"] if "target_start" in queries else queries["t"]
     gt_history = queries.attrs.get("history_source", "gt") == "gt"
@@ -488,7 +533,8 @@ def split_queries(
     "The train and test queries of one split."
     if split not in dataset.splits:
         raise DataError(
-            f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: {sorted(dataset.splits)})"
+            f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: "
+            f"{sorted(dataset.splits)})"
         )
     builder = builder or next_action_queries
     parts = []

@@ -47,7 +47,9 @@ SNAP = 1e-9  # relative grid of squared distances: closer values are ties
 # %% ../nbs/44_ranking.ipynb #8591f602
 @dataclass(frozen=True)
 class RankingPool:
-    "What candidate construction may see of the held-out episodes: contexts, plans, outcomes, instructions, ids (no goal)."
+    """What candidate construction may see of the held-out episodes: contexts, plans, outcomes,
+    instructions, ids (no goal).
+    """
 
     index: np.ndarray  # (P,) positions of the pool's episodes in the source `Episodes`
     episode_id: np.ndarray  # (P,) str
@@ -65,23 +67,28 @@ def heldout_pool(
     context_bins: int = CONTEXT_BINS,  # visible bins; the rest are the future
     split: str = "heldout",  # the split the protocol ranks
 ) -> RankingPool:
-    "The `split` episodes' contexts and plans; reads only `latents[:, :context_bins]`, never the future latents."
+    """The `split` episodes' contexts and plans; reads only `latents[:, :context_bins]`, never the
+    future latents.
+    """
     splits = np.asarray(episodes.split).astype(str)
     index = np.flatnonzero(splits == split)
     if len(index) == 0:
         raise DataError(
-            f"episodes: no episode in split {split!r} (splits present: {sorted(set(splits.tolist()))})"
+            f"episodes: no episode in split {split!r} (splits present: "
+            f"{sorted(set(splits.tolist()))})"
         )
     n, k = episodes.latents.shape[:2]  # shape is metadata, not a read of the values
     if not 0 < context_bins < k:
         raise DataError(
-            f"episodes.latents: context_bins={context_bins} must leave at least one future bin of {k}"
+            f"episodes.latents: context_bins={context_bins} must leave at least one future "
+            f"bin of {k}"
         )
     context = np.asarray(episodes.latents[:, :context_bins], dtype=np.float32)[index]
     commands = np.asarray(episodes.commands, dtype=np.float32)
     if commands.shape[:2] != (n, k):
         raise DataError(
-            f"episodes.commands: shape {commands.shape} does not match latents {(n, k)} (episodes, bins)"
+            f"episodes.commands: shape {commands.shape} does not match latents {(n, k)} "
+            "(episodes, bins)"
         )
     success, language = np.asarray(episodes.success), np.asarray(episodes.language)
     for name, arr in (
@@ -106,35 +113,55 @@ def heldout_pool(
 
 # %% ../nbs/44_ranking.ipynb #a47a37ef
 class GuardedLatents:
-    "Latents (N, K, D) whose bins from `context_bins` on are guarded: any read that touches them is recorded on `future`."
+    """Latents (N, K, D) whose bins from `context_bins` on are guarded: any read that touches them
+    is recorded on `future`.
+    """
+
     def __init__(self, latents, # (N, K, D) the real latents
                  context_bins:int=CONTEXT_BINS, # bins that may be read freely
                  name:str="future_latents", # the tracked array's name in errors
                 ):
         self._latents, self.context_bins = np.asarray(latents), context_bins
         self.future = TrackedArray(self._latents[:, context_bins:], name)
+
     @property
-    def shape(self): return self._latents.shape
+    def shape(self):
+        return self._latents.shape
+
     @property
-    def dtype(self): return self._latents.dtype
+    def dtype(self):
+        return self._latents.dtype
+
     @property
-    def ndim(self): return self._latents.ndim
-    def __len__(self): return len(self._latents)
-    def _touch(self, how:str):
+    def ndim(self):
+        return self._latents.ndim
+
+    def __len__(self):
+        return len(self._latents)
+
+    def _touch(self, how: str):
         self.future.reads.append(how)
         return self._latents
+
     def __getitem__(self, key):
         parts = key if isinstance(key, tuple) else (key,)
-        if len(parts) < 2 or any(p is Ellipsis for p in parts): return self._touch(f"latents[{key!r}]")[key]   # every bin
+        if len(parts) < 2 or any(p is Ellipsis for p in parts):
+            return self._touch(f"latents[{key!r}]")[key]  # every bin
         bins = np.atleast_1d(np.arange(self.shape[1])[parts[1]])
-        if len(bins) and bins.max() >= self.context_bins: return self._touch(f"latents[{key!r}]")[key]
+        if len(bins) and bins.max() >= self.context_bins:
+            return self._touch(f"latents[{key!r}]")[key]
         return self._latents[key]
+
     def __array__(self, dtype=None, copy=None):
         a = self._touch("np.asarray")
         return a if dtype is None else a.astype(dtype)
-    def __iter__(self): return iter(self._touch("iteration"))
+
+    def __iter__(self):
+        return iter(self._touch("iteration"))
+
     def __getattr__(self, name):
-        if name.startswith("_"): raise AttributeError(name)
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._touch(f".{name}"), name)
 
 # %% ../nbs/44_ranking.ipynb #d11ae25d
@@ -142,7 +169,8 @@ def plan_statistics(plans:np.ndarray, # (P, H, A) future commands
                    ) -> np.ndarray: # (P, 3A): per dimension the mean, std and last-minus-first change over the H steps
     "The statistics a negative's plan is matched on."
     plans = np.asarray(plans, dtype=np.float64)
-    if plans.ndim != 3 or plans.shape[1] < 1: raise DataError(f"plans: expected (episodes, steps, command_dim), got shape {plans.shape}")
+    if plans.ndim != 3 or plans.shape[1] < 1:
+        raise DataError(f"plans: expected (episodes, steps, command_dim), got shape {plans.shape}")
     return np.concatenate([plans.mean(1), plans.std(1), plans[:, -1] - plans[:, 0]], axis=1)
 
 # %% ../nbs/44_ranking.ipynb #805c242f
@@ -163,7 +191,9 @@ def snap(
     squared_distances: np.ndarray,  # float64 squared distances
     grid: float,  # the grid step, in the same units
 ) -> np.ndarray:  # int64 grid indices (equal = tie)
-    "Round squared distances onto a grid, so that any summation order gives the same ranking (huge values saturate, then tie)."
+    """Round squared distances onto a grid, so that any summation order gives the same ranking (huge
+    values saturate, then tie).
+    """
     return np.minimum(np.rint(np.maximum(squared_distances, 0.0) / grid), _KEY_ROOM).astype(
         np.int64
     )
@@ -179,33 +209,54 @@ def context_grid(
 # %% ../nbs/44_ranking.ipynb #4c326242
 @dataclass(frozen=True, eq=False)
 class CandidateSet:
-    "Per query: 16 candidate plans (shuffled), the recorded plan's position, and the rules that built them."
-    pool_ids: np.ndarray # (P,) str episode ids of the pool
-    query: np.ndarray # (Q,) int64 pool positions of the queries
-    candidates: np.ndarray # (Q, n) int64 pool positions whose plans are the candidates
-    recorded: np.ndarray # (Q,) int64 position of the recorded plan among the n
-    plans: np.ndarray # (Q, n, H, A) float32 the candidates' commands
-    n_failures: np.ndarray # (Q,) int64 failure plans among the negatives
-    rules: dict = field(default_factory=dict) # n_candidates, n_neighbors (effective), max_failures, order_seed, snap
+    """Per query: 16 candidate plans (shuffled), the recorded plan's position, and the rules that
+    built them.
+    """
 
-    def __len__(self): return len(self.query)
+    pool_ids: np.ndarray  # (P,) str episode ids of the pool
+    query: np.ndarray  # (Q,) int64 pool positions of the queries
+    candidates: np.ndarray  # (Q, n) int64 pool positions whose plans are the candidates
+    recorded: np.ndarray  # (Q,) int64 position of the recorded plan among the n
+    plans: np.ndarray  # (Q, n, H, A) float32 the candidates' commands
+    n_failures: np.ndarray  # (Q,) int64 failure plans among the negatives
+    # n_candidates, n_neighbors (effective), max_failures, order_seed, snap
+    rules: dict = field(default_factory=dict)
+
+    def __len__(self):
+        return len(self.query)
+
     def __repr__(self):
-        return (f"CandidateSet({len(self)} queries x {self.candidates.shape[1]} plans, pool {len(self.pool_ids)}, "
-                f"k={self.rules.get('n_neighbors')}, sha256={self.sha256[:12]}...)")
-    def __eq__(self, other): return isinstance(other, CandidateSet) and self.sha256 == other.sha256
+        return (
+            f"CandidateSet({len(self)} queries x {self.candidates.shape[1]} plans, pool "
+            f"{len(self.pool_ids)}, k={self.rules.get('n_neighbors')}, "
+            f"sha256={self.sha256[:12]}...)"
+        )
+
+    def __eq__(self, other):
+        return isinstance(other, CandidateSet) and self.sha256 == other.sha256
 
     def pin_payload(self) -> dict:
         "What the pin covers: the hashes of every array and the rules."
-        return {"pool_ids": sha256_array(np.asarray(self.pool_ids).astype(str)), "query": sha256_array(self.query.astype(np.int64)),
-                "candidates": sha256_array(self.candidates.astype(np.int64)), "recorded": sha256_array(self.recorded.astype(np.int64)),
-                "plans": sha256_array(self.plans.astype(np.float32)), "rules": self.rules}
+        return {
+            "pool_ids": sha256_array(np.asarray(self.pool_ids).astype(str)),
+            "query": sha256_array(self.query.astype(np.int64)),
+            "candidates": sha256_array(self.candidates.astype(np.int64)),
+            "recorded": sha256_array(self.recorded.astype(np.int64)),
+            "plans": sha256_array(self.plans.astype(np.float32)),
+            "rules": self.rules,
+        }
+
     @property
-    def sha256(self) -> str: return sha256_json(self.pin_payload())
-    def check(self, pin:str) -> str:
+    def sha256(self) -> str:
+        return sha256_json(self.pin_payload())
+
+    def check(self, pin: str) -> str:
         "Raise `PinMismatch` unless this set's SHA-256 equals `pin`."
         return verify(self.pin_payload(), pin, name="candidate set")
+
     @property
-    def query_ids(self) -> np.ndarray: return np.asarray(self.pool_ids)[self.query]
+    def query_ids(self) -> np.ndarray:
+        return np.asarray(self.pool_ids)[self.query]
 
 # %% ../nbs/44_ranking.ipynb #be0668fd
 def _validate(context, plans, success, *, language, episode_id, n_candidates, max_failures):
@@ -233,7 +284,8 @@ def _validate(context, plans, success, *, language, episode_id, n_candidates, ma
         raise ValueError(f"n_candidates must be >= 2 and max_failures >= 0")
     if P < n_candidates:
         raise DataError(
-            f"pool: {P} episodes cannot give {n_candidates - 1} negatives per query (need at least {n_candidates})"
+            f"pool: {P} episodes cannot give {n_candidates - 1} negatives per query (need at "
+            f"least {n_candidates})"
         )
     queries = np.flatnonzero(success.astype(bool))
     if len(queries) == 0:
@@ -242,7 +294,9 @@ def _validate(context, plans, success, *, language, episode_id, n_candidates, ma
 
 # %% ../nbs/44_ranking.ipynb #ab0a2949
 def _shuffle(slots: np.ndarray, seed: int):
-    "Permute each row by the stable argsort of one row of default_rng(seed).random((Q, n)); return rows and the recorded position."
+    """Permute each row by the stable argsort of one row of default_rng(seed).random((Q, n)); return
+    rows and the recorded position.
+    """
     order = np.argsort(np.random.default_rng(seed).random(slots.shape), axis=1, kind="stable")
     return np.take_along_axis(slots, order, 1), np.argmax(order == 0, axis=1).astype(np.int64)
 
@@ -269,7 +323,9 @@ def _nearest(
     grid: float,
     prefilter: bool = True,
 ) -> np.ndarray:
-    "(n, k) pool positions of the k nearest contexts of each query in `q` by (snapped distance, index), the query excluded."
+    """(n, k) pool positions of the k nearest contexts of each query in `q` by (snapped distance,
+    index), the query excluded.
+    """
     P, n = len(X), len(q)
     rows, positions = np.arange(n), np.arange(P, dtype=np.int64)
     h = X[q] @ X.T  # d2 = squared_norm[q] + h after the next two lines
@@ -281,8 +337,9 @@ def _nearest(
     exact = np.ones(n, bool)
     stride = 8
     if prefilter and P >= 16 * stride and k + 64 < P // 2:
-        # a threshold per row from every 8th column, set to keep about 1.3 k + 64 columns; the rows where it provably keeps
-        # the k nearest by (snapped distance, index) are finished from the kept columns alone, the others recomputed exactly
+        # a threshold per row from every 8th column, set to keep about 1.3 k + 64 columns; the rows
+        # where it provably keeps the k nearest by (snapped distance, index) are finished from the
+        # kept columns alone, the others recomputed exactly
         sub = h[:, ::stride]
         at = min(sub.shape[1] - 1, int(math.ceil(1.3 * k / stride)) + 8)
         threshold = np.partition(sub, at, axis=1)[:, at]
@@ -306,21 +363,33 @@ def _nearest(
 # %% ../nbs/44_ranking.ipynb #56ed3cd8
 def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool (never the goal)
                      plans:np.ndarray, # (P, H, A) future commands of the pool
-                     success:np.ndarray, # (P,) bool outcome; the successful episodes are the queries
+                     # (P,) bool outcome; the successful episodes are the queries
+                     success:np.ndarray,
                      language:np.ndarray, # (P,) int64 instruction id, -1 = missing
                      episode_id:np.ndarray, # (P,) str ids (pinned with the set)
-                     n_candidates:int=N_CANDIDATES, # plans per query, the recorded one included
-                     n_neighbors:int=N_NEIGHBORS, # nearest contexts searched (clamped to P - 1)
+                     # plans per query, the recorded one included
+                     n_candidates:int=N_CANDIDATES,
+                     # nearest contexts searched (clamped to P - 1)
+                     n_neighbors:int=N_NEIGHBORS,
                      max_failures:int=MAX_FAILURES, # failure plans taken first
                      seed:int=CANDIDATE_ORDER_SEED, # the candidate-order seed
                      chunk:int=256, # queries per matrix product (memory: chunk x P float64)
-                     prefilter:bool=True, # find neighbours through a per-row threshold (same result, faster)
+                     # find neighbours through a per-row threshold (same result, faster)
+                     prefilter:bool=True,
                      workers:int|None=None, # threads over chunks (None: the CPU count, at most 8); the result does not depend on it
                     ) -> CandidateSet:
-    "Hard-negative candidate sets for every successful pool episode, vectorized (see the rules above)."
+    """Hard-negative candidate sets for every successful pool episode, vectorized (see the rules
+    above).
+    """
     context, plans, success, language, episode_id, queries = _validate(
-        context, plans, success, language=language, episode_id=episode_id,
-        n_candidates=n_candidates, max_failures=max_failures)
+        context,
+        plans,
+        success,
+        language=language,
+        episode_id=episode_id,
+        n_candidates=n_candidates,
+        max_failures=max_failures,
+    )
     P, n_neg = len(context), n_candidates - 1
     k = min(n_neighbors, P - 1)
     X = context.reshape(P, -1).astype(np.float64)
@@ -328,31 +397,47 @@ def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool
     Z = standardize(plan_statistics(plans))
     negatives = np.empty((len(queries), n_neg), np.int64)
 
-    def one_chunk(start:int):
-        q = queries[start:start + chunk]
-        near = _nearest(X, squared_norm, q, k, grid, prefilter)          # a set; ranked below
+    def one_chunk(start: int):
+        q = queries[start : start + chunk]
+        near = _nearest(X, squared_norm, q, k, grid, prefilter)  # a set; ranked below
         tier = ((language[q, None] >= 0) & (language[near] != language[q, None])).astype(np.int8)
         diff = Z[near]
         diff -= Z[q, None]
         match = snap(np.einsum("nkf,nkf->nk", diff, diff), SNAP)
         top = int(match.max()) + 1
-        if 2 * top * P < np.iinfo(np.int64).max:        # one int64 key (tier, match, index) sorts faster than lexsort
-            ranked = np.take_along_axis(near, np.argsort((tier.astype(np.int64) * top + match) * P + near, axis=1), 1)
-        else: ranked = np.take_along_axis(near, np.lexsort((near, match, tier), axis=-1), 1)
+        if (
+            2 * top * P < np.iinfo(np.int64).max
+        ):  # one int64 key (tier, match, index) sorts faster than lexsort
+            ranked = np.take_along_axis(
+                near, np.argsort((tier.astype(np.int64) * top + match) * P + near, axis=1), 1
+            )
+        else:
+            ranked = np.take_along_axis(near, np.lexsort((near, match, tier), axis=-1), 1)
         failure = ~success[ranked]
         take_failure = failure & (np.cumsum(failure, 1) <= max_failures)
         rest = ~take_failure
         take_rest = rest & (np.cumsum(rest, 1) <= (n_neg - take_failure.sum(1))[:, None])
         category = np.where(take_failure, 0, np.where(take_rest, 1, 2))
-        negatives[start:start + len(q)] = np.take_along_axis(ranked, np.argsort(category, axis=1, kind="stable")[:, :n_neg], 1)
+        negatives[start : start + len(q)] = np.take_along_axis(
+            ranked, np.argsort(category, axis=1, kind="stable")[:, :n_neg], 1
+        )
 
     starts = range(0, len(queries), chunk)
     workers = min(workers or os.cpu_count() or 1, 8, len(starts))
-    if workers > 1:                                    # numpy releases the GIL: chunks run in parallel, each writes its own rows
-        with ThreadPoolExecutor(workers) as threads: list(threads.map(one_chunk, starts))
+    # numpy releases the GIL: chunks run in parallel, each writes its own rows
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as threads:
+            list(threads.map(one_chunk, starts))
     else:
-        for start in starts: one_chunk(start)
-    rules = {"n_candidates": n_candidates, "n_neighbors": k, "max_failures": max_failures, "order_seed": seed, "snap": SNAP}
+        for start in starts:
+            one_chunk(start)
+    rules = {
+        "n_candidates": n_candidates,
+        "n_neighbors": k,
+        "max_failures": max_failures,
+        "order_seed": seed,
+        "snap": SNAP,
+    }
     return _finish(episode_id, plans, queries, negatives, success, rules, seed)
 
 # %% ../nbs/44_ranking.ipynb #477e2bd3
@@ -457,7 +542,9 @@ def query_targets(
     pool: RankingPool,  # from `heldout_pool`
     candidates: CandidateSet,  # whose queries to read
 ) -> tuple[np.ndarray, np.ndarray]:  # goal (Q, D) and recorded future latents (Q, H, D)
-    "The scoring targets of the queries: their final image latent and their recorded future latents (never used to build candidates)."
+    """The scoring targets of the queries: their final image latent and their recorded future
+    latents (never used to build candidates).
+    """
     rows = pool.index[candidates.query]
     future = np.asarray(episodes.latents[rows], dtype=np.float32)[:, pool.context.shape[1] :]
     if not np.isfinite(future).all():
@@ -465,21 +552,32 @@ def query_targets(
     return future[:, -1], future
 
 # %% ../nbs/44_ranking.ipynb #0ffca926
-def candidate_energies(model, # any object with rollout(context (B, C, D), commands (B, H, A)) -> {"latents": (B, H, D), ...}
-                       context:np.ndarray, # (Q, C, D) the queries' visible latents
-                       candidates:CandidateSet, # the pinned candidate set
-                       goal:np.ndarray, # (Q, D) the queries' final image latents
-                       future:np.ndarray|None=None, # (Q, H, D) recorded future latents (for the trajectory energy)
-                       pin:str|None=None, # the published SHA-256 of the candidate set (required)
-                       batch_size:int=8192, # rollouts per call to `model.rollout`
-                       name:str|None=None, # whose rollout errors name (the user's spec; default: the model's class)
-                      ) -> dict: # {"endpoint": (Q, n), "trajectory": (Q, n) or absent}
-    "Energies of every query x candidate, computed in batches, after checking the candidate set against its pin."
-    if pin is None: raise PinMismatch("candidate_energies: pass the candidate set's published SHA-256 (pin=...); every method must match it")
+def candidate_energies(
+    # any object with rollout(context (B, C, D), commands (B, H, A)) -> {"latents": (B, H, D), ...}
+    model,
+    context: np.ndarray,  # (Q, C, D) the queries' visible latents
+    candidates: CandidateSet,  # the pinned candidate set
+    goal: np.ndarray,  # (Q, D) the queries' final image latents
+    # (Q, H, D) recorded future latents (for the trajectory energy)
+    future: np.ndarray | None = None,
+    pin: str | None = None,  # the published SHA-256 of the candidate set (required)
+    batch_size: int = 8192,  # rollouts per call to `model.rollout`
+    # whose rollout errors name (the user's spec; default: the model's class)
+    name: str | None = None,
+) -> dict:  # {"endpoint": (Q, n), "trajectory": (Q, n) or absent}
+    """Energies of every query x candidate, computed in batches, after checking the candidate set
+    against its pin.
+    """
+    if pin is None:
+        raise PinMismatch(
+            "candidate_energies: pass the candidate set's published SHA-256 (pin=...); "
+            "every method must match it"
+        )
     candidates.check(pin)
     Q, n = candidates.candidates.shape
     context, goal = np.asarray(context, dtype=np.float32), np.asarray(goal, dtype=np.float32)
-    if len(context) != Q or len(goal) != Q: raise DataError(f"context/goal: expected {Q} queries, got {len(context)} and {len(goal)}")
+    if len(context) != Q or len(goal) != Q:
+        raise DataError(f"context/goal: expected {Q} queries, got {len(context)} and {len(goal)}")
     H = candidates.plans.shape[2]
     flat_plans = candidates.plans.reshape(Q * n, H, -1)
     query_of = np.repeat(np.arange(Q), n)
@@ -488,15 +586,32 @@ def candidate_energies(model, # any object with rollout(context (B, C, D), comma
     for k, start in enumerate(range(0, Q * n, batch_size)):
         rows = slice(start, min(start + batch_size, Q * n))
         q = query_of[rows]
-        out = call_user(model.rollout, name or type(model).__name__, "rollout", context[q], flat_plans[rows], batch=k, rows=(rows.start, rows.stop - 1), horizon=H)
+        out = call_user(
+            model.rollout,
+            name or type(model).__name__,
+            "rollout",
+            context[q],
+            flat_plans[rows],
+            batch=k,
+            rows=(rows.start, rows.stop - 1),
+            horizon=H,
+        )
         predicted = np.asarray(out["latents"], dtype=np.float64)
         if predicted.shape != (len(q), H, goal.shape[1]):
-            raise DataError(f"{type(model).__name__}.rollout: latents of shape {predicted.shape}, expected {(len(q), H, goal.shape[1])}")
+            raise DataError(
+                f"{type(model).__name__}.rollout: latents of shape {predicted.shape}, "
+                f"expected {(len(q), H, goal.shape[1])}"
+            )
         endpoint[rows] = np.abs(predicted[:, -1] - goal[q]).sum(-1)
-        if future is not None: trajectory[rows] = np.abs(predicted - np.asarray(future, dtype=np.float64)[q]).sum(-1).mean(-1)
+        if future is not None:
+            trajectory[rows] = (
+                np.abs(predicted - np.asarray(future, dtype=np.float64)[q]).sum(-1).mean(-1)
+            )
     energies = {"endpoint": endpoint.reshape(Q, n)}
-    if trajectory is not None: energies["trajectory"] = trajectory.reshape(Q, n)
-    if not all(np.isfinite(e).all() for e in energies.values()): raise DataError(f"{type(model).__name__}.rollout: non-finite predictions")
+    if trajectory is not None:
+        energies["trajectory"] = trajectory.reshape(Q, n)
+    if not all(np.isfinite(e).all() for e in energies.values()):
+        raise DataError(f"{type(model).__name__}.rollout: non-finite predictions")
     return energies
 
 # %% ../nbs/44_ranking.ipynb #dfb6eb5c
@@ -516,7 +631,9 @@ def rank_metrics(
     recorded: np.ndarray,  # (Q,) position of the recorded plan
     tie_rtol: float = 1e-6,  # energies this close (relative) to the recorded one are ties
 ) -> pd.DataFrame:  # per query: lower, tied, rank, r_at_1, r_at_5, reciprocal_rank, win_rate
-    "Tie-aware per-query ranking metrics of the recorded plan (expectations over a random order of tied candidates)."
+    """Tie-aware per-query ranking metrics of the recorded plan (expectations over a random order of
+    tied candidates).
+    """
     E = np.asarray(energies, dtype=np.float64)
     recorded = np.asarray(recorded, dtype=np.int64)
     if E.ndim != 2 or recorded.shape != (len(E),):
@@ -554,11 +671,16 @@ def summarize_ranking(per_query:Mapping[str, pd.DataFrame]|pd.DataFrame, # one f
                      ) -> list[dict]: # records: factors, metric, value, ci_low, ci_high, n
     "Mean of each protocol metric over queries, with a percentile bootstrap interval over queries."
     frames = list(per_query.values()) if isinstance(per_query, Mapping) else [per_query]
-    if len({len(f) for f in frames}) != 1: raise DataError("summarize_ranking: per-seed frames cover different queries")
+    if len({len(f) for f in frames}) != 1:
+        raise DataError("summarize_ranking: per-seed frames cover different queries")
     records = []
     for metric in RANK_METRICS:
         values = np.mean([f[_PER_QUERY[metric]].to_numpy(dtype=float) for f in frames], axis=0)
-        records.append(bootstrap_interval(values, n_boot=n_boot, seed=boot_seed).record(**factors, metric=metric))
+        records.append(
+            bootstrap_interval(values, n_boot=n_boot, seed=boot_seed).record(
+                **factors, metric=metric
+            )
+        )
     return records
 
 # %% ../nbs/44_ranking.ipynb #d228c6af
@@ -578,7 +700,9 @@ def default_models(
     methods: Sequence[str] = DEFAULT_METHODS,  # which to build
     **train_kwargs,  # passed to `worldmodel.train_forecaster` (e.g. steps=...)
 ) -> dict:  # method -> (factory(seed) -> model, seeded)
-    "Factories of the embedded world models (`worldmodel.train_forecaster`, `worldmodel.PersistenceModel`)."
+    """Factories of the embedded world models (`worldmodel.train_forecaster`,
+    `worldmodel.PersistenceModel`).
+    """
     from hoi_audit import worldmodel
 
     unknown = sorted(set(methods) - set(DEFAULT_METHODS))
@@ -603,11 +727,14 @@ def default_models(
 
 # %% ../nbs/44_ranking.ipynb #2f6e56eb
 def user_model(
-    model,  # the user's world model: an object, a factory or "module:name" (contracts.build)
+    # the user's world model: an object, a factory or "module:name" (contracts.build)
+    model,
     episodes,  # the episodes; a factory is offered their train_full split only, label-free
     context_bins: int = CONTEXT_BINS,  # visible bins (the rest are rolled out)
 ) -> tuple:  # (factory(seed) -> model, seeded, identity) for `run_ranking`'s `models`
-    "A `models` entry for the user's world model (`contracts.user_world_model`), checked (`contracts.check_world_model`) when built."
+    """A `models` entry for the user's world model (`contracts.user_world_model`), checked
+    (`contracts.check_world_model`) when built.
+    """
     train = episodes.split_of("train_full") if hasattr(episodes, "split_of") else None
     K, D = episodes.latents.shape[1], episodes.latents.shape[2]
     name = str(model) if isinstance(model, str) else None
@@ -621,7 +748,9 @@ def user_model(
 
 # %% ../nbs/44_ranking.ipynb #c02cb13e
 def _ranking_units(models, seeds, config, *, n_boot, pin, data_pin) -> tuple[list, dict]:
-    "One store unit per method and seed (one unit, `seed = none`, for an unseeded method), and unit path -> (method, factory, seed)."
+    """One store unit per method and seed (one unit, `seed = none`, for an unseeded method), and
+    unit path -> (method, factory, seed).
+    """
     units, plan = [], []
     for method, (factory, seeded, *ident) in models.items():
         for seed in seeds if seeded else ["none"]:
@@ -641,7 +770,9 @@ def _ranking_units(models, seeds, config, *, n_boot, pin, data_pin) -> tuple[lis
 
 # %% ../nbs/44_ranking.ipynb #92a59bac
 def _method_records(store, units, models, *, cs, n_boot) -> tuple[dict, list]:
-    "Per-query metrics of every (method, seed, energy) from the stored energies, and their records (seeds averaged, then per seed)."
+    """Per-query metrics of every (method, seed, energy) from the stored energies, and their records
+    (seeds averaged, then per seed).
+    """
     per_query, records = {}, []
     for method in models:
         mine = [u for u in units if u.key["method"] == method]
@@ -661,7 +792,9 @@ def _method_records(store, units, models, *, cs, n_boot) -> tuple[dict, list]:
 
 # %% ../nbs/44_ranking.ipynb #fbb4b817
 def _comparison_records(per_query, models, comparisons, *, n_boot) -> list:
-    "Paired bootstrap deltas of every metric for each (method, baseline) pair present, on the per-query seed means."
+    """Paired bootstrap deltas of every metric for each (method, baseline) pair present, on the
+    per-query seed means.
+    """
     records = []
     for method, baseline in comparisons:
         if method not in models or baseline not in models:
@@ -690,7 +823,9 @@ def _comparison_records(per_query, models, comparisons, *, n_boot) -> list:
 # %% ../nbs/44_ranking.ipynb #fdce82de
 @dataclass
 class RankingInput:
-    "The ranking's input, prepared once: the held-out pool, its pinned candidate set, the queries' context and targets, the methods."
+    """The ranking's input, prepared once: the held-out pool, its pinned candidate set, the queries'
+    context and targets, the methods.
+    """
 
     pool: RankingPool  # the held-out pool (`heldout_pool`)
     candidates: CandidateSet  # its candidate set (`build_candidates`)
@@ -701,18 +836,30 @@ class RankingInput:
     data_pin: str  # SHA-256 of the context, goals and futures (every unit's input)
 
 # %% ../nbs/44_ranking.ipynb #39e807a3
-def ranking_input(episodes, # an `Episodes` with train_full and heldout splits
-                  models:Mapping|None=None, # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
-                  pin:str|None=None, # a published candidate-set SHA-256 to match (None: pin what is built)
-                 ) -> RankingInput:
-    "Build the candidate set (checked against `pin` before any unit), the queries' context and targets, and the methods."
+def ranking_input(
+    episodes,  # an `Episodes` with train_full and heldout splits
+    # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
+    models: Mapping | None = None,
+    # a published candidate-set SHA-256 to match (None: pin what is built)
+    pin: str | None = None,
+) -> RankingInput:
+    """Build the candidate set (checked against `pin` before any unit), the queries' context and
+    targets, and the methods.
+    """
     pool = heldout_pool(episodes)
     cs = build_candidates(pool.context, pool.plans, pool.success, pool.language, pool.episode_id)
-    if pin is not None: cs.check(pin)
+    if pin is not None:
+        cs.check(pin)
     goal, future = query_targets(episodes, pool, cs)
     context = pool.context[cs.query]
     models = default_models(episodes) if models is None else dict(models)
-    data_pin = sha256_json({"context": sha256_array(context), "goal": sha256_array(goal), "future": sha256_array(future)})
+    data_pin = sha256_json(
+        {
+            "context": sha256_array(context),
+            "goal": sha256_array(goal),
+            "future": sha256_array(future),
+        }
+    )
     return RankingInput(pool, cs, context, goal, future, models, data_pin)
 
 # %% ../nbs/44_ranking.ipynb #84f2f269
@@ -721,22 +868,43 @@ def ranking_stage_run(data:RankingInput, # from `ranking_input`
                       *,
                       n_boot:int=1000, # bootstrap replicates
                       batch_size:int=8192, # rollouts per call
-                      comparisons:Sequence[tuple]=DEFAULT_COMPARISONS, # (method, baseline) pairs with a paired bootstrap delta
+                      # (method, baseline) pairs with a paired bootstrap delta
+                      comparisons:Sequence[tuple]=DEFAULT_COMPARISONS,
                       config:dict|None=None, # settings the models depend on (e.g. training steps): in every unit's config and the JSON
                      ) -> dict: # {"candidates": CandidateSet, "per_query": {(method, seed, energy): DataFrame}, "records": [...]}
-    "Score every method (one store unit per method and seed), then the records: each method's metrics and the paired deltas."
+    """Score every method (one store unit per method and seed), then the records: each method's
+    metrics and the paired deltas.
+    """
     cs, models, pin = data.candidates, data.models, data.candidates.sha256
-    units, lookup = _ranking_units(models, spec.seeds, config, n_boot=n_boot, pin=pin, data_pin=data.data_pin)
+    units, lookup = _ranking_units(
+        models, spec.seeds, config, n_boot=n_boot, pin=pin, data_pin=data.data_pin
+    )
 
     def score(unit, workdir):
         method, factory, seed = lookup[unit.path]
         model = factory(None if seed == "none" else int(seed))
-        energies = candidate_energies(model, data.context, cs, data.goal, data.future, pin=pin, batch_size=batch_size,
-                                      name=models[method][2]["model"] if len(models[method]) > 2 else method)
+        energies = candidate_energies(
+            model,
+            data.context,
+            cs,
+            data.goal,
+            data.future,
+            pin=pin,
+            batch_size=batch_size,
+            name=models[method][2]["model"] if len(models[method]) > 2 else method,
+        )
         write_npz(workdir / "energies.npz", compress=True, **energies)
-        return {e: rank_metrics(energies[e], cs.recorded).drop(columns=["lower", "tied"]).mean().to_dict() for e in energies}
+        return {
+            e: rank_metrics(energies[e], cs.recorded)
+            .drop(columns=["lower", "tied"])
+            .mean()
+            .to_dict()
+            for e in energies
+        }
 
-    spec.store.run(units, score, progress=spec.progress, desc="ranking units", backend=current_backend())
+    spec.store.run(
+        units, score, progress=spec.progress, desc="ranking units", backend=current_backend()
+    )
     per_query, records = _method_records(spec.store, units, models, cs=cs, n_boot=n_boot)
     records += _comparison_records(per_query, models, comparisons, n_boot=n_boot)
     return {"candidates": cs, "per_query": per_query, "records": records}
@@ -771,7 +939,9 @@ def ranking_stage_config(
     config: dict | None = None,  # settings the models depend on
     **settings,  # the other settings (not recorded)
 ) -> tuple:  # (the results config, the pins)
-    "The settings (the models', the candidate set's size and rules, seeds, methods, a user's models' identities) and the candidate set's pin."
+    """The settings (the models', the candidate set's size and rules, seeds, methods, a user's
+    models' identities) and the candidate set's pin.
+    """
     (data,) = datasets.values()
     cs = data.candidates
     out = {
@@ -783,9 +953,8 @@ def ranking_stage_config(
         "methods": list(data.models),
         **cs.rules,
     }
-    users = {
-        m: entry[2] for m, entry in data.models.items() if len(entry) > 2
-    }  # a user's method: its spec, code and checkpoints
+    # a user's method: its spec, code and checkpoints
+    users = {m: entry[2] for m, entry in data.models.items() if len(entry) > 2}
     if users:
         out["user_models"] = users
     return out, {"candidate_set": cs.sha256}
@@ -793,40 +962,60 @@ def ranking_stage_config(
 # %% ../nbs/44_ranking.ipynb #9be27569
 def run_ranking(episodes, # an `Episodes` with train_full and heldout splits
                 out_dir, # output root: results/, store/ below it
-                models:Mapping|None=None, # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
+                # method -> (factory(seed) -> model, seeded[, identity]); default `default_models`
+                models:Mapping|None=None,
                 seeds:Sequence[int]=PROTOCOL_SEEDS, # seeds of the learned methods
                 scale:str="small", # recorded in the results JSON
-                pin:str|None=None, # a published candidate-set SHA-256 to match (None: pin what is built)
+                # a published candidate-set SHA-256 to match (None: pin what is built)
+                pin:str|None=None,
                 n_boot:int=1000, # bootstrap replicates
                 batch_size:int=8192, # rollouts per call
                 progress:bool=False, # progress bar of the store
-                comparisons:Sequence[tuple]=DEFAULT_COMPARISONS, # (method, baseline) pairs with a paired bootstrap delta
+                # (method, baseline) pairs with a paired bootstrap delta
+                comparisons:Sequence[tuple]=DEFAULT_COMPARISONS,
                 config:dict|None=None, # settings the models depend on (e.g. training steps): in every unit's config and the JSON
                 results_path=None, # where to write the results JSON, a .json path (default: out_dir/results/candidate_ranking.json)
                ) -> dict: # {"results": path, "candidates": CandidateSet, "per_query": {(method, seed, energy): DataFrame}, "records": [...]}
-    "Build and pin the candidate set, score every method (one store unit per method and seed), write `candidate_ranking.json`: the `ranking` stage (`stages.run_stage`), its store below `out_dir`."
+    """Build and pin the candidate set, score every method (one store unit per method and seed),
+    write `candidate_ranking.json`: the `ranking` stage (`stages.run_stage`), its store below
+    `out_dir`.
+    """
     paths = ExperimentPaths(Path(out_dir), "candidate_ranking")
     data = ranking_input(episodes, models, pin)
-    spec = RunSpec(seeds=seeds, store=paths.store, progress=progress, device="cpu", scale=scale)   # the world models train on the CPU
-    run = run_stage(RANKING_STAGE, spec, {"episodes": data}, paths if results_path is None else Path(results_path), n_boot=n_boot,
-                    batch_size=batch_size, comparisons=comparisons, config=config)
+    # the world models train on the CPU
+    spec = RunSpec(seeds=seeds, store=paths.store, progress=progress, device="cpu", scale=scale)
+    run = run_stage(
+        RANKING_STAGE,
+        spec,
+        {"episodes": data},
+        paths if results_path is None else Path(results_path),
+        n_boot=n_boot,
+        batch_size=batch_size,
+        comparisons=comparisons,
+        config=config,
+    )
     return {"results": run.path, **run.results["episodes"]}
 
 # %% ../nbs/44_ranking.ipynb #09530cb6
 def ranking_command(*,
                     episodes:str|None=None, # a folder of episodes (episodes.write_episodes layout); default: the embedded episodes
-                    size:Literal["tiny", "small", "full"]="small", # size of the embedded episodes
+                    # size of the embedded episodes
+                    size:Literal["tiny", "small", "full"]="small",
                     out:str, # DIR (DIR/results/candidate_ranking.json, DIR/store/candidate_ranking) or FILE.json (the results file; its store in FILE's folder)
-                    methods:str=",".join(DEFAULT_METHODS), # comma-separated methods to score
+                    # comma-separated methods to score
+                    methods:str=",".join(DEFAULT_METHODS),
                     model:Annotated[list[str], {"action": "append", "nargs": None, "metavar": "[NAME=]SPEC"}]=[], # your world model, scored beside --methods: package.module:name or path/file.py:name (an object with rollout(context, commands), or a factory offered seed and the train_full episodes); repeatable
                     seeds:list[int]=list(PROTOCOL_SEEDS), # seeds of the learned methods
-                    pin:str|None=None, # a published candidate-set SHA-256 the built set must match
-                    train_steps:int|None=None, # optimizer steps of the learned forecasters (default: worldmodel's)
+                    # a published candidate-set SHA-256 the built set must match
+                    pin:str|None=None,
+                    # optimizer steps of the learned forecasters (default: worldmodel's)
+                    train_steps:int|None=None,
                     n_boot:int=1000, # bootstrap replicates
                     quiet:bool=False, # no progress bar
                    ) -> int: # the exit status
     "image-goal candidate-action ranking (section 2 of the world-model protocols)"
     from hoi_audit import episodes as ep
+
     eps = ep.read_episodes(episodes) if episodes else ep.make_episodes(size=size)
     names = [m.strip() for m in methods.split(",") if m.strip()]
     train = {} if train_steps is None else {"steps": train_steps}
@@ -835,14 +1024,28 @@ def ranking_command(*,
     for text in model:
         name, sep, spec = text.partition("=")
         name, spec = (name, spec) if sep and ":" not in name else (text.rpartition(":")[2], text)
-        if name in models: raise HoiAuditError(f"--model {text}: the method name {name!r} is taken; write --model NAME=SPEC")
+        if name in models:
+            raise HoiAuditError(
+                f"--model {text}: the method name {name!r} is taken; write --model NAME=SPEC"
+            )
         models[name] = user_model(spec, eps)
     own = [m for m in models if m not in names]
     comparisons = list(DEFAULT_COMPARISONS) + [(m, b) for m in own for b in names]
-    spec = RunSpec(seeds=seeds, progress=not quiet, device="cpu",   # the world models train on the CPU
-                   scale="full" if size == "full" and not episodes else "small")
-    run_stage(RANKING_STAGE, spec, {"episodes": ranking_input(eps, models, pin)}, paths, n_boot=n_boot, comparisons=comparisons,
-              config={"episodes": "user" if episodes else f"embedded:{size}", "train_steps": train_steps})
+    spec = RunSpec(
+        seeds=seeds,
+        progress=not quiet,
+        device="cpu",  # the world models train on the CPU
+        scale="full" if size == "full" and not episodes else "small",
+    )
+    run_stage(
+        RANKING_STAGE,
+        spec,
+        {"episodes": ranking_input(eps, models, pin)},
+        paths,
+        n_boot=n_boot,
+        comparisons=comparisons,
+        config={"episodes": "user" if episodes else f"embedded:{size}", "train_steps": train_steps},
+    )
     return 0
 
 # %% ../nbs/44_ranking.ipynb #98d9c3f8

@@ -11,7 +11,9 @@ __all__ = ['builtin_grammars']
 
 # %% ../nbs/11a_recipes.ipynb #4e542560
 def _breakfast_steps() -> dict:
-    "The steps several Breakfast recipes share: greasing the pan, sugaring a drink, preparing one fruit."
+    """The steps several Breakfast recipes share: greasing the pan, sugaring a drink, preparing one
+    fruit.
+    """
     return {
         "fat": choice((0.6, "pour_oil"), (0.4, "butter_pan")),
         "sugar": choice((0.6, "spoon_sugar"), (0.4, "pour_sugar")),
@@ -148,16 +150,20 @@ def _breakfast_sandwich_to_tea(
 
 # %% ../nbs/11a_recipes.ipynb #740c11ce
 _BREAKFAST_CLASSES = (
-    "SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar stir_coffee pour_sugar "
-    "pour_oil crack_egg add_saltnpepper fry_egg take_plate put_egg2plate take_eggs butter_pan take_knife cut_orange squeeze_orange "
-    "pour_juice take_glass take_squeezer spoon_powder stir_milk spoon_flour stir_dough pour_dough2pan fry_pancake put_pancake2plate "
-    "pour_flour cut_fruit put_fruit2bowl peel_fruit stir_fruit cut_bun smear_butter take_topping put_toppingOnTop put_bunTogether "
-    "take_butter stir_egg pour_egg2pan stirfry_egg add_teabag pour_water stir_tea"
+    "SIL pour_cereals pour_milk stir_cereals take_bowl pour_coffee take_cup spoon_sugar "
+    "stir_coffee pour_sugar pour_oil crack_egg add_saltnpepper fry_egg take_plate put_egg2plate "
+    "take_eggs butter_pan take_knife cut_orange squeeze_orange pour_juice take_glass "
+    "take_squeezer spoon_powder stir_milk spoon_flour stir_dough pour_dough2pan fry_pancake "
+    "put_pancake2plate pour_flour cut_fruit put_fruit2bowl peel_fruit stir_fruit cut_bun "
+    "smear_butter take_topping put_toppingOnTop put_bunTogether take_butter stir_egg "
+    "pour_egg2pan stirfry_egg add_teabag pour_water stir_tea"
 ).split()
 
 
 def _breakfast_grammar() -> Grammar:
-    "Breakfast's ten recipes (cereals ... tea, in that order) over its 48 classes, `SIL` the background."
+    """Breakfast's ten recipes (cereals ... tea, in that order) over its 48 classes, `SIL` the
+    background.
+    """
     s = _breakfast_steps()
     tasks = (
         _breakfast_cereals_to_juice(s) + _breakfast_milk_to_salat(s) + _breakfast_sandwich_to_tea(s)
@@ -166,9 +172,10 @@ def _breakfast_grammar() -> Grammar:
 
 # %% ../nbs/11a_recipes.ipynb #619e6bfa
 _SALADS_CLASSES = (
-    "cut_tomato place_tomato_into_bowl cut_cheese place_cheese_into_bowl cut_lettuce place_lettuce_into_bowl add_salt "
-    "add_vinegar add_oil add_pepper mix_dressing peel_cucumber cut_cucumber place_cucumber_into_bowl add_dressing mix_ingredients "
-    "serve_salad_onto_plate action_start action_end"
+    "cut_tomato place_tomato_into_bowl cut_cheese place_cheese_into_bowl cut_lettuce "
+    "place_lettuce_into_bowl add_salt add_vinegar add_oil add_pepper mix_dressing peel_cucumber "
+    "cut_cucumber place_cucumber_into_bowl add_dressing mix_ingredients serve_salad_onto_plate "
+    "action_start action_end"
 ).split()
 
 
@@ -193,7 +200,9 @@ def _salads_grammar() -> Grammar:
 
 # %% ../nbs/11a_recipes.ipynb #b65e6e01
 def _gtea_routines() -> dict:
-    "The small routines GTEA's recipes are built from: fetch, a spoonful from a jar, a bottle, a spread from a jar."
+    """The small routines GTEA's recipes are built from: fetch, a spoonful from a jar, a bottle, a
+    spread from a jar.
+    """
     return {
         "fetch": seq("take", "put"),
         "spoonful": seq(
@@ -290,7 +299,9 @@ _GTEA_CLASSES = "take open pour close shake scoop stir put fold spread backgroun
 
 
 def _gtea_grammar() -> Grammar:
-    "GTEA's seven recipes (Cheese ... Tea, in that order) over its 11 verbs, `background` between actions."
+    """GTEA's seven recipes (Cheese ... Tea, in that order) over its 11 verbs, `background` between
+    actions.
+    """
     r = _gtea_routines()
     return Grammar(
         _GTEA_CLASSES, ("background",), _gtea_cheese_to_hotdog(r) + _gtea_pealate_to_tea(r)
@@ -319,15 +330,18 @@ _ASSEMBLY_TOYS = tuple(
 
 
 def _assembly_grammar() -> Grammar:
-    "13 toys, each 4 unordered parts, each part one of two actions (50/50); slots walk the 17 parts so every action is used."
+    """13 toys, each 4 unordered parts, each part one of two actions (50/50); slots walk the 17
+    parts so every action is used.
+    """
     tasks, slot = [], 0
     for toy in _ASSEMBLY_TOYS:
         parts = []
         for _ in range(4):
+            # the k-th visit of a part offers the k-th verb pair
             part, pair = (
                 _ASSEMBLY_PARTS[slot % len(_ASSEMBLY_PARTS)],
                 slot // len(_ASSEMBLY_PARTS),
-            )  # the k-th visit of a part offers the k-th verb pair
+            )
             first, second = _ASSEMBLY_VERBS[(2 * pair) % 5], _ASSEMBLY_VERBS[(2 * pair + 1) % 5]
             parts.append(choice((0.5, f"{first}_{part}"), (0.5, f"{second}_{part}")))
             slot += 1
@@ -349,11 +363,12 @@ _EPIC_CLASSES = ("background",) + tuple(f"{v}_{n}" for n in _EPIC_NOUNS for v in
 
 
 def _epic_grammar() -> Grammar:
-    "22 kitchen activities, each three steps of 5 equally likely actions; the 330 actions are dealt out in a fixed stride-7 order."
+    """22 kitchen activities, each three steps of 5 equally likely actions; the 330 actions are
+    dealt out in a fixed stride-7 order.
+    """
     actions = _EPIC_CLASSES[1:]
-    dealt = [
-        actions[(7 * i) % len(actions)] for i in range(len(actions))
-    ]  # 7 is prime to 330: a permutation that mixes verbs and nouns
+    # 7 is prime to 330: a permutation that mixes verbs and nouns
+    dealt = [actions[(7 * i) % len(actions)] for i in range(len(actions))]
     tasks = []
     for t in range(22):
         mine = dealt[15 * t : 15 * t + 15]

@@ -27,7 +27,9 @@ def window_starts(
     window: int = 16,  # frames per window
     stride: int = 8,  # frames between window starts
 ) -> np.ndarray:  # start frame of every window that fits
-    "Start frames of the windows `[s, s + window)` with `s = 0, stride, ...` that end at or before `n_frames`."
+    """Start frames of the windows `[s, s + window)` with `s = 0, stride, ...` that end at or before
+    `n_frames`.
+    """
     if window < 1 or stride < 1:
         raise ValueError(
             f"window and stride must be positive, got window={window}, stride={stride}"
@@ -57,7 +59,9 @@ def feature_windows(
     window: int = 16,  # frames per window
     stride: int = 8,  # frames between window starts
 ) -> np.ndarray:  # (n_windows, window, D) float32, a read-only view of the past frames
-    "The windows of `features` that end at or before `end`, as a strided view of the past (frames at or after `end` are never read)."
+    """The windows of `features` that end at or before `end`, as a strided view of the past (frames
+    at or after `end` are never read).
+    """
     starts = window_starts(end, window, stride)
     if not len(starts):
         return np.zeros((0, window, features.shape[1]), dtype=np.float32)
@@ -102,9 +106,12 @@ def pool_windows(
 def _summed(
     term,  # term(i): the i-th float32 array to add (all of one shape)
     n: int,  # how many terms
-    pairwise: bool,  # add as numpy does along an array's contiguous axis (else one after another)
+    # add as numpy does along an array's contiguous axis (else one after another)
+    pairwise: bool,
 ) -> np.ndarray:  # term(0) + ... + term(n - 1), a new array
-    "The sum numpy's `add.reduce` gives over `n` values: one after another, or pairwise (eight partial sums over blocks of at most 128), from 0."
+    """The sum numpy's `add.reduce` gives over `n` values: one after another, or pairwise (eight
+    partial sums over blocks of at most 128), from 0.
+    """
 
     def one_by_one(lo, hi):
         total = np.add(term(lo), np.float32(0))  # numpy starts from 0: -0.0 + 0.0 is +0.0
@@ -140,9 +147,12 @@ def _pooled_grid(
     *,
     length: int,  # frames per window
     pooling: str,  # 'mean' or 'mean_std'
-    pairwise: bool,  # add a window's frames as numpy does along an array's contiguous axis (see `_summed`)
+    # add a window's frames as numpy does along an array's contiguous axis (see `_summed`)
+    pairwise: bool,
 ) -> np.ndarray:  # (count, D) or (count, 2D) float32, row-major
-    "The windows `[k stride, k stride + length)`, `k < count`, of `past`, pooled without building them: the i-th frames of all windows are one slice of a phase."
+    """The windows `[k stride, k stride + length)`, `k < count`, of `past`, pooled without building
+    them: the i-th frames of all windows are one slice of a phase.
+    """
     past = np.asarray(past)
     if count == 1:
         stride = 1  # one window: all its frames in one phase
@@ -192,7 +202,9 @@ def pooled_windows(
     stride: int = 8,  # frames between window starts
     pooling: str = "mean",  # 'mean' or 'mean_std'
 ) -> np.ndarray:  # (n_windows, D) or (n_windows, 2D) float32
-    "`pool_windows(feature_windows(features, end, window, stride), pooling)`, bit for bit, without building the windows (frames at or after `end` are never read)."
+    """`pool_windows(feature_windows(features, end, window, stride), pooling)`, bit for bit, without
+    building the windows (frames at or after `end` are never read).
+    """
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     starts = window_starts(end, window, stride)
@@ -205,11 +217,14 @@ def pooled_windows(
 
 # %% ../nbs/14_recovery.ipynb #335405f7
 def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
-    "The videos to fit on, checked to be train videos of `split` (or of some split) before anything is read."
+    """The videos to fit on, checked to be train videos of `split` (or of some split) before
+    anything is read.
+    """
     if split is not None:
         if split not in dataset.splits:
             raise DataError(
-                f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: {sorted(dataset.splits)})"
+                f"{dataset.root}: dataset {dataset.name!r} has no split {split} (splits: "
+                f"{sorted(dataset.splits)})"
             )
         train = list(dataset.splits[split]["train"])
         if videos is None:
@@ -222,21 +237,23 @@ def _train_videos(dataset, videos, split) -> tuple[list, int | None]:
                 "in its test part" if any(v in test for v in outside) else "not in its train part"
             )
             raise DataError(
-                f"{dataset.root}: the recognizer is fitted on train videos only, but {len(outside)} of the videos given are "
-                f"{kind} of split {split}, e.g. {outside[0]!r}"
+                f"{dataset.root}: the recognizer is fitted on train videos only, but "
+                f"{len(outside)} of the videos given are {kind} of split {split}, e.g. "
+                f"{outside[0]!r}"
             )
         return videos, split
     if videos is None:
         raise ValueError(
-            "say what to fit on: split=k (its train videos) or videos=[...] (train videos of some split)"
+            "say what to fit on: split=k (its train videos) or videos=[...] (train videos "
+            "of some split)"
         )
     videos = [videos] if isinstance(videos, str) else list(videos)
     for k, parts in dataset.splits.items():
         if set(videos) <= set(parts["train"]):
             return videos, k
     raise DataError(
-        f"{dataset.root}: the videos given are not all train videos of one split (splits: {sorted(dataset.splits)}); "
-        "the recognizer is fitted on train videos only"
+        f"{dataset.root}: the videos given are not all train videos of one split (splits: "
+        f"{sorted(dataset.splits)}); the recognizer is fitted on train videos only"
     )
 
 # %% ../nbs/14_recovery.ipynb #69b0e016
@@ -347,7 +364,9 @@ def _segment_runs(
     window: int,  # frames per window
     stride: int,  # frames between window starts
 ) -> list:  # [(first start, windows, frames per window)], each run's windows `stride` apart, in time order
-    "A segment's windows: starts 0, stride, ... and a last one flush with the end; a segment no longer than a window is one window of all its frames."
+    """A segment's windows: starts 0, stride, ... and a last one flush with the end; a segment no
+    longer than a window is one window of all its frames.
+    """
     if frames <= window:
         return [(0, 1, frames)]
     count, last = (frames - window) // stride + 1, frames - window
@@ -359,7 +378,9 @@ _blas_controller, _blas_lock = None, threading.RLock()
 
 @contextlib.contextmanager
 def _one_blas_thread():
-    "A context in which BLAS (numpy's and scipy's) runs one thread; the libraries are looked up on first use."
+    """A context in which BLAS (numpy's and scipy's) runs one thread; the libraries are looked up on
+    first use.
+    """
     global _blas_controller
     # one limit at a time: limits set from two threads would restore each other's setting
     with _blas_lock:
@@ -370,56 +391,91 @@ def _one_blas_thread():
 
 # %% ../nbs/14_recovery.ipynb #ae972e88
 class _WindowPredictions:
-    "`WindowRecognizer`'s predictions: class log-probabilities of windows (raw or pooled) and of segments, the best class of a window or a segment."
+    """`WindowRecognizer`'s predictions: class log-probabilities of windows (raw or pooled) and of
+    segments, the best class of a window or a segment.
+    """
+
     def log_proba_pooled(self, pooled, # (n, D) pooled windows (`pooled_windows`, or `pool_windows` of windows) in this recognizer's pooling
                         ) -> np.ndarray: # (n, n_classes) log-probabilities (-inf for classes absent from training)
         "Log-probability of every class for each pooled window (one call of the classifier)."
         self._check_fitted()
         out = np.full((len(pooled), self.n_classes), -np.inf)
         if len(pooled):
-            with _one_blas_thread(): out[:, self.model.classes_] = self.model.predict_log_proba(pooled)
+            with _one_blas_thread():
+                out[:, self.model.classes_] = self.model.predict_log_proba(pooled)
         return out
 
     def log_proba_windows(self, windows, # (n, frames, D) feature windows
                          ) -> np.ndarray: # (n, n_classes) log-probabilities (-inf for classes absent from training)
         "Log-probability of every class for each window."
         self._check_fitted()
-        return self.log_proba_pooled(pool_windows(windows, self.pooling)) if len(windows) else np.full((0, self.n_classes), -np.inf)
+        return (
+            self.log_proba_pooled(pool_windows(windows, self.pooling))
+            if len(windows)
+            else np.full((0, self.n_classes), -np.inf)
+        )
 
     def predict_windows(self, windows, # (n, frames, D) feature windows
-                        allowed:Iterable[int]|None=None, # answer only with these classes (None: any)
+                        # answer only with these classes (None: any)
+                        allowed:Iterable[int]|None=None,
                        ) -> np.ndarray: # class id per window
         "The most probable class of each window."
         return _argmax_allowed(self.log_proba_windows(windows), allowed)
 
     def log_proba_segments(self, video, # a `procedural.Video` (its features are read over the segments only)
-                           segments:Iterable[tuple[int, int]], # (start, end) of each segment, end exclusive
+                           # (start, end) of each segment, end exclusive
+                           segments:Iterable[tuple[int, int]],
                           ) -> np.ndarray: # (n_segments, n_classes) each segment's mean window log-probabilities
-        "Windows tiled over each segment, as `predict_segment` does, every segment's windows classified at once; log-probabilities averaged per segment."
+        """Windows tiled over each segment, as `predict_segment` does, every segment's windows
+        classified at once; log-probabilities averaged per segment.
+        """
         self._check_fitted()
         features, pooled = None, []
         for start, end in ((int(s), int(e)) for s, e in segments):
-            if not 0 <= start < end: raise ValueError(f"{video.name}: segment [{start}, {end}) is empty or negative")
+            if not 0 <= start < end:
+                raise ValueError(f"{video.name}: segment [{start}, {end}) is empty or negative")
             features = video.features() if features is None else features
             frames = np.asarray(features[start:end])
-            if len(frames) < end - start: raise DataError(f"{video.name}: segment [{start}, {end}) runs past the video's {video.n_frames} frames")
-            pairwise = frames.shape[1] == 1 or abs(frames.strides[0]) < abs(frames.strides[1])  # time along the float32 copy's contiguous axis
-            pooled.append(np.concatenate([
-                _pooled_grid(frames[s : s + (n - 1) * self.stride + w], n, self.stride, length=w,
-                             pooling=self.pooling, pairwise=pairwise)
-                for s, n, w in _segment_runs(end - start, self.window, self.stride)]))
+            if len(frames) < end - start:
+                raise DataError(
+                    f"{video.name}: segment [{start}, {end}) runs past the video's "
+                    f"{video.n_frames} frames"
+                )
+            # time along the float32 copy's contiguous axis
+            pairwise = frames.shape[1] == 1 or abs(frames.strides[0]) < abs(frames.strides[1])
+            pooled.append(
+                np.concatenate(
+                    [
+                        _pooled_grid(
+                            frames[s : s + (n - 1) * self.stride + w],
+                            n,
+                            self.stride,
+                            length=w,
+                            pooling=self.pooling,
+                            pairwise=pairwise,
+                        )
+                        for s, n, w in _segment_runs(end - start, self.window, self.stride)
+                    ]
+                )
+            )
         several = [p for p in pooled if len(p) > 1]
         batch, at = self.log_proba_pooled(np.concatenate(several)) if several else None, 0
         out = np.empty((len(pooled), self.n_classes))
         for k, p in enumerate(pooled):
-            if len(p) > 1: out[k] = batch[at : at + len(p)].mean(axis=0); at += len(p)
-            else: out[k] = self.log_proba_pooled(p).mean(axis=0)  # alone: numpy multiplies a single row by another BLAS routine (gemv), rounded differently
+            if len(p) > 1:
+                out[k] = batch[at : at + len(p)].mean(axis=0)
+                at += len(p)
+            else:
+                # alone: numpy multiplies a single row by another BLAS routine (gemv), rounded
+                # differently
+                out[k] = self.log_proba_pooled(p).mean(axis=0)
         return out
 
     def predict_segment(self, video, # a `procedural.Video` (its features are read over [start, end) only)
                         start:int, # first frame of the segment
                         end:int, # frame after the segment (exclusive)
-                        allowed:Iterable[int]|None=None, # answer only with these classes (None: any)
+                        # answer only with these classes (None: any)
+                        allowed:Iterable[int]|None=None,
                        ) -> int: # the segment's class
         "Label frames `[start, end)`: windows tiled over them, log-probabilities averaged."
         return int(_argmax_allowed(self.log_proba_segments(video, [(start, end)]), allowed)[0])
@@ -427,73 +483,121 @@ class _WindowPredictions:
 # %% ../nbs/14_recovery.ipynb #cdea6fc0
 class _WindowScoring:
     "`WindowRecognizer`'s window accuracy on held-out videos (Table 3, first column)."
+
     def window_accuracy(self, dataset, # the dataset the videos belong to
                         videos:Sequence[str], # held-out videos (a split's test part)
                         allow_train:bool=False, # allow videos the recognizer was trained on
-                        exclude_background:bool=False, # score only windows whose majority label is an action
+                        # score only windows whose majority label is an action
+                        exclude_background:bool=False,
                        ) -> float: # accuracy in percent over all windows of the videos
-        "Window-recognition accuracy (Table 3, first column): every window of every video, majority label as the truth."
+        """Window-recognition accuracy (Table 3, first column): every window of every video,
+        majority label as the truth.
+        """
         self._check_fitted()
         videos = [videos] if isinstance(videos, str) else list(videos)
         seen = [v for v in videos if v in self.train_videos]
         if seen and not allow_train:
-            raise DataError(f"{dataset.root}: the recognizer was trained on {len(seen)} of these videos (e.g. {seen[0]!r}); "
-                            "window accuracy is measured on held-out videos (allow_train=True to measure the training fit)")
+            raise DataError(
+                f"{dataset.root}: the recognizer was trained on {len(seen)} of these videos "
+                f"(e.g. {seen[0]!r}); window accuracy is measured on held-out videos "
+                "(allow_train=True to measure the training fit)"
+            )
         hits = total = 0
         for name in videos:
             video = dataset.video(name)
             truth = window_labels(video.labels, self.window, self.stride)
-            if not len(truth): continue
-            windows = pooled_windows(video.features(), video.n_frames, self.window,
-                                     stride=self.stride, pooling=self.pooling)
+            if not len(truth):
+                continue
+            windows = pooled_windows(
+                video.features(),
+                video.n_frames,
+                self.window,
+                stride=self.stride,
+                pooling=self.pooling,
+            )
             pred = self.log_proba_pooled(windows).argmax(axis=1)
-            keep = ~np.isin(truth, list(dataset.background)) if exclude_background else np.ones(len(truth), bool)
-            hits += int((pred[keep] == truth[keep]).sum()); total += int(keep.sum())
-        if not total: raise DataError(f"{dataset.root}: none of the {len(videos)} videos holds a whole window ({self.window} frames)")
+            keep = (
+                ~np.isin(truth, list(dataset.background))
+                if exclude_background
+                else np.ones(len(truth), bool)
+            )
+            hits += int((pred[keep] == truth[keep]).sum())
+            total += int(keep.sum())
+        if not total:
+            raise DataError(
+                f"{dataset.root}: none of the {len(videos)} videos holds a whole window "
+                f"({self.window} frames)"
+            )
         return 100.0 * hits / total
 
 # %% ../nbs/14_recovery.ipynb #b193e635
 class WindowRecognizer(_WindowPredictions, _WindowScoring):
-    "The past-window labeler: time-pooled window features -> logistic regression over the classes; fitted on train videos only."
+    """The past-window labeler: time-pooled window features -> logistic regression over the classes;
+    fitted on train videos only.
+    """
+
     def __init__(self, pooling:str="mean", # how a window is pooled over time ('mean' or 'mean_std')
                  C:float=1.0, # inverse L2 strength of the logistic regression
-                 max_windows:int=8000, # at most this many training windows (a seeded random subset)
+                 # at most this many training windows (a seeded random subset)
+                 max_windows:int=8000,
                  max_iter:int=300, # solver iterations
                 ):
-        if pooling not in POOLINGS: raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         self.pooling, self.C, self.max_windows, self.max_iter = pooling, C, max_windows, max_iter
         self.model = None
 
     def __repr__(self):
-        state = (f"fitted on {len(self.train_videos)} train videos of split {self.split}, window {self.window}, stride {self.stride}"
-                 if self.model is not None else "not fitted")
+        state = (
+            f"fitted on {len(self.train_videos)} train videos of split {self.split}, window "
+            f"{self.window}, stride {self.stride}"
+            if self.model is not None
+            else "not fitted"
+        )
         return f"WindowRecognizer({self.pooling}, {state})"
 
     def fit(self, dataset, # a `ProceduralDataset` with features
-            videos:Sequence[str]|None=None, # train videos; None: every train video of `split`
+            # train videos; None: every train video of `split`
+            videos:Sequence[str]|None=None,
             window:int=16, # frames per window
             stride:int=8, # frames between window starts
             seed:int=42, # seed of the training-window subset
             split:int|None=None, # the split whose train part the videos must lie in
            ) -> WindowRecognizer:
-        "Fit on the windows of the train videos (every window, labelled by its majority frame label)."
+        """Fit on the windows of the train videos (every window, labelled by its majority frame
+        label).
+        """
         videos, self.split = _train_videos(dataset, videos, split)
-        if not videos: raise DataError(f"{dataset.root}: no train videos to fit the recognizer on")
+        if not videos:
+            raise DataError(f"{dataset.root}: no train videos to fit the recognizer on")
         self.window, self.stride, self.seed = int(window), int(stride), int(seed)
         self.n_classes, self.background = len(dataset.classes), frozenset(dataset.background)
-        X, y = _training_windows(dataset, videos, self.window, self.stride, self.pooling, self.max_windows, self.seed)
-        if len(np.unique(y)) < 2: raise DataError(f"{dataset.root}: the train windows hold a single class ({dataset.classes[int(y[0])]}); nothing to recognize")
-        self.model = make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter, tol=1e-3))
+        X, y = _training_windows(
+            dataset, videos, self.window, self.stride, self.pooling, self.max_windows, self.seed
+        )
+        if len(np.unique(y)) < 2:
+            raise DataError(
+                f"{dataset.root}: the train windows hold a single class "
+                f"({dataset.classes[int(y[0])]}); nothing to recognize"
+            )
+        self.model = make_pipeline(
+            StandardScaler(), LogisticRegression(C=self.C, max_iter=self.max_iter, tol=1e-3)
+        )
         self.model.fit(X, y)
         self.train_videos = frozenset(videos)
         self.n_train_windows = len(y)
         return self
 
     def _check_fitted(self):
-        if self.model is None: raise ValueError("the WindowRecognizer is not fitted; call fit(dataset, split=...) first")
+        if self.model is None:
+            raise ValueError(
+                "the WindowRecognizer is not fitted; call fit(dataset, split=...) first"
+            )
 
-    def for_video(self, name:str) -> WindowRecognizer:
-        "The recognizer that labels video `name` (this one; a `CrossFittedRecognizer` answers per video)."
+    def for_video(self, name: str) -> WindowRecognizer:
+        """The recognizer that labels video `name` (this one; a `CrossFittedRecognizer` answers per
+        video).
+        """
         return self
 
 # %% ../nbs/14_recovery.ipynb #c8c5d930
@@ -506,7 +610,9 @@ def window_accuracy_table(
     seed: int = 42,  # the recognizer's seed
     **recognizer_options,  # WindowRecognizer options (pooling, C, max_windows, max_iter)
 ) -> pd.DataFrame:  # one row per split: dataset, split, metric, value (percent)
-    "Table 3's first column: the window-recognition accuracy of a per-split recognizer on that split's test videos."
+    """Table 3's first column: the window-recognition accuracy of a per-split recognizer on that
+    split's test videos.
+    """
     rows = []
     for k in sorted(dataset.splits) if splits is None else splits:
         r = WindowRecognizer(**recognizer_options).fit(
@@ -589,7 +695,9 @@ def recover_history_boundary_aware(
     *,
     background_history: bool = False,  # the queries' histories include background segments
 ) -> pd.Series:  # tuple of recovered class ids per query, aligned to queries.index
-    "BA: the recognizer's label of every annotated past segment of each query's history (source 'recognizer')."
+    """BA: the recognizer's label of every annotated past segment of each query's history (source
+    'recognizer').
+    """
     recognizer._check_fitted()
     allowed = (
         None
@@ -624,9 +732,12 @@ def collapse_window_labels(
     background: Iterable[int] = (),  # background class ids (dropped after flicker removal)
     min_run: int = 2,  # runs shorter than this many windows are flickers and are removed
     *,
-    drop_open: bool = False,  # drop the last run: nothing stable followed it, so it may still be under way
+    # drop the last run: nothing stable followed it, so it may still be under way
+    drop_open: bool = False,
 ) -> tuple:  # the recovered history
-    "Window labels -> history: runs, flickers (runs shorter than `min_run`) removed, equal neighbours merged, background dropped."
+    """Window labels -> history: runs, flickers (runs shorter than `min_run`) removed, equal
+    neighbours merged, background dropped.
+    """
     if min_run < 1:
         raise ValueError(f"min_run must be >= 1, got {min_run}")
     runs = []  # [label, length]
@@ -644,7 +755,8 @@ def collapse_window_labels(
         else:
             kept.append([c, n])
     if drop_open and kept:
-        kept.pop()  # a background run here is dropped anyway: the action before it has ended
+        # a background run here is dropped anyway: the action before it has ended
+        kept.pop()
     background = set(int(b) for b in background)
     return tuple(c for c, _ in kept if c not in background)
 
@@ -655,10 +767,13 @@ def recover_history_boundary_free(
     recognizer: WindowRecognizer,  # a fitted recognizer (or a `CrossFittedRecognizer`)
     window: int = 16,  # frames per window
     stride: int = 8,  # frames between window starts
-    min_run: int = 2,  # windows a label must persist to enter the history (1: keep flickers)
+    # windows a label must persist to enter the history (1: keep flickers)
+    min_run: int = 2,
     drop_open: bool | None = None,  # drop the trailing run, still open at t (None: at fixed-time queries, `queries.attrs['query_times']`)
 ) -> pd.Series:  # tuple of recovered class ids per query, aligned to queries.index
-    "BFR: label the windows that end by each query's time, remove flickers, collapse repeats, drop background (source 'recognizer')."
+    """BFR: label the windows that end by each query's time, remove flickers, collapse repeats, drop
+    background (source 'recognizer').
+    """
     recognizer._check_fitted()
     if drop_open is None:
         drop_open = queries.attrs.get("query_times") == "fixed"
@@ -668,7 +783,8 @@ def recover_history_boundary_free(
         latest = int(rows["t"].max())
         if latest > video.n_frames:
             raise DataError(
-                f"{dataset.root}: query at t={latest} is past the end of {video_name} ({video.n_frames} frames)"
+                f"{dataset.root}: query at t={latest} is past the end of {video_name} "
+                f"({video.n_frames} frames)"
             )
         r = recognizer.for_video(video_name)
         labels = r.log_proba_pooled(
@@ -692,11 +808,15 @@ def recover_history_boundary_free(
 
 # %% ../nbs/14_recovery.ipynb #016bbcd7
 class CrossFittedRecognizer:
-    "Out-of-fold recognizers for a split's train videos (grouped by participant) and the all-train recognizer for every other video."
+    """Out-of-fold recognizers for a split's train videos (grouped by participant) and the all-train
+    recognizer for every other video.
+    """
+
     def __init__(self, folds:int=4, # participant folds of the train videos
                  **recognizer_options, # WindowRecognizer options (pooling, C, max_windows, max_iter)
                 ):
-        if folds < 2: raise ValueError(f"folds must be >= 2, got {folds}")
+        if folds < 2:
+            raise ValueError(f"folds must be >= 2, got {folds}")
         self.folds, self.options, self.full = int(folds), recognizer_options, None
 
     def fit(self, dataset, # a `ProceduralDataset` with features
@@ -706,23 +826,48 @@ class CrossFittedRecognizer:
             seed:int=42, # seed of the fold assignment and of every recognizer
            ) -> CrossFittedRecognizer:
         "Fit the all-train recognizer and one recognizer per participant fold."
-        self.full = WindowRecognizer(**self.options).fit(dataset, split=split, window=window, stride=stride, seed=seed)
+        self.full = WindowRecognizer(**self.options).fit(
+            dataset, split=split, window=window, stride=stride, seed=seed
+        )
         train = list(dataset.splits[split]["train"])
         groups = sorted({dataset.video(v).participant or v for v in train})
-        if len(groups) < self.folds: raise DataError(f"{dataset.root}: split {split} has {len(groups)} train participants, fewer than {self.folds} folds")
+        if len(groups) < self.folds:
+            raise DataError(
+                f"{dataset.root}: split {split} has {len(groups)} train participants, fewer "
+                f"than {self.folds} folds"
+            )
         order = np.random.default_rng(seed).permutation(len(groups))
         fold_of_group = {groups[i]: k % self.folds for k, i in enumerate(order)}
         self.fold_of = {v: fold_of_group[dataset.video(v).participant or v] for v in train}
-        self.models = [WindowRecognizer(**self.options).fit(dataset, [v for v in train if self.fold_of[v] != k], window=window,
-                                                            stride=stride, seed=seed, split=split) for k in range(self.folds)]
-        self.split, self.window, self.stride, self.train_videos = split, window, stride, self.full.train_videos
+        self.models = [
+            WindowRecognizer(**self.options).fit(
+                dataset,
+                [v for v in train if self.fold_of[v] != k],
+                window=window,
+                stride=stride,
+                seed=seed,
+                split=split,
+            )
+            for k in range(self.folds)
+        ]
+        self.split, self.window, self.stride, self.train_videos = (
+            split,
+            window,
+            stride,
+            self.full.train_videos,
+        )
         return self
 
     def _check_fitted(self):
-        if self.full is None: raise ValueError("the CrossFittedRecognizer is not fitted; call fit(dataset, split) first")
+        if self.full is None:
+            raise ValueError(
+                "the CrossFittedRecognizer is not fitted; call fit(dataset, split) first"
+            )
 
-    def for_video(self, name:str) -> WindowRecognizer:
-        "The recognizer that never saw video `name` among its training videos (the all-train one for a test video)."
+    def for_video(self, name: str) -> WindowRecognizer:
+        """The recognizer that never saw video `name` among its training videos (the all-train one
+        for a test video).
+        """
         self._check_fitted()
         return self.models[self.fold_of[name]] if name in self.fold_of else self.full
 
@@ -743,7 +888,9 @@ def noisy_history(
     exclude: Iterable[int] = (),  # class ids never drawn (the background)
     kinds: Sequence[str] = NOISE_KINDS,  # the edits to draw from, uniformly
 ) -> pd.Series:  # the corrupted histories (aligned to the input's index)
-    "GT histories with each item substituted, deleted or preceded by an insertion with probability `rate` (seeded)."
+    """GT histories with each item substituted, deleted or preceded by an insertion with probability
+    `rate` (seeded).
+    """
     if not 0 <= rate <= 1:
         raise ValueError(f"rate must lie in [0, 1], got {rate}")
     unknown = [k for k in kinds if k not in NOISE_KINDS]
@@ -793,7 +940,9 @@ def history_edit_rate(
     recovered,  # recovered histories
     reference,  # GT histories, in the same order
 ) -> float:  # total edits / total reference items (0: identical)
-    "Total edit distance from the reference histories over their total length (a word error rate over histories)."
+    """Total edit distance from the reference histories over their total length (a word error rate
+    over histories).
+    """
     recovered, reference = list(recovered), list(reference)
     if len(recovered) != len(reference):
         raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")
@@ -817,7 +966,9 @@ def history_item_accuracy(
     recovered,  # recovered histories
     reference,  # GT histories, in the same order
 ) -> float:  # items of the references recovered in order / total reference items (1: all)
-    "Share of the reference items that the recovered histories hold in order (longest common subsequence; positional when lengths match and only substitutions occur)."
+    """Share of the reference items that the recovered histories hold in order (longest common
+    subsequence; positional when lengths match and only substitutions occur).
+    """
     recovered, reference = list(recovered), list(reference)
     if len(recovered) != len(reference):
         raise ValueError(f"{len(recovered)} recovered histories but {len(reference)} references")

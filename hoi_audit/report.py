@@ -39,13 +39,15 @@ __all__ = ['REPORT_SECTIONS', 'DATASET_SECTIONS', 'PAGE_STYLE', 'report_html', '
            'write_report', 'report_command', 'add_subcommand']
 
 # %% ../nbs/19b_report.ipynb #f8b0fefb
+# page-level section id -> heading, in order
 REPORT_SECTIONS = {
     "pins": "Pinned inputs",
     "verdict": "Verdict, per dataset",
     "figure": "Act@1 per condition, one panel per dataset",
     "setup": "Model and training budget (shared by every dataset)",
-}  # page-level section id -> heading, in order
+}
 
+# per-dataset section id (<dataset>-<id>) -> heading, in order
 DATASET_SECTIONS = {
     "audited": "What was audited",
     "table1": "Table 1: scores with intervals",
@@ -54,11 +56,13 @@ DATASET_SECTIONS = {
     "recovery": "History-recovery quality",
     "controls": "Controls run and not run",
     "checklist": "Checklist",
-}  # per-dataset section id (<dataset>-<id>) -> heading, in order
+}
 
 # %% ../nbs/19b_report.ipynb #92390f3e
 def _cell(v, integer: bool = False, digits: int = 1) -> str:
-    "One table cell: missing as a dash, a flag as yes/no, a whole count as an integer, a measurement with `digits` decimals."
+    """One table cell: missing as a dash, a flag as yes/no, a whole count as an integer, a
+    measurement with `digits` decimals.
+    """
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if isinstance(v, (bool, np.bool_)):
@@ -71,7 +75,9 @@ def _cell(v, integer: bool = False, digits: int = 1) -> str:
 
 # %% ../nbs/19b_report.ipynb #7065e6ff
 def _html_table(df: pd.DataFrame, digits: int = 1) -> str:
-    "A table of the page: counts, splits and seeds (by `field_kind`) as integers, other numbers with `digits` decimals."
+    """A table of the page: counts, splits and seeds (by `field_kind`) as integers, other numbers
+    with `digits` decimals.
+    """
     integer = {c: field_kind(str(c)) in ("count", "integer", "split") for c in df.columns}
     formatters = {c: (lambda v, i=integer[c]: _cell(v, i, digits)) for c in df.columns}
     return df.to_html(
@@ -96,7 +102,9 @@ def _pins_section(rows: list) -> str:
 
 # %% ../nbs/19b_report.ipynb #b847608c
 def _summary_table(facts: dict) -> pd.DataFrame:
-    "The one table across datasets: one row per dataset, each copied from its verdict facts; nothing averaged."
+    """The one table across datasets: one row per dataset, each copied from its verdict facts;
+    nothing averaged.
+    """
     rows = []
     for ds, f in facts.items():
         g = f["gap"] or {}
@@ -123,7 +131,9 @@ def _summary_table(facts: dict) -> pd.DataFrame:
 
 # %% ../nbs/19b_report.ipynb #34e86977
 def _verdict_section(facts: dict) -> str:
-    "One verdict block per dataset, then (with several datasets) the summary table across them, labelled as such."
+    """One verdict block per dataset, then (with several datasets) the summary table across them,
+    labelled as such.
+    """
     blocks = "".join(
         f'<div class="verdict" data-dataset="{escape(ds)}"><h3>Dataset: {escape(ds)}</h3>'
         + "".join(f"<p>{escape(p)}</p>" for p in verdict_text(f))
@@ -134,8 +144,9 @@ def _verdict_section(facts: dict) -> str:
         return blocks
     return (
         blocks
-        + "<h3>Summary across datasets</h3><p>One row per dataset, each copied from its verdict above; no number "
-        "here is averaged across datasets.</p>" + _html_table(_summary_table(facts), 1)
+        + "<h3>Summary across datasets</h3><p>One row per dataset, each copied from its verdict "
+        "above; no number here is averaged across datasets.</p>"
+        + _html_table(_summary_table(facts), 1)
     )
 
 # %% ../nbs/19b_report.ipynb #fa498b3a
@@ -144,52 +155,81 @@ def _figure_png(table:pd.DataFrame, # `table1_intervals` of every dataset
                ) -> bytes|None: # PNG bytes (embedded in the HTML: one self-contained file); None: no Act@1 to plot
     "Act@1 per condition with its interval, one panel per dataset on a shared axis."
     import io, matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     t = table[table["metric"] == "act1"]
-    if not len(t): return None
+    if not len(t):
+        return None
     datasets = sorted(t["dataset"].unique())
     heights = [int((t["dataset"] == ds).sum()) for ds in datasets]
-    fig, axes = plt.subplots(len(datasets), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights},
-                             figsize=(8, 0.4 * sum(heights) + 0.9 * len(datasets) + 0.6))
+    fig, axes = plt.subplots(
+        len(datasets),
+        1,
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        figsize=(8, 0.4 * sum(heights) + 0.9 * len(datasets) + 0.6),
+    )
     colour = {True: "#2c7fb8", False: "#c0392b", None: "#999999"}
     for ax, ds in zip(axes[:, 0], datasets):
         d = t[t["dataset"] == ds]
-        err = np.array([d["mean"] - d["ci_low"].fillna(d["mean"]), d["ci_high"].fillna(d["mean"]) - d["mean"]])
-        ax.barh(d["label"], d["mean"], xerr=err, capsize=3,
-                color=[colour[conditions.get(c, {}).get("deployable")] for c in d["condition"]])
-        for y, m in enumerate(d["mean"]): ax.text(1, y, f"{m:.1f}", va="center", color="white", fontsize=8)
-        ax.invert_yaxis(); ax.set_title(f"Dataset: {ds}", loc="left", fontsize=10)
+        err = np.array(
+            [d["mean"] - d["ci_low"].fillna(d["mean"]), d["ci_high"].fillna(d["mean"]) - d["mean"]]
+        )
+        ax.barh(
+            d["label"],
+            d["mean"],
+            xerr=err,
+            capsize=3,
+            color=[colour[conditions.get(c, {}).get("deployable")] for c in d["condition"]],
+        )
+        for y, m in enumerate(d["mean"]):
+            ax.text(1, y, f"{m:.1f}", va="center", color="white", fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"Dataset: {ds}", loc="left", fontsize=10)
     axes[-1, 0].set_xlabel("Act@1 (%): mean over splits, 95% Student-t interval")
-    fig.suptitle("red: oracle conditions, blue: deployable; one panel per dataset, never pooled", fontsize=9)
+    fig.suptitle(
+        "red: oracle conditions, blue: deployable; one panel per dataset, never pooled", fontsize=9
+    )
     fig.tight_layout()
-    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110, metadata={"Software": None}); plt.close(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
     return buf.getvalue()
 
 # %% ../nbs/19b_report.ipynb #993b5da6
 def _setup_section(payload: dict) -> str:
-    "The model and the training budget every condition of every dataset shares (from the results JSON's config)."
+    """The model and the training budget every condition of every dataset shares (from the results
+    JSON's config).
+    """
     config = payload["config"]
     arch, train = config.get("architecture", "transformer"), config.get("train", {})
     model = (
-        f"user model <code>{escape(arch)}</code> (factory(shapes, n_classes, seed) trained by the shared trainer)"
+        f"user model <code>{escape(arch)}</code> (factory(shapes, n_classes, seed) trained "
+        "by the shared trainer)"
         if ":" in arch
         else f"built-in architecture <code>{escape(arch)}</code>"
     )
     fit = "cross-fitted" if config.get("cross_fit", True) else "in-sample (optimistic)"
     return (
-        f"<p>Model: {model}; training budget shared by every condition: epochs {train.get('epochs')}, patience "
-        f"{train.get('patience')}, AdamW lr {train.get('lr')}, batch {train.get('batch_size')}. Query schedule "
-        f"{escape(str(config.get('schedule')))}; recognizer histories {fit} for training queries.</p>"
+        f"<p>Model: {model}; training budget shared by every condition: epochs "
+        f"{train.get('epochs')}, patience {train.get('patience')}, AdamW lr {train.get('lr')}, "
+        f"batch {train.get('batch_size')}. Query schedule {escape(str(config.get('schedule')))}; "
+        f"recognizer histories {fit} for training queries.</p>"
     )
 
 # %% ../nbs/19b_report.ipynb #38eade44
 def _audited_section(
     records: pd.DataFrame,  # one dataset's records
     conditions: dict,  # `condition_info`
-    fingerprint: tuple,  # (fingerprint or None, where it came from), from `data_fingerprints`
+    # (fingerprint or None, where it came from), from `data_fingerprints`
+    fingerprint: tuple,
 ) -> str:
-    "What was audited on one dataset: its splits and seeds, its data fingerprint, and each condition it ran."
+    """What was audited on one dataset: its splits and seeds, its data fingerprint, and each
+    condition it ran.
+    """
     splits = sorted({s for s in records["split"] if s != "all"}, key=str)
     seeds = sorted({int(s) for s in records["seed"].dropna()}) if "seed" in records else []
     drawn = (
@@ -216,7 +256,8 @@ def _audited_section(
         ]
     )
     return (
-        f"<p>Splits {', '.join(map(str, splits))}; seeds {', '.join(map(str, seeds)) or 'not recorded'}"
+        f"<p>Splits {', '.join(map(str, splits))}; seeds "
+        f"{', '.join(map(str, seeds)) or 'not recorded'}"
         + (
             f"; generator seeds {', '.join(map(str, drawn))} (each a draw of the data)"
             if drawn
@@ -234,13 +275,14 @@ def _table1_section(
     table: pd.DataFrame,  # one dataset's `table1_intervals`
 ) -> str:
     "One dataset's Table 1 with intervals ('mean [low, high]' per metric)."
+    # one split: no interval, NaN columns kept
     wide = table.pivot_table(
         index="label",
         columns="metric",
         values=["mean", "ci_low", "ci_high"],
         sort=False,
         dropna=False,
-    )  # one split: no interval, NaN columns kept
+    )
     shown = pd.DataFrame({"condition": wide.index})
     for m in [m for m in METRICS if ("mean", m) in wide]:
         shown[METRIC_NAMES.get(m, m)] = [
@@ -255,13 +297,15 @@ def _table1_section(
     )
     drawn = int(drawn.max()) if len(drawn) else None
     over = (
-        f"over the {drawn} draws' means, {drawn - 1} degrees of freedom: a unit is a draw's mean over its splits"
+        f"over the {drawn} draws' means, {drawn - 1} degrees of freedom: a unit is a draw's "
+        "mean over its splits"
         if drawn and drawn >= LEAD_WITH_DRAWS
         else f"on n - 1 degrees of freedom, {units_phrase(n, drawn)}"
     )
     return (
-        f"<p>Mean over units (splits, or generator seeds x splits where the data were drawn more than once) of the "
-        f"seed-averaged score, with its 95% Student-t interval {over}.</p>" + _html_table(shown)
+        "<p>Mean over units (splits, or generator seeds x splits where the data were drawn more "
+        f"than once) of the seed-averaged score, with its 95% Student-t interval {over}.</p>"
+        + _html_table(shown)
     )
 
 # %% ../nbs/19b_report.ipynb #a49fedb4
@@ -275,9 +319,10 @@ def _gap_section(
         columns={"condition": "oracle - non-oracle", "value": "gap"}
     )
     return (
-        "<p>Differences of matched conditions (same inputs, history provenance differs), paired by unit (split, or generator seed x split), with their "
-        "95% Student-t interval. The gap is <em>estimator-relative</em>: it belongs to this recognizer, this model and "
-        "this budget.</p>" + _html_table(g, 2)
+        "<p>Differences of matched conditions (same inputs, history provenance differs), paired "
+        "by unit (split, or generator seed x split), with their 95% Student-t interval. The gap "
+        "is <em>estimator-relative</em>: it belongs to this recognizer, this model and this "
+        "budget.</p>" + _html_table(g, 2)
     )
 
 # %% ../nbs/19b_report.ipynb #38d2b62e
@@ -306,9 +351,10 @@ def _intervention_section(
         .rename(columns={"value": "test GT - test recognizer"})
     )
     return (
-        f"<p>Fixed checkpoints, trained with recognizer (ba) or GT history, each tested with both (read from "
-        f"{escape(source)}). A large test-time contrast for the recognizer-trained checkpoint means its score is limited "
-        "by the history it is given at inference, not by what it learned.</p>"
+        "<p>Fixed checkpoints, trained with recognizer (ba) or GT history, each tested with "
+        f"both (read from {escape(source)}). A large test-time contrast for the "
+        "recognizer-trained checkpoint means its score is limited by the history it is given at "
+        "inference, not by what it learned.</p>"
         + _html_table(cells.reset_index(names="checkpoint"))
         + _html_table(con, 2)
     )
@@ -317,7 +363,9 @@ def _intervention_section(
 def _recovery_section(
     records: pd.DataFrame,  # one dataset's records
 ) -> str:
-    "One dataset's recovered-history quality and recognizer window accuracy: per split over seeds, then over splits."
+    """One dataset's recovered-history quality and recognizer window accuracy: per split over seeds,
+    then over splits.
+    """
     q = records[records["metric"].isin(RECOVERY_NAMES)].copy()
     if not len(q):
         return "<p>No recovered history was audited.</p>"
@@ -331,11 +379,13 @@ def _recovery_section(
     )
     table["n_splits"] = per_split.reset_index().groupby(["condition", "part"])["split"].nunique()
     return (
-        "<p>How close the recovered histories are to the annotated ones, on the videos the recognizer was trained "
-        "around (train, out of fold) and on test videos; mean over splits. <code>history_edit_rate</code> is the total "
-        "edit distance over the annotated histories' total length: above 1 where the recovered histories are longer "
-        "than the annotated ones (a boundary-free recognizer over-segments). <code>history_item_acc</code> is the share of "
-        "annotated items recovered in order. The window accuracy is the recognizer's, where it was measured.</p>"
+        "<p>How close the recovered histories are to the annotated ones, on the videos the "
+        "recognizer was trained around (train, out of fold) and on test videos; mean over "
+        "splits. <code>history_edit_rate</code> is the total edit distance over the annotated "
+        "histories' total length: above 1 where the recovered histories are longer than the "
+        "annotated ones (a boundary-free recognizer over-segments). "
+        "<code>history_item_acc</code> is the share of annotated items recovered in order. The "
+        "window accuracy is the recognizer's, where it was measured.</p>"
         + _html_table(table.reset_index(), 3)
     )
 
@@ -351,7 +401,8 @@ def _controls_section(
             f"<li><b>{'run' if c in conds else 'not run'}</b>: {escape(text)}</li>"
             for c, text in control_rows().items()
         )
-        + f"<li><b>{'run' if iv_run else 'not run'}</b>: the 2x2 train-history x test-history intervention</li></ul>"
+        + f"<li><b>{'run' if iv_run else 'not run'}</b>: the 2x2 train-history x test-history "
+        "intervention</li></ul>"
     )
 
 # %% ../nbs/19b_report.ipynb #79d7f370
@@ -403,7 +454,9 @@ def _dataset_section(
     dataset: str,  # the dataset's name
     body: dict,  # DATASET_SECTIONS id -> its HTML
 ) -> str:
-    "One dataset's section: its heading, then each of DATASET_SECTIONS under a heading that names the dataset."
+    """One dataset's section: its heading, then each of DATASET_SECTIONS under a heading that names
+    the dataset.
+    """
     slug = _slug(dataset)
     inner = "".join(
         f'<section id="{slug}-{k}"><h3>{escape(h)} — {escape(dataset)}</h3>{body[k]}</section>'
@@ -415,13 +468,16 @@ def _dataset_section(
     )
 
 # %% ../nbs/19b_report.ipynb #9d80a9aa
+# every report page's CSS (the audit's and any stage's)
 PAGE_STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 1em;line-height:1.45}"
-    "table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t th{padding:.2em .6em;"
-    "border-bottom:1px solid #ddd;text-align:left}code{background:#f4f4f4;padding:0 .2em;word-break:break-all}"
-    "img{max-width:100%}div.verdict{border-left:4px solid #2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}"
-    "section.dataset{border-top:3px solid #333;margin-top:2.5em}ul.pins{font-size:.9em}"
-)  # every report page's CSS (the audit's and any stage's)
+    "body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 "
+    "1em;line-height:1.45}table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t "
+    "th{padding:.2em .6em;border-bottom:1px solid "
+    "#ddd;text-align:left}code{background:#f4f4f4;padding:0 "
+    ".2em;word-break:break-all}img{max-width:100%}div.verdict{border-left:4px solid "
+    "#2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}section.dataset{border-top:3px solid "
+    "#333;margin-top:2.5em}ul.pins{font-size:.9em}"
+)
 
 # %% ../nbs/19b_report.ipynb #d1ff1cb4
 def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> str:
@@ -441,31 +497,56 @@ def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> s
     )
 
 # %% ../nbs/19b_report.ipynb #9a8f6221
-def report_html(audit:dict, # from `load_audit`
-                data_fingerprint:str|None=None, # SHA-256 of the audited data folder (a one-dataset audit without pins.data)
-               ) -> str: # one self-contained HTML page
-    "The audit report: pins, a verdict per dataset, the figure, the shared setup, then one section per dataset."
+def report_html(
+    audit: dict,  # from `load_audit`
+    # SHA-256 of the audited data folder (a one-dataset audit without pins.data)
+    data_fingerprint: str | None = None,
+) -> str:  # one self-contained HTML page
+    """The audit report: pins, a verdict per dataset, the figure, the shared setup, then one section
+    per dataset.
+    """
     import base64
+
     records = audit["records"]
     info = condition_info(audited_conditions(records), audit["recorded_conditions"])
     table = table1_intervals(records, conditions=info)
     facts, fps = verdicts(audit), data_fingerprints(audit, data_fingerprint)
     datasets = list(facts)
     png = _figure_png(table, info)
-    figure = (f'<img alt="Act@1 per condition, one panel per dataset" src="data:image/png;base64,'
-              f'{base64.b64encode(png).decode()}">' if png else "<p>No Act@1 scores to plot.</p>")
-    s = {"pins": _pins_section(pin_rows(audit, data_fingerprint)), "verdict": _verdict_section(facts),
-         "figure": figure, "setup": _setup_section(audit["payload"])}
+    figure = (
+        f'<img alt="Act@1 per condition, one panel per dataset" src="data:image/png;base64,'
+        f'{base64.b64encode(png).decode()}">'
+        if png
+        else "<p>No Act@1 scores to plot.</p>"
+    )
+    s = {
+        "pins": _pins_section(pin_rows(audit, data_fingerprint)),
+        "verdict": _verdict_section(facts),
+        "figure": figure,
+        "setup": _setup_section(audit["payload"]),
+    }
     parts = []
     for ds in datasets:
         r, iv = records[records["dataset"] == ds], intervention_of(audit, ds)
         pinned = audit["intervention_file"] is None or "referenced" in audit["intervention_source"]
-        parts.append(_dataset_section(ds, {
-            "audited": _audited_section(r, info, fps[ds]), "table1": _table1_section(table[table["dataset"] == ds]),
-            "gap": _gap_section(r[r["metric"].astype(str).str.startswith("gap_")]),
-            "intervention": _intervention_section(iv, audit["intervention_source"]), "recovery": _recovery_section(r),
-            "controls": _controls_section(list(r["condition"].dropna().unique()), iv is not None),
-            "checklist": _checklist_section(r, audit["payload"], facts[ds], fps[ds], info, pinned)}))
+        parts.append(
+            _dataset_section(
+                ds,
+                {
+                    "audited": _audited_section(r, info, fps[ds]),
+                    "table1": _table1_section(table[table["dataset"] == ds]),
+                    "gap": _gap_section(r[r["metric"].astype(str).str.startswith("gap_")]),
+                    "intervention": _intervention_section(iv, audit["intervention_source"]),
+                    "recovery": _recovery_section(r),
+                    "controls": _controls_section(
+                        list(r["condition"].dropna().unique()), iv is not None
+                    ),
+                    "checklist": _checklist_section(
+                        r, audit["payload"], facts[ds], fps[ds], info, pinned
+                    ),
+                },
+            )
+        )
     return _html_page(audit, datasets, s, "".join(parts))
 
 # %% ../nbs/19b_report.ipynb #22247e45
@@ -484,8 +565,9 @@ def stage_for(
     if not found:
         known = ", ".join(sorted(s.results_name for s in STAGES.values())) or "none"
         raise DataError(
-            f"{path or experiment}: no registered stage writes experiment {experiment!r} (the stages' results: {known}); "
-            "a plug-in's stage needs its plug-in: hoi-audit --plugin FILE report ..."
+            f"{path or experiment}: no registered stage writes experiment {experiment!r} (the "
+            f"stages' results: {known}); a plug-in's stage needs its plug-in: hoi-audit --plugin "
+            "FILE report ..."
         )
     return found[0]
 
@@ -505,7 +587,9 @@ def stage_page_html(
     stage,  # its `stages.Stage`
     data_fingerprint: str | None = None,  # SHA-256 of the data folder it read (optional)
 ) -> str:  # one self-contained HTML page
-    "The report page of any stage's results: what pins it, the settings it records, then the stage's section."
+    """The report page of any stage's results: what pins it, the settings it records, then the
+    stage's section.
+    """
     path = Path(path)
     pins = _flat(payload["pins"]) + (
         [("data folder", data_fingerprint)] if data_fingerprint else []
@@ -531,7 +615,9 @@ def stage_page_html(
 
 # %% ../nbs/19b_report.ipynb #e7d99a34
 def _experiment_of(results) -> str | None:
-    "The `experiment` a results JSON names (None: unreadable, or none named; the audit's reader says what is wrong)."
+    """The `experiment` a results JSON names (None: unreadable, or none named; the audit's reader
+    says what is wrong).
+    """
     try:
         payload = json.loads(Path(results).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -548,7 +634,10 @@ def write_report(
     out=None,  # the HTML file (default: `report_path(results)`, beside the results)
     data_dir=None,  # the audited data folder, fingerprinted into the report (optional)
 ) -> Path:
-    "Write the report page atomically: an audit's (`report_html`), or any registered stage's (`stage_page_html`); returns its path. An MS-TCN --data folder is pinned as the audit pins it (`layout_fingerprint`)."
+    """Write the report page atomically: an audit's (`report_html`), or any registered stage's
+    (`stage_page_html`); returns its path. An MS-TCN --data folder is pinned as the audit pins it
+    (`layout_fingerprint`).
+    """
     experiment = _experiment_of(results)
     audit = load_audit(results) if experiment in (None, "four_condition") else None
     fingerprint = None
@@ -559,7 +648,8 @@ def write_report(
             Path(data_dir) / "mapping.txt"
         ).is_file()  # the audit's own pin: the same number as its pins.data
         fingerprint = layout_fingerprint(data_dir) if ms_tcn else sha256_folder(data_dir)
-    if audit is None:  # another stage's results: checked as any results JSON, and its stage's page
+    # another stage's results: checked as any results JSON, and its stage's page
+    if audit is None:
         page = stage_page_html(
             read_checked(results, experiment), results, stage_for(experiment, results), fingerprint
         )
@@ -571,11 +661,13 @@ def write_report(
 def report_command(results:str, # the four_condition results JSON written by `hoi-audit audit` (its 2x2 is read from beside it)
                    *,
                    out:str|None=None, # the report's .html file (default: <results stem>.report.html beside the results)
-                   data:str|None=None, # the audited data folder: its SHA-256 fingerprint goes into the report
+                   # the audited data folder: its SHA-256 fingerprint goes into the report
+                   data:str|None=None,
                   ) -> int: # the exit status
     "a self-contained HTML audit report from an audit's results JSON"
     out = Path(out) if out else None
-    if out is not None and out.suffix.lower() != ".html": raise OutputError(f"{out}: --out names the report's .html file")
+    if out is not None and out.suffix.lower() != ".html":
+        raise OutputError(f"{out}: --out names the report's .html file")
     print(f"wrote {write_report(results, out, data)}")
     return 0
 

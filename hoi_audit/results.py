@@ -27,6 +27,7 @@ __all__ = ['VALUE_KINDS', 'DIFFERENCE_KIND', 'METRIC_KINDS', 'METRIC_FAMILIES', 
            'protocol_note']
 
 # %% ../nbs/00a_results.ipynb #df567de4
+# kind -> (low, high, integer, what it is); None: unbounded
 VALUE_KINDS = {
     "percent": (0, 100, False, "a percentage in [0, 100]"),
     "percent_diff": (-100, 100, False, "a difference of percentages in [-100, 100]"),
@@ -37,43 +38,49 @@ VALUE_KINDS = {
     "nonnegative": (0, None, False, "a non-negative number"),
     "rank": (1, None, False, "a mean rank >= 1"),
     "real": (None, None, False, "a finite number"),
-}  # kind -> (low, high, integer, what it is); None: unbounded
+}
 
+# kind of a metric -> kind of a difference of two of its values (the others are their own)
 DIFFERENCE_KIND = {
     "percent": "percent_diff",
     "fraction": "fraction_diff",
     "count": "count_diff",
     "nonnegative": "real",
     "rank": "real",
-}  # kind of a metric -> kind of a difference of two of its values (the others are their own)
+}
 
 # %% ../nbs/00a_results.ipynb #72aea38b
 METRIC_KINDS = Registry("metric kinds")  # metric -> its VALUE_KINDS kind (`register_metric`)
-METRIC_FAMILIES = Registry(
-    "metric families"
-)  # metric prefix -> its VALUE_KINDS kind (`register_metric(..., family=True)`)
+# metric prefix -> its VALUE_KINDS kind (`register_metric(..., family=True)`)
+METRIC_FAMILIES = Registry("metric families")
+# a difference of its base metric (and the suffix "_gap")
 DIFFERENCE_PREFIXES = (
     "gap_",
     "contrast_",
     "drop_",
     "delta_",
-)  # a difference of its base metric (and the suffix "_gap")
+)
 
 # %% ../nbs/00a_results.ipynb #e0d9688f
 def register_metric(
-    name: str,  # the metric as records name it (with family=True: a prefix, e.g. "substitution_")
+    # the metric as records name it (with family=True: a prefix, e.g. "substitution_")
+    name: str,
     kind: str,  # its VALUE_KINDS kind: the range its values are checked against
-    family: bool = False,  # `name` is a prefix: every metric it starts is of this kind (METRIC_FAMILIES)
+    # `name` is a prefix: every metric it starts is of this kind (METRIC_FAMILIES)
+    family: bool = False,
     replace: bool = False,  # replace another kind registered under that name
 ) -> str:  # the kind
-    "Register a metric's kind (or a family's, by prefix), so that results JSONs holding it are range-checked when written and read."
+    """Register a metric's kind (or a family's, by prefix), so that results JSONs holding it are
+    range-checked when written and read.
+    """
     if kind not in VALUE_KINDS:
         raise ValueError(f"metric {name!r}: unknown kind {kind!r}; kinds are {list(VALUE_KINDS)}")
     return (METRIC_FAMILIES if family else METRIC_KINDS).register(name, kind, replace)
 
 # %% ../nbs/00a_results.ipynb #6d863919
 for _m, _k in {
-    # audit: four_condition, intervention_2x2 and the experiments built on them (architectures, controls, horizons, scope, ...)
+    # audit: four_condition, intervention_2x2 and the experiments built on them (architectures,
+    # controls, horizons, scope, ...)
     "act1": "percent",
     "act5": "percent",
     "verb1": "percent",
@@ -84,9 +91,11 @@ for _m, _k in {
     "act1_video": "percent",
     "act1_mean_over_splits": "percent",
     "act1_std_over_splits": "percent",
-    "history_edit_rate": "nonnegative",  # edits / reference items: 0 when identical, above 1 possible
+    # edits / reference items: 0 when identical, above 1 possible
+    "history_edit_rate": "nonnegative",
     "history_item_acc": "fraction",  # reference items recovered in order / reference items
-    # analysis: Act@1 of the full model and with one stream blanked; each stream's mean share of grad x input (%)
+    # analysis: Act@1 of the full model and with one stream blanked; each stream's mean share of
+    # grad x input (%)
     "full": "percent",
     "zero_video": "percent",
     "zero_history": "percent",
@@ -114,7 +123,8 @@ for _m, _k in {
     "mrr": "fraction",
     "win_rate": "fraction",
     "mean_rank": "rank",
-    # generator_seeds: how often nominal 95% intervals cover the across-draw mean gap, and the gap's spread (Act@1 points)
+    # generator_seeds: how often nominal 95% intervals cover the across-draw mean gap, and the gap's
+    # spread (Act@1 points)
     "coverage_one_draw": "fraction",
     "coverage_two_draws": "fraction",
     "coverage_two_draws_over_draws": "fraction",
@@ -129,7 +139,8 @@ for _m, _k in {
     "mean_top1_recall": "fraction",
     "mean_top5_recall": "fraction",
     "seen_class_fraction": "fraction",
-    # case_studies: the end-anchored window's inflation on planted data, and what the lint of a published protocol counts
+    # case_studies: the end-anchored window's inflation on planted data, and what the lint of a
+    # published protocol counts
     "start_anchored_recall5": "fraction",
     "end_anchored_recall5": "fraction",
     "inflation_recall5": "fraction_diff",
@@ -150,16 +161,26 @@ for _m, _k in {
     register_metric(_m, _k, family=True)
 
 # %% ../nbs/00a_results.ipynb #a5fd65a9
-def metric_kind(metric:str, # the record's metric
-                record:dict|None=None, # the record (a `comparison` field or a `*_delta` statistic makes it a difference)
-               ) -> str|None: # a VALUE_KINDS key, None for a metric the package does not write
-    "The kind of a metric's value: listed (METRIC_KINDS, METRIC_FAMILIES) or the difference kind of its base metric."
+def metric_kind(
+    metric: str,  # the record's metric
+    # the record (a `comparison` field or a `*_delta` statistic makes it a difference)
+    record: dict | None = None,
+) -> str | None:  # a VALUE_KINDS key, None for a metric the package does not write
+    """The kind of a metric's value: listed (METRIC_KINDS, METRIC_FAMILIES) or the difference kind
+    of its base metric.
+    """
     diff = lambda kind: DIFFERENCE_KIND.get(kind, kind)
     for prefix in DIFFERENCE_PREFIXES:
-        if metric.startswith(prefix): return diff(metric_kind(metric[len(prefix):]))
-    if metric.endswith("_gap"): return diff(metric_kind(metric[:-len("_gap")]))
-    kind = METRIC_KINDS.get(metric) or next((k for p, k in METRIC_FAMILIES.items() if metric.startswith(p)), None)
-    compared = record is not None and ("comparison" in record or str(record.get("statistic", "")).endswith("_delta"))
+        if metric.startswith(prefix):
+            return diff(metric_kind(metric[len(prefix) :]))
+    if metric.endswith("_gap"):
+        return diff(metric_kind(metric[: -len("_gap")]))
+    kind = METRIC_KINDS.get(metric) or next(
+        (k for p, k in METRIC_FAMILIES.items() if metric.startswith(p)), None
+    )
+    compared = record is not None and (
+        "comparison" in record or str(record.get("statistic", "")).endswith("_delta")
+    )
     return diff(kind) if kind and compared else kind
 
 # %% ../nbs/00a_results.ipynb #3fd693b6
@@ -168,6 +189,7 @@ def is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 # %% ../nbs/00a_results.ipynb #82b0bd36
+# kind -> (test, what is expected)
 FIELD_CHECKS = {
     "label": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "number": (is_number, "a finite number"),
@@ -190,8 +212,10 @@ FIELD_CHECKS = {
         lambda v: v is None or isinstance(v, str) or isinstance(v, bool) or is_number(v),
         "a string, finite number, boolean or null",
     ),
-}  # kind -> (test, what is expected)
+}
 
+# field -> FIELD_CHECKS kind; n_* are counts, ci_low*/ci_high* intervals, *_std non-negative, the
+# rest scalars
 RECORD_FIELDS = {
     **dict.fromkeys(
         (
@@ -234,11 +258,13 @@ RECORD_FIELDS = {
     "std": "nonnegative",
     "deployable": "flag",
     "primary": "flag",
-}  # field -> FIELD_CHECKS kind; n_* are counts, ci_low*/ci_high* intervals, *_std non-negative, the rest scalars
+}
 
 # %% ../nbs/00a_results.ipynb #972f92b9
 def field_kind(field: str) -> str:
-    "The FIELD_CHECKS kind of a record's field: listed in RECORD_FIELDS, else by its name's pattern, else any JSON scalar."
+    """The FIELD_CHECKS kind of a record's field: listed in RECORD_FIELDS, else by its name's
+    pattern, else any JSON scalar.
+    """
     if field in RECORD_FIELDS:
         return RECORD_FIELDS[field]
     if field.startswith("n_"):
@@ -261,7 +287,9 @@ def shown_value(v) -> str:
 
 # %% ../nbs/00a_results.ipynb #6f0960cf
 def _interval_problems(where: str, r: dict) -> list[str]:
-    "Each ci_low*/ci_high* pair: both present, both numbers or both null, low <= high, and the value inside (ci_low, ci_high)."
+    """Each ci_low*/ci_high* pair: both present, both numbers or both null, low <= high, and the
+    value inside (ci_low, ci_high).
+    """
     out = []
     for low_f, high_f in [(f, "ci_high" + f[6:]) for f in r if f.startswith("ci_low")] + [
         ("ci_low" + f[7:], f) for f in r if f.startswith("ci_high") and "ci_low" + f[7:] not in r
@@ -276,27 +304,30 @@ def _interval_problems(where: str, r: dict) -> list[str]:
         if (low is None) != (high is None):
             null, other = (low_f, high_f) if low is None else (high_f, low_f)
             out.append(
-                f"{where}: field {null!r} is null but {other!r} is not; expected both numbers, or both null (no interval)"
+                f"{where}: field {null!r} is null but {other!r} is not; expected both "
+                "numbers, or both null (no interval)"
             )
         elif is_number(low) and is_number(high):
-            tol = 1e-9 * max(
-                1.0, abs(low), abs(high)
-            )  # the JSON's floats are rounded to 12 significant digits
+            # the JSON's floats are rounded to 12 significant digits
+            tol = 1e-9 * max(1.0, abs(low), abs(high))
             value = r.get("value")
             if low > high + tol:
                 out.append(
-                    f"{where}: field {low_f!r} is {shown_value(low)} > {high_f} {shown_value(high)}; "
-                    f"expected {low_f} <= {high_f}"
+                    f"{where}: field {low_f!r} is {shown_value(low)} > {high_f} "
+                    f"{shown_value(high)}; expected {low_f} <= {high_f}"
                 )
             elif low_f == "ci_low" and is_number(value) and not low - tol <= value <= high + tol:
                 out.append(
-                    f"{where}: field 'value' is {shown_value(value)}; expected within its interval [{shown_value(low)}, {shown_value(high)}]"
+                    f"{where}: field 'value' is {shown_value(value)}; expected within its "
+                    f"interval [{shown_value(low)}, {shown_value(high)}]"
                 )
     return out
 
 # %% ../nbs/00a_results.ipynb #cc875548
 def _record_problems(i: int, r: dict, required: dict, writing: bool = False) -> list[str]:
-    "The problems of record i: missing required fields, each field's type (a null value passes when `writing`), the value's range, then its intervals."
+    """The problems of record i: missing required fields, each field's type (a null value passes
+    when `writing`), the value's range, then its intervals.
+    """
     metric = r.get("metric")
     named = isinstance(metric, str) and metric != ""
     where = f"record {i}" + (f" (metric {metric!r})" if named else "")
@@ -324,42 +355,74 @@ def _record_problems(i: int, r: dict, required: dict, writing: bool = False) -> 
             or (integer and not float(value).is_integer())
         ):
             out.append(f"{where}: field 'value' is {shown_value(value)}; expected {what}")
-    said = [
-        f"{where}: field {f!r} missing" for f in need if f not in r
-    ]  # a required end of an interval: reported once
+    # a required end of an interval: reported once
+    said = [f"{where}: field {f!r} missing" for f in need if f not in r]
     return out + [p for p in _interval_problems(where, r) if not p.startswith(tuple(said))]
 
 # %% ../nbs/00a_results.ipynb #c56f28d8
-def results_problems(payload, # a results JSON as parsed (records still a list)
-                     experiment:str|None=None, # the experiment the reader expects (None: any)
-                     required:dict|None=None, # metric prefix ('' for all) -> fields a reader needs (always: metric, value)
-                     config:dict|None=None, # config key -> FIELD_CHECKS kind, checked where present
-                     writing:bool=False, # checked before writing: no records, or a null value (an undefined metric), is a result too
-                    ) -> list[str]: # one line per problem, [] when the payload is a valid results JSON
-    "Every way `payload` departs from the results-JSON schema (`results.write_results`): its shape, then each record."
+def results_problems(
+    payload,  # a results JSON as parsed (records still a list)
+    experiment: str | None = None,  # the experiment the reader expects (None: any)
+    # metric prefix ('' for all) -> fields a reader needs (always: metric, value)
+    required: dict | None = None,
+    config: dict | None = None,  # config key -> FIELD_CHECKS kind, checked where present
+    # checked before writing: no records, or a null value (an undefined metric), is a result too
+    writing: bool = False,
+) -> list[str]:  # one line per problem, [] when the payload is a valid results JSON
+    """Every way `payload` departs from the results-JSON schema (`results.write_results`): its
+    shape, then each record.
+    """
     sections = ("experiment", "scale", "config", "pins", "records")
-    if not isinstance(payload, dict): return [f"expected a JSON object with {', '.join(sections)}; got a {type(payload).__name__}"]
+    if not isinstance(payload, dict):
+        return [
+            f"expected a JSON object with {', '.join(sections)}; got a {type(payload).__name__}"
+        ]
     missing = [k for k in sections if k not in payload]
-    if missing: return [f"not a results JSON: missing {missing} (expected {', '.join(sections)})"]
+    if missing:
+        return [f"not a results JSON: missing {missing} (expected {', '.join(sections)})"]
     name, out = payload["experiment"], []
-    if not isinstance(name, str) or not name: out.append(f"field 'experiment' is {shown_value(name)}; expected the experiment's name")
+    if not isinstance(name, str) or not name:
+        out.append(f"field 'experiment' is {shown_value(name)}; expected the experiment's name")
     elif experiment is not None and name != experiment:
-        return [f"field 'experiment': a results JSON of experiment {name!r}; expected {experiment!r}"]
-    if payload["scale"] not in SCALES: out.append(f"field 'scale' is {shown_value(payload['scale'])}; expected one of {list(SCALES)}")
-    out += [f"field {k!r} is {shown_value(payload[k])}; expected an object" for k in ("config", "pins") if not isinstance(payload[k], dict)]
+        return [
+            f"field 'experiment': a results JSON of experiment {name!r}; expected {experiment!r}"
+        ]
+    if payload["scale"] not in SCALES:
+        out.append(
+            f"field 'scale' is {shown_value(payload['scale'])}; expected one of {list(SCALES)}"
+        )
+    out += [
+        f"field {k!r} is {shown_value(payload[k])}; expected an object"
+        for k in ("config", "pins")
+        if not isinstance(payload[k], dict)
+    ]
     if isinstance(payload["pins"], dict):
-        out += [f"pins: field {k!r} is {shown_value(v)}; expected a SHA-256 string, or an object of them by dataset"
-                for k, v in payload["pins"].items()
-                if not (isinstance(v, str) or (isinstance(v, dict) and all(isinstance(x, str) for x in v.values())))]
+        out += [
+            f"pins: field {k!r} is {shown_value(v)}; expected a SHA-256 string, or an object "
+            "of them by dataset"
+            for k, v in payload["pins"].items()
+            if not (
+                isinstance(v, str)
+                or (isinstance(v, dict) and all(isinstance(x, str) for x in v.values()))
+            )
+        ]
     if isinstance(payload["config"], dict):
-        out += [f"config: field {k!r} is {shown_value(payload['config'][k])}; expected {FIELD_CHECKS[kind][1]}"
-                for k, kind in (config or {}).items() if k in payload["config"] and not FIELD_CHECKS[kind][0](payload["config"][k])]
+        out += [
+            f"config: field {k!r} is {shown_value(payload['config'][k])}; expected "
+            f"{FIELD_CHECKS[kind][1]}"
+            for k, kind in (config or {}).items()
+            if k in payload["config"] and not FIELD_CHECKS[kind][0](payload["config"][k])
+        ]
     records = payload["records"]
-    if not isinstance(records, list): return out + [f"field 'records' is {shown_value(records)}; expected a list of records"]
-    if not records and not writing: return out + ["field 'records' is []; expected at least one record"]
+    if not isinstance(records, list):
+        return out + [f"field 'records' is {shown_value(records)}; expected a list of records"]
+    if not records and not writing:
+        return out + ["field 'records' is []; expected at least one record"]
     required = {"": ("metric", "value")} | (required or {})
     for i, r in enumerate(records):
-        if not isinstance(r, dict): out.append(f"record {i} is {shown_value(r)}; expected an object with metric and value"); continue
+        if not isinstance(r, dict):
+            out.append(f"record {i} is {shown_value(r)}; expected an object with metric and value")
+            continue
         out += _record_problems(i, r, required, writing)
     return out
 
@@ -373,9 +436,12 @@ def check_results(
     experiment: str | None = None,  # the experiment the reader expects (None: any)
     required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
     config: dict | None = None,  # config key -> FIELD_CHECKS kind
-    writing: bool = False,  # checked before writing it (`write_results`): the error says it was not written
+    # checked before writing it (`write_results`): the error says it was not written
+    writing: bool = False,
 ) -> dict:  # payload, unchanged, when it is valid
-    "Raise one `DataError` naming `path` and listing every problem of `payload` (the first MAX_PROBLEMS, then a count)."
+    """Raise one `DataError` naming `path` and listing every problem of `payload` (the first
+    MAX_PROBLEMS, then a count).
+    """
     problems = results_problems(payload, experiment, required, config, writing)
     if not problems:
         return payload
@@ -383,7 +449,10 @@ def check_results(
     lines = problems[:MAX_PROBLEMS] + (
         [f"... and {more} more problem{'s' * (more > 1)}"] if more > 0 else []
     )
-    head = f"{path}: {'not written, ' * writing}not a valid results JSON ({len(problems)} problem{'s' * (len(problems) > 1)})"
+    head = (
+        f"{path}: {'not written, ' * writing}not a valid results JSON ({len(problems)} "
+        f"problem{'s' * (len(problems) > 1)})"
+    )
     raise DataError(head + ":\n  " + "\n  ".join(lines))
 
 # %% ../nbs/00a_results.ipynb #cda28f4c
@@ -393,7 +462,9 @@ def read_checked(
     required: dict | None = None,  # metric prefix ('' for all) -> fields a reader needs
     config: dict | None = None,  # config key -> FIELD_CHECKS kind
 ) -> dict:  # the payload, records as a DataFrame (as `results.read_results` returns it)
-    "Read a results JSON and `check_results` it before anything reads its records: every failure is a `DataError` naming the file."
+    """Read a results JSON and `check_results` it before anything reads its records: every failure
+    is a `DataError` naming the file.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such results JSON")
@@ -444,24 +515,37 @@ def write_results(
     scale: str = "small",  # one of SCALES
     config: dict | None = None,  # every setting the numbers depend on (no paths)
     pins: dict | None = None,  # SHA-256 of the inputs, by name
-    extra: dict | None = None,  # more top-level entries (what a reader needs besides the records, e.g. the conditions' labels)
+    # more top-level entries (what a reader needs besides the records, e.g. the conditions' labels)
+    extra: dict | None = None,
 ) -> Path:
-    "Check the results JSON against the schema (`check_results`), then write it canonically and atomically, with its `numeric_environment`; the same inputs give byte-identical files, and a payload the schema refuses is never written."
+    """Check the results JSON against the schema (`check_results`), then write it canonically and
+    atomically, with its `numeric_environment`; the same inputs give byte-identical files, and a
+    payload the schema refuses is never written.
+    """
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    clash = sorted(set(extra or {}) & {"experiment", "scale", "config", "pins", "records", "environment"})
+    clash = sorted(
+        set(extra or {}) & {"experiment", "scale", "config", "pins", "records", "environment"}
+    )
     if clash:
         raise ValueError(f"write_results: extra entries {clash} would replace the payload's own")
-    payload = to_jsonable({
-        **(extra or {}),
-        "experiment": experiment,
-        "scale": scale,
-        "config": {"protocol": PROTOCOL, **(config or {})},  # the caller may name another protocol (a file of the first engine)
-        "pins": pins or {},
-        "records": _record_rows(records),
-        "environment": numeric_environment(),
-    })  # as it will be written: plain JSON types
-    check_results(payload, path, writing=True)  # a DataError naming the file and every problem: nothing is written
+    # as it will be written: plain JSON types
+    payload = to_jsonable(
+        {
+            **(extra or {}),
+            "experiment": experiment,
+            "scale": scale,
+            "config": {
+                "protocol": PROTOCOL,
+                **(config or {}),
+            },  # the caller may name another protocol (a file of the first engine)
+            "pins": pins or {},
+            "records": _record_rows(records),
+            "environment": numeric_environment(),
+        }
+    )
+    # a DataError naming the file and every problem: nothing is written
+    check_results(payload, path, writing=True)
     return write_json(path, payload)
 
 # %% ../nbs/00a_results.ipynb #e8592253
@@ -477,15 +561,20 @@ def read_results(path) -> dict:
 # %% ../nbs/00a_results.ipynb #80a73793
 def predating(
     folder,  # a folder of results JSONs, e.g. results/full
-    names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
+    # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
+    names=None,
     current: Mapping | None = None,  # name -> {config key: the value this code records}: a file recording another value predates it too
 ) -> list[dict]:  # {"file", "name", "protocol", "differs"} of each file made by other code, in `names`' order (else by name)
-    "The results JSONs in `folder` another protocol than `PROTOCOL` made (none named: protocol 1), or that record other settings than `current`."
+    """The results JSONs in `folder` another protocol than `PROTOCOL` made (none named: protocol 1),
+    or that record other settings than `current`.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return []
     names = [names] if isinstance(names, str) else names
-    files = sorted(folder.glob("*.json")) if names is None else [folder / f"{n}.json" for n in names]
+    files = (
+        sorted(folder.glob("*.json")) if names is None else [folder / f"{n}.json" for n in names]
+    )
     out = []
     for f in files:
         if not f.is_file():
@@ -495,7 +584,11 @@ def predating(
             raise DataError(f"{f}: not a results JSON (no config)")
         protocol = payload["config"].get("protocol", 1)
         want = (current or {}).get(f.stem, {})
-        differs = [k for k, v in want.items() if k not in payload["config"] or payload["config"][k] != to_jsonable(v)]
+        differs = [
+            k
+            for k, v in want.items()
+            if k not in payload["config"] or payload["config"][k] != to_jsonable(v)
+        ]
         if protocol != PROTOCOL or differs:
             out.append({"file": f, "name": f.stem, "protocol": protocol, "differs": differs})
     return out
@@ -503,18 +596,29 @@ def predating(
 # %% ../nbs/00a_results.ipynb #077874a8
 def protocol_note(
     folder,  # a folder of results JSONs, e.g. results/full
-    names=None,  # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
-    shown: str | None = None,  # how the note names the folder (default: its last two parts, e.g. results/full)
-    current: Mapping | None = None,  # name -> {config key: the value this code records} (`predating`)
+    # experiment file stems (a name without a file is skipped); None: every *.json in `folder`
+    names=None,
+    # how the note names the folder (default: its last two parts, e.g. results/full)
+    shown: str | None = None,
+    # name -> {config key: the value this code records} (`predating`)
+    current: Mapping | None = None,
 ) -> str:  # a line per predating file, or "" when every file is current or the folder does not exist
-    "Which results JSONs in `folder` predate this code (its `PROTOCOL`, or the settings in `current`), and what regenerates them; generated from the files."
+    """Which results JSONs in `folder` predate this code (its `PROTOCOL`, or the settings in
+    `current`), and what regenerates them; generated from the files.
+    """
     shown = shown or "/".join(Path(os.path.abspath(folder)).parts[-2:])
 
     def made_by(r):
         if r["protocol"] != PROTOCOL:
-            return f"was made by protocol {r['protocol']}" + (" (the first engine)" if r["protocol"] == 1 else "") + \
-                f"; this code is protocol {PROTOCOL}"
-        return f"records other {' and '.join(r['differs'])} than this code ({', '.join('config.' + k for k in r['differs'])})"
+            return (
+                f"was made by protocol {r['protocol']}"
+                + (" (the first engine)" if r["protocol"] == 1 else "")
+                + f"; this code is protocol {PROTOCOL}"
+            )
+        return (
+            f"records other {' and '.join(r['differs'])} than this code "
+            f"({', '.join('config.' + k for k in r['differs'])})"
+        )
 
     return "\n".join(
         f"`{shown}/{r['file'].name}` {made_by(r)}: its numbers predate the current code until "

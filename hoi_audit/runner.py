@@ -49,7 +49,8 @@ __all__ = ['PLUGINS_CELL', 'EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experime
 
 # %% ../nbs/95_runner.ipynb #1570eac8
 def experiments_dir(
-    folder=None,  # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
+    # a folder of experiment notebooks (default: $HOI_AUDIT_EXPERIMENTS, then nbs/experiments)
+    folder=None,
 ) -> Path:
     "The folder holding the experiment notebooks."
     if folder is None:
@@ -61,8 +62,8 @@ def experiments_dir(
     folder = Path(folder)
     if not folder.is_dir():
         raise HoiAuditError(
-            f"experiment notebooks not found at {folder}: run from a clone of the repository, or pass "
-            "--notebooks DIR (or set HOI_AUDIT_EXPERIMENTS)"
+            f"experiment notebooks not found at {folder}: run from a clone of the repository, or "
+            "pass --notebooks DIR (or set HOI_AUDIT_EXPERIMENTS)"
         )
     return folder
 
@@ -85,8 +86,9 @@ def notebook_parameters(path) -> dict:
         if c.cell_type == "code"
     ):
         raise HoiAuditError(
-            f"{path}: no code cell is tagged 'parameters', so papermill would silently run the defaults; "
-            "tag the parameters cell (and keep 'tags' in settings.ini's allowed_cell_metadata_keys)"
+            f"{path}: no code cell is tagged 'parameters', so papermill would silently run the "
+            "defaults; tag the parameters cell (and keep 'tags' in settings.ini's "
+            "allowed_cell_metadata_keys)"
         )
     return {name: info["default"] for name, info in pm.inspect_notebook(str(path)).items()}
 
@@ -106,14 +108,18 @@ def parse_param(text: str) -> tuple:
 def skipped_of(
     results,  # a results JSON
 ) -> dict:  # dataset (or other input) -> why it was skipped
-    "What an experiment skipped because the user chose to: the results JSON's `skipped`, or its `config.skipped`."
+    """What an experiment skipped because the user chose to: the results JSON's `skipped`, or its
+    `config.skipped`.
+    """
     payload = read_json(results)
     return dict(payload.get("skipped") or payload.get("config", {}).get("skipped") or {})
 
 # %% ../nbs/95_runner.ipynb #de2a708d
 @contextlib.contextmanager
 def _environment_variable(name: str, value: str | None):
-    "Set `$name` to `value` inside the block (None changes nothing), then restore what was there: how the command reaches the notebooks' kernels."
+    """Set `$name` to `value` inside the block (None changes nothing), then restore what was there:
+    how the command reaches the notebooks' kernels.
+    """
     before = os.environ.get(name)
     if value is not None:
         os.environ[name] = value
@@ -127,7 +133,9 @@ def _environment_variable(name: str, value: str | None):
 
 
 def backend_in_env(backend):
-    "Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the block; None changes nothing."
+    """Make `backend` current in the notebooks' kernels (through `$HOI_AUDIT_BACKEND`) inside the
+    block; None changes nothing.
+    """
     return _environment_variable(BACKEND_ENV, None if backend is None else backend_spec(backend))
 
 # %% ../nbs/95_runner.ipynb #6fc32241
@@ -135,7 +143,9 @@ def device_parameter(
     notebook,  # an experiment notebook
     device: str | None,  # 'auto', 'cpu' or 'cuda'; None: no parameter (the notebook's default: $HOI_AUDIT_DEVICE, else the CPU)
 ) -> dict:  # {"device": 'cpu' or 'cuda'} for a notebook that declares `device`, else {}
-    "The `device` papermill parameter of one experiment (resolved here: 'auto' is CUDA where torch sees it); a notebook that trains no network declares none and gets none."
+    """The `device` papermill parameter of one experiment (resolved here: 'auto' is CUDA where torch
+    sees it); a notebook that trains no network declares none and gets none.
+    """
     if device is None or "device" not in notebook_parameters(notebook):
         return {}
     return {"device": resolve_device(device)}
@@ -150,7 +160,9 @@ def with_plugins(
     notebook,  # an experiment notebook
     folder: Path,  # where the copy goes
 ) -> Path:
-    "A copy of `notebook` whose first cell (tagged `injected-plugins`, as papermill tags its parameters) loads the command's plug-ins."
+    """A copy of `notebook` whose first cell (tagged `injected-plugins`, as papermill tags its
+    parameters) loads the command's plug-ins.
+    """
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)
@@ -232,7 +244,8 @@ def run_experiment(
     out,  # the output root
     scale: str = "small",  # one of SCALES
     *,
-    params: dict | None = None,  # extra parameters, each declared in the notebook's parameters cell
+    # extra parameters, each declared in the notebook's parameters cell
+    params: dict | None = None,
     progress: bool = True,  # show papermill's cell progress
     device: str | None = None,  # where its networks train ('auto', 'cpu' or 'cuda'; `device_parameter`); None: the notebook's default
 ) -> dict:
@@ -248,7 +261,12 @@ def run_experiment(
     # generated inputs (ExperimentPaths.data)
     shared_now = lambda: _mtimes((out / "raw" / "shared").glob("*/*"))
     before, shared_before = figures_now(), shared_now()
-    parameters = {**params, "scale": scale, "out_dir": str(out), **device_parameter(notebook, device)}
+    parameters = {
+        **params,
+        "scale": scale,
+        "out_dir": str(out),
+        **device_parameter(notebook, device),
+    }
     _execute_notebook(notebook, partial, parameters, failed=failed, progress=progress)
     os.replace(partial, final)
     if failed.exists():
@@ -283,29 +301,56 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
               device:str|None=None, # where the audit engine's networks train: auto, cpu or cuda (None: $HOI_AUDIT_DEVICE, else cpu)
               budget:float|None=None, # seconds after which no new unit starts (the run stops between units; the same call continues it)
              ) -> list:
-    "Run the experiment notebooks; a killed run (or one whose budget was spent) resumes, skipping every finished unit."
+    """Run the experiment notebooks; a killed run (or one whose budget was spent) resumes, skipping
+    every finished unit.
+    """
     if Path(out).suffix.lower() == ".json":
-        raise OutputError(f"{out}: reproduce writes several results files; --out takes a folder (DIR/results, DIR/figures, ...)")
+        raise OutputError(
+            f"{out}: reproduce writes several results files; --out takes a folder "
+            "(DIR/results, DIR/figures, ...)"
+        )
     found = find_experiments(notebooks)
     names = list(found) if not only else list(only)
     missing = [n for n in names if n not in found]
-    if missing: raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
+    if missing:
+        raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
     from tqdm import tqdm
-    device = None if device is None else resolve_device(device)   # once for every notebook, and a bad one said before any
+
+    # once for every notebook, and a bad one said before any
+    device = None if device is None else resolve_device(device)
     written = []
     deadline = None if budget is None else str(time.time() + float(budget))
     with backend_in_env(backend), _environment_variable(BUDGET_ENV, deadline):
         for name in tqdm(names, desc="experiments", disable=not progress, file=sys.stderr):
             try:
-                written.append(run_experiment(found[name], out, scale=scale, params=params, progress=progress, device=device))
-            except BudgetSpent as e:  # the rest waits for the next run: its units are pending in the store
-                written.append({"experiment": name, "stopped": str(e), "not_started": names[names.index(name) + 1:]})
+                written.append(
+                    run_experiment(
+                        found[name],
+                        out,
+                        scale=scale,
+                        params=params,
+                        progress=progress,
+                        device=device,
+                    )
+                )
+            except (
+                BudgetSpent
+            ) as e:  # the rest waits for the next run: its units are pending in the store
+                written.append(
+                    {
+                        "experiment": name,
+                        "stopped": str(e),
+                        "not_started": names[names.index(name) + 1 :],
+                    }
+                )
                 break
     return written
 
 # %% ../nbs/95_runner.ipynb #cb75ccd5
 def store_roots(path) -> list:
-    "The result stores at `path`: the store itself, or every store below `store/` of an output root (`store/<experiment>/...`)."
+    """The result stores at `path`: the store itself, or every store below `store/` of an output
+    root (`store/<experiment>/...`).
+    """
     path = Path(path)
     if (path / "plan.json").exists():
         return [path]
@@ -313,7 +358,9 @@ def store_roots(path) -> list:
 
 # %% ../nbs/95_runner.ipynb #8ea0a2af
 def _store_label(root: Path, path) -> str:
-    "How the status names the store `root` found at `path`: its path below `store/`, or its folder's name when `path` is the store."
+    """How the status names the store `root` found at `path`: its path below `store/`, or its
+    folder's name when `path` is the store.
+    """
     base = Path(path) / "store"
     return root.relative_to(base).as_posix() if root.is_relative_to(base) else root.name
 
@@ -332,7 +379,9 @@ def store_status(path) -> pd.DataFrame:
 def pending_estimate(
     stores,  # a folder of stores (e.g. `ExperimentPaths(out, name, "full").stores`)
 ) -> pd.DataFrame:  # store, done, pending, hours (estimated for the pending units), unmeasured (pending units of a kind not timed yet)
-    "What is left in every store below `stores`, and how long it should take from the times of the units done."
+    """What is left in every store below `stores`, and how long it should take from the times of the
+    units done.
+    """
     rows = []
     for root in stores_below(stores):
         table = ResultStore(root).status()
@@ -372,7 +421,9 @@ def plan_experiment(
     params: dict | None = None,  # the experiment's parameters, as for `reproduce`
     notebooks=None,  # the folder of experiment notebooks
 ) -> tuple:  # (the status table of its stores, whether the whole grid is done)
-    "The unit grid of an experiment without computing it: its stores' `plan.json`, extended up to the first pending units."
+    """The unit grid of an experiment without computing it: its stores' `plan.json`, extended up to
+    the first pending units.
+    """
     import papermill as pm
 
     found = find_experiments(notebooks)
@@ -406,9 +457,8 @@ def plan_experiment(
     stores = stores_below(store)
     if not stores:
         raise HoiAuditError(f"experiment {name} declared no units in {store}")
-    tables = [
-        ResultStore(s).status() for s in stores
-    ]  # a store below the experiment's folder: its units' paths start with its place
+    # a store below the experiment's folder: its units' paths start with its place
+    tables = [ResultStore(s).status() for s in stores]
     for s, t in zip(stores, tables):
         if s != store:
             t["unit"] = [f"{s.relative_to(store).as_posix()}/{u}" for u in t["unit"]]
@@ -416,24 +466,34 @@ def plan_experiment(
 
 # %% ../nbs/95_runner.ipynb #88a14042
 def labels_in_use() -> str:
-    "Which real labels the experiments read: the user's copy named by $HOI_AUDIT_LABELS, or the shipped ones."
+    """Which real labels the experiments read: the user's copy named by $HOI_AUDIT_LABELS, or the
+    shipped ones.
+    """
     if os.environ.get(LABELS_ENV):
         return f"real labels: {os.environ[LABELS_ENV]} (${LABELS_ENV})"
-    return f"real labels: shipped with hoi_audit (rebuilt on first use in {labels_cache_dir() / 'labels'})"
+    return (
+        "real labels: shipped with hoi_audit (rebuilt on first use in "
+        f"{labels_cache_dir() / 'labels'})"
+    )
 
 # %% ../nbs/95_runner.ipynb #343c2593
-def backend_of(kind:str|None, # "local", "slurm" or None (in place)
-               workers:int=1, # processes of the local backend
-               cluster_config=None, # a TOML file of `cluster.ClusterConfig` settings (slurm)
-               *,
-               cluster:str|None=None, # overrides the config's cluster: slurm, or submitit's local / debug executor
-              ):
+def backend_of(
+    kind: str | None,  # "local", "slurm" or None (in place)
+    workers: int = 1,  # processes of the local backend
+    cluster_config=None,  # a TOML file of `cluster.ClusterConfig` settings (slurm)
+    *,
+    # overrides the config's cluster: slurm, or submitit's local / debug executor
+    cluster: str | None = None,
+):
     "The backend the command-line options name."
     if kind is None:
-        if cluster_config or cluster: raise HoiAuditError("--cluster-config and --cluster need --backend slurm")
+        if cluster_config or cluster:
+            raise HoiAuditError("--cluster-config and --cluster need --backend slurm")
         return LocalBackend(workers) if workers > 1 else None
-    if kind == "local": return LocalBackend(workers)
-    if kind != "slurm": raise HoiAuditError(f"unknown backend {kind!r}: local or slurm")
+    if kind == "local":
+        return LocalBackend(workers)
+    if kind != "slurm":
+        raise HoiAuditError(f"unknown backend {kind!r}: local or slurm")
     config = read_cluster_config(cluster_config) if cluster_config else ClusterConfig()
     return SlurmBackend(replace(config, cluster=cluster) if cluster else config)
 
@@ -449,7 +509,9 @@ def parse_duration(text: str) -> float:
 
 
 def _report_stopped(w: dict, stores: Path):
-    "What a run stopped by its budget leaves: the experiment it stopped in, those not started, and the estimate of what is pending."
+    """What a run stopped by its budget leaves: the experiment it stopped in, those not started, and
+    the estimate of what is pending.
+    """
     print(f"{w['experiment']}: stopped, the budget is spent ({w['stopped']})")
     if w["not_started"]:
         print(f"  not started: {', '.join(w['not_started'])}")
@@ -457,39 +519,60 @@ def _report_stopped(w: dict, stores: Path):
         est = pending_estimate(stores)
         print(est.to_string(index=False))
         print(
-            f"  about {est['hours'].sum():.1f} h of measured work pending (+{int(est['unmeasured'].sum())} unit(s) of kinds not timed "
-            f"yet) in {stores}; the same command continues"
+            f"  about {est['hours'].sum():.1f} h of measured work pending "
+            f"(+{int(est['unmeasured'].sum())} unit(s) of kinds not timed yet) in {stores}; the "
+            "same command continues"
         )
 
 # %% ../nbs/95_runner.ipynb #67bf4b5e
 def reproduce_command(scale:Annotated[str, {"choices": SCALES}]="small", # small (CI, minutes) or full (the seeds' sizes)
-                      only:Annotated[list[str]|None, {"metavar": "NAME"}]=None, # run only these experiments
+                      # run only these experiments
+                      only:Annotated[list[str]|None, {"metavar": "NAME"}]=None,
                       out:str=".", # output folder: DIR/figures, DIR/results, DIR/runs, DIR/store, DIR/raw (default: .)
-                      param:Annotated[str|None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}]=None, # set a parameter of the experiments (JSON value or string); repeatable
-                      notebooks:str|None=None, # folder of experiment notebooks (default: nbs/experiments of this clone)
+                      # set a parameter of the experiments (JSON value or string); repeatable
+                      param:Annotated[str|None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}]=None,
+                      # folder of experiment notebooks (default: nbs/experiments of this clone)
+                      notebooks:str|None=None,
                       quiet:bool=False, # no progress bars
                       backend:Literal["local", "slurm"]|None=None, # who computes the units: local processes, or SLURM array tasks through submitit (default: each experiment in place)
-                      workers:int=1, # processes of the local backend (results do not depend on it)
-                      cluster_config:Annotated[str|None, {"metavar": "FILE"}]=None, # TOML file of the SLURM backend's settings (partition, time limit, ...)
-                      cluster:Literal["slurm", "local", "debug"]|None=None, # override the config's cluster (local: submitit's local executor)
+                      # processes of the local backend (results do not depend on it)
+                      workers:int=1,
+                      # TOML file of the SLURM backend's settings (partition, time limit, ...)
+                      cluster_config:Annotated[str|None, {"metavar": "FILE"}]=None,
+                      # override the config's cluster (local: submitit's local executor)
+                      cluster:Literal["slurm", "local", "debug"]|None=None,
                       device:Literal["auto", "cpu", "cuda"]|None=None, # where the audit engine's networks train; auto takes CUDA when torch sees it (default: $HOI_AUDIT_DEVICE, else cpu)
                       budget:Annotated[str|None, {"metavar": "TIME"}]=None, # stop between units once TIME is spent (90s, 150m, 2.5h; a bare number: minutes); the same command continues
                      ) -> int:
     "run the experiment notebooks (every figure and results JSON)"
     params = dict(parse_param(p) for p in param or [])
     print(labels_in_use(), file=sys.stderr)
-    written = reproduce(out=out, scale=scale, only=only, params=params, notebooks=notebooks, progress=not quiet,
-                        backend=backend_of(backend, workers, cluster_config, cluster=cluster),
-                        device=device, budget=None if budget is None else parse_duration(budget))
+    written = reproduce(
+        out=out,
+        scale=scale,
+        only=only,
+        params=params,
+        notebooks=notebooks,
+        progress=not quiet,
+        backend=backend_of(backend, workers, cluster_config, cluster=cluster),
+        device=device,
+        budget=None if budget is None else parse_duration(budget),
+    )
     for w in written:
         if "stopped" in w:
             _report_stopped(w, ExperimentPaths(Path(out), w["experiment"], scale).stores)
             continue
         print(f"{w['experiment']}:\n  results  {w['results']}\n  notebook {w['notebook']}")
-        for f in w["figures"]: print(f"  figure   {f}")
-        for f in w["folders"]: print(f"  {f.parent.name:<8} {f}/")
+        for f in w["figures"]:
+            print(f"  figure   {f}")
+        for f in w["folders"]:
+            print(f"  {f.parent.name:<8} {f}/")
         for name, why in w["skipped"].items():
-            print(f"hoi-audit: warning: {w['experiment']} skipped {name} ({why}); see config.skipped in {w['results']}", file=sys.stderr)
+            print(
+                f"hoi-audit: warning: {w['experiment']} skipped {name} ({why}); see "
+                f"config.skipped in {w['results']}",
+                file=sys.stderr,
+            )
     return 0
 
 # %% ../nbs/95_runner.ipynb #e02764ad
@@ -502,7 +585,9 @@ def status_command(
     path: str,  # a store folder, or an output root with store/<experiment>/
     units: bool = False,  # list every unit, not only the counts
 ) -> int:
-    "which units of a result store are done, pending, stale, running, failed or corrupt; SLURM tasks and logs"
+    """which units of a result store are done, pending, stale, running, failed or corrupt; SLURM
+    tasks and logs
+    """
     table = store_status(path)
     summary = table.groupby(["store", "state"]).size().unstack(fill_value=0)
     print(
@@ -529,39 +614,63 @@ def status_command(
         for _, row in table[(table["store"] == name) & (table["state"] == "failed")].iterrows():
             unit = _unit_of(row["unit"])
             print(
-                f"  failed unit {row['unit']}: {row['reason']}; log {st.failure(unit)['log'] or st._failure_file(unit)}"
+                f"  failed unit {row['unit']}: {row['reason']}; log "
+                f"{st.failure(unit)['log'] or st._failure_file(unit)}"
             )
     if units:
         print(table.to_string(index=False))
     return 0
 
 # %% ../nbs/95_runner.ipynb #7d39d7ac
-def plan_command(experiment:str, # an experiment notebook's name
-                 scale:Annotated[str, {"choices": SCALES}]="small", # small or full
-                 out:str=".", # the output root whose store/EXPERIMENT/ is planned (default: .)
-                 param:Annotated[str|None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}]=None, # a parameter of the experiment; repeatable
-                 notebooks:str|None=None, # folder of experiment notebooks (default: nbs/experiments of this clone)
-                ) -> int:
+def plan_command(
+    experiment: str,  # an experiment notebook's name
+    scale: Annotated[str, {"choices": SCALES}] = "small",  # small or full
+    out: str = ".",  # the output root whose store/EXPERIMENT/ is planned (default: .)
+    # a parameter of the experiment; repeatable
+    param: Annotated[
+        str | None, {"names": ("-p", "--param"), "action": "append", "metavar": "NAME=VALUE"}
+    ] = None,
+    # folder of experiment notebooks (default: nbs/experiments of this clone)
+    notebooks: str | None = None,
+) -> int:
     "an experiment's unit grid and what is done, without computing anything"
-    table, complete = plan_experiment(experiment, out=out, scale=scale, params=dict(parse_param(p) for p in param or []), notebooks=notebooks)
+    table, complete = plan_experiment(
+        experiment,
+        out=out,
+        scale=scale,
+        params=dict(parse_param(p) for p in param or []),
+        notebooks=notebooks,
+    )
     print(table[["unit", "state"]].to_string(index=False))
     counts = ", ".join(f"{n} {s}" for s, n in table["state"].value_counts().items())
-    where = "the whole grid" if complete else "the grid up to its first pending units (later units depend on their results)"
-    print(f"{experiment}: {len(table)} units ({counts}); {where}; store {Path(out) / 'store' / experiment}")
+    where = (
+        "the whole grid"
+        if complete
+        else "the grid up to its first pending units (later units depend on their results)"
+    )
+    print(
+        f"{experiment}: {len(table)} units ({counts}); {where}; store "
+        f"{Path(out) / 'store' / experiment}"
+    )
     return 0
 
 # %% ../nbs/95_runner.ipynb #9be82e65
+# what `hoi-audit` exits with
 EXIT_STATUS = {
     0: "success",
     1: "findings: lint found protocol problems, or check found a contract broken",
-    2: "usage or data error: a named error (the file and the problem), nothing computed from bad input",
+    2: "usage or data error: a named error (the file and the problem), nothing computed from "
+    "bad input",
     3: "internal error: a bug in hoi-audit (one line; --debug shows the traceback)",
-}  # what `hoi-audit` exits with
-DEBUG_ENV = "HOI_AUDIT_DEBUG"  # set to 1: every failure prints its traceback, as --debug does
+}
+# set to 1: every failure prints its traceback, as --debug does
+DEBUG_ENV = "HOI_AUDIT_DEBUG"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    "The `hoi-audit` argument parser: `reproduce`, `plan`, `status`, and each stage module's own subcommands (all built by `add_command`)."
+    """The `hoi-audit` argument parser: `reproduce`, `plan`, `status`, and each stage module's own
+    subcommands (all built by `add_command`).
+    """
     parser = argparse.ArgumentParser(
         prog="hoi-audit",
         description="Audit privileged information in video-anticipation "
@@ -580,18 +689,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="MODULE",
         default=argparse.SUPPRESS,
-        help="import MODULE (a module name or a path/to/file.py) first: the conditions, schedules, controls and "
-        "architectures it registers reach every command and worker (repeatable; anywhere on the line)",
+        help="import MODULE (a module name or a path/to/file.py) first: the conditions, "
+        "schedules, controls and architectures it registers reach every command and worker "
+        "(repeatable; anywhere on the line)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     for handler in (reproduce_command, plan_command, status_command):
         add_command(sub, handler)
-    add_subcommands(sub)  # the commands layer: the audit command and every stage's own subcommands
+    # the commands layer: the audit command and every stage's own subcommands
+    add_subcommands(sub)
     return parser
 
 # %% ../nbs/95_runner.ipynb #ed385d59
 def os_error_message(e: OSError) -> str:
-    "`PATH: reason` for an operating-system error (both paths of a rename); the reason alone when it names no path."
+    """`PATH: reason` for an operating-system error (both paths of a rename); the reason alone when
+    it names no path.
+    """
     where = " -> ".join(str(p) for p in (e.filename, e.filename2) if p is not None)
     reason = e.strerror or str(e) or type(e).__name__
     return f"{where}: {reason}" if where else reason
@@ -600,7 +713,9 @@ def os_error_message(e: OSError) -> str:
 def rejected_value(
     e: BaseException,  # an exception that reached the guard
 ) -> bool:
-    "Whether `e` is a `ValueError`/`TypeError` raised by a `raise` statement of hoi_audit itself: a check that rejected a value."
+    """Whether `e` is a `ValueError`/`TypeError` raised by a `raise` statement of hoi_audit itself:
+    a check that rejected a value.
+    """
     if not isinstance(e, (ValueError, TypeError)) or e.__traceback__ is None:
         return False
     frame = traceback.extract_tb(e.__traceback__)[-1]
@@ -613,13 +728,13 @@ def rejected_value(
 
 # %% ../nbs/95_runner.ipynb #2804e490
 def _report_written(log: WriteLog, file):
-    files = [
-        p for p in dict.fromkeys(log.files) if p.is_file()
-    ]  # once each; a store's scratch files were renamed into its units
+    # once each; a store's scratch files were renamed into its units
+    files = [p for p in dict.fromkeys(log.files) if p.is_file()]
     if not files:
         return
     print(
-        f"hoi-audit: {len(files)} file(s) written before the failure (each is whole; a rerun resumes from the store):",
+        f"hoi-audit: {len(files)} file(s) written before the failure (each is whole; a rerun "
+        "resumes from the store):",
         file=file,
     )
     for p in files[:20]:
@@ -632,7 +747,9 @@ def run_guarded(
     command: Callable,  # runs the command, returns its exit status
     debug: bool = False,  # print the traceback of a failure as well
 ) -> int:  # the command's status, or 2 (named error), 3 (internal error), 130 (interrupted)
-    "Run `command` under the guard: every failure is one line on stderr (and the files already written), never a bare traceback."
+    """Run `command` under the guard: every failure is one line on stderr (and the files already
+    written), never a bare traceback.
+    """
     log = recording_writes()
     try:
         return command()
@@ -665,7 +782,9 @@ NOT_SETTINGS = ("quiet", "progress", "workers", "backend", "cluster", "cluster_c
 def output_claim(
     args: argparse.Namespace,  # the parsed command line
 ):
-    "The claim on the output of a parsed command (`core.claim_output`), or a no-op for a command without `--out`."
+    """The claim on the output of a parsed command (`core.claim_output`), or a no-op for a command
+    without `--out`.
+    """
     out = getattr(args, "out", None)
     if not out or (Path(out).exists() and not Path(out).is_dir()):
         return contextlib.nullcontext()  # the command names that problem itself
@@ -691,30 +810,45 @@ def plugin_args(argv:Sequence[str], # the command line, without the program's na
             if not argv or argv[0].startswith("-"):
                 raise HoiAuditError("--plugin needs a MODULE (a module name or a path/to/file.py)")
             plugins.append(argv.pop(0))
-        elif a.startswith("--plugin="): plugins.append(a.partition("=")[2])
-        else: rest.append(a)
+        elif a.startswith("--plugin="):
+            plugins.append(a.partition("=")[2])
+        else:
+            rest.append(a)
     return plugins, rest
 
 # %% ../nbs/95_runner.ipynb #1db3eb60
 def load_plugins(
     specs: Sequence[str],  # module names or paths of .py files
 ) -> list:  # the imported modules
-    "Import each plug-in module (once): what it registers holds in this process and, through the registries, its workers."
+    """Import each plug-in module (once): what it registers holds in this process and, through the
+    registries, its workers.
+    """
     return [load_module(spec, name=f"--plugin {spec}") for spec in specs]
 
 # %% ../nbs/95_runner.ipynb #57a4eb04
-def main(argv:Sequence[str]|None=None) -> int:
-    "Entry point of the `hoi-audit` command: import the plug-ins, parse, claim the output, run the subcommand under the guard; the exit status is one of `EXIT_STATUS`."
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `hoi-audit` command: import the plug-ins, parse, claim the output, run the
+    subcommand under the guard; the exit status is one of `EXIT_STATUS`.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-    argv = [a for a in argv if a != "--debug"]   # --debug anywhere on the line, also after the subcommand
+    # --debug anywhere on the line, also after the subcommand
+    argv = [a for a in argv if a != "--debug"]
+
     def plug_in() -> int:   # before the parser: the names a plug-in registers are choices and --help lines too
         specs, argv[:] = plugin_args(argv)
         load_plugins(specs)
-        os.environ.update(plugins_environment(specs))   # and to the notebook kernels `reproduce` starts (`with_plugins`)
+        # and to the notebook kernels `reproduce` starts (`with_plugins`)
+        os.environ.update(plugins_environment(specs))
         return 0
-    if status := run_guarded(plug_in, debug=debug): return status
+
+    if status := run_guarded(plug_in, debug=debug):
+        return status
     args = build_parser().parse_args(argv)
+
     def command():
-        with output_claim(args): return args.func(args)   # inside the guard: an --out the system refuses is a named error too
+        with output_claim(args):
+            # inside the guard: an --out the system refuses is a named error too
+            return args.func(args)
+
     return run_guarded(command, debug=debug)

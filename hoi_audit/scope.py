@@ -60,7 +60,9 @@ def read_card(
     root,  # an MS-TCN folder (card.json optional)
     **overrides,  # backbone / scope / name / note given as options (None: not given); they win over the card
 ) -> DatasetCard:
-    "The dataset card of `root`: its `card.json`, then the options on top; every problem names the card's file."
+    """The dataset card of `root`: its `card.json`, then the options on top; every problem names the
+    card's file.
+    """
     path = Path(root) / CARD_FILE
     values = {}
     if path.exists():
@@ -70,7 +72,8 @@ def read_card(
         unknown = sorted(set(values) - set(DatasetCard.__dataclass_fields__))
         if unknown:
             raise DataError(
-                f"{path}: unknown card field(s) {unknown}; a card has {list(DatasetCard.__dataclass_fields__)}"
+                f"{path}: unknown card field(s) {unknown}; a card has "
+                f"{list(DatasetCard.__dataclass_fields__)}"
             )
     values |= {k: v for k, v in overrides.items() if v is not None}
     try:
@@ -93,12 +96,13 @@ def write_card(
     )
 
 # %% ../nbs/23_scope.ipynb #21e174a0
+# the audit rows Table 13 reads
 SCOPE_CONDITIONS = (
     "video_only",
     "recognizer_bfr",
     "recognizer_ba",
     "gt_history",
-)  # the audit rows Table 13 reads
+)
 _COLUMNS = {
     "video": "video_only",
     "ba": "recognizer_ba",
@@ -113,7 +117,9 @@ def scope_row(
     card: DatasetCard = DatasetCard(),  # backbone, scope and the setting's name
     metric: str = "act1",  # the audit metric of the table
 ) -> dict:
-    "Table 13's row of one setting: Act@1 of each history source (mean and std over splits), both gaps with their intervals."
+    """Table 13's row of one setting: Act@1 of each history source (mean and std over splits), both
+    gaps with their intervals.
+    """
     row = {
         "setting": card.name or dataset.name,
         "backbone": card.backbone,
@@ -156,7 +162,9 @@ class ScopeResult:
 
 # %% ../nbs/23_scope.ipynb #2fd78b37
 def _settings(datasets, cards) -> list:
-    "(name, dataset, card) per setting, in order; folders are opened (named by their setting, made a store key) and their cards read."
+    """(name, dataset, card) per setting, in order; folders are opened (named by their setting, made
+    a store key) and their cards read.
+    """
     items = (
         list(datasets.items()) if isinstance(datasets, Mapping) else [(None, d) for d in datasets]
     )
@@ -181,9 +189,12 @@ def _settings(datasets, cards) -> list:
         )
         if (
             clash is not None
-        ):  # one store holds every setting's units: two datasets under one key would overwrite each other
+            # one store holds every setting's units: two datasets under one key would overwrite each
+            # other
+        ):
             raise DataError(
-                f"settings {clash!r} and {name!r} both key their stored results as {dataset.name!r}; give each a distinct card name"
+                f"settings {clash!r} and {name!r} both key their stored results as "
+                f"{dataset.name!r}; give each a distinct card name"
             )
         out.append((name, dataset, card))
     return out
@@ -191,7 +202,9 @@ def _settings(datasets, cards) -> list:
 # %% ../nbs/23_scope.ipynb #4088d075
 @dataclass(frozen=True)
 class ScopeSetting:
-    "One setting of the scope table as its stage runs it: the name its row and its units carry, the dataset, its card and its splits."
+    """One setting of the scope table as its stage runs it: the name its row and its units carry,
+    the dataset, its card and its splits.
+    """
 
     name: str  # the row's name (the card's, else the dataset's)
     dataset: object  # the `ProceduralDataset`
@@ -200,21 +213,30 @@ class ScopeSetting:
 
 # %% ../nbs/23_scope.ipynb #35fc6897
 def scope_settings(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping setting name -> either
-                   cards:Mapping|None=None, # setting name -> DatasetCard (default: each folder's card.json)
-                   max_splits:int|None=None, # keep each dataset's first k splits (None: all)
+                   # setting name -> DatasetCard (default: each folder's card.json)
+                   cards:Mapping|None=None,
+                   # keep each dataset's first k splits (None: all)
+                   max_splits:int|None=None,
                    *, splits:Sequence[int]|None=None, # these split numbers of every dataset (None: all; `max_splits` keeps the first k of them)
                   ) -> dict: # setting name -> `ScopeSetting`, in the order given
-    "The settings of a scope table, every setting's input checked before the first audit (one DataError lists every problem)."
+    """The settings of a scope table, every setting's input checked before the first audit (one
+    DataError lists every problem).
+    """
     out, problems = {}, []
     for name, dataset, card in _settings(datasets, cards):
-        use = sorted(splits or dataset.splits)[:max_splits or None] if splits or max_splits else None   # None: all of the dataset's
+        # None: all of the dataset's
+        use = (
+            sorted(splits or dataset.splits)[: max_splits or None] if splits or max_splits else None
+        )
         try:
-            if hasattr(dataset, "preflight"): dataset.preflight(use, needs_features=True)
-        except DataError as e: problems.append(f"setting {name!r}: {e}")
+            if hasattr(dataset, "preflight"):
+                dataset.preflight(use, needs_features=True)
+        except DataError as e:
+            problems.append(f"setting {name!r}: {e}")
         out[name] = ScopeSetting(name, dataset, card, use)
-    if problems: raise DataError("\n".join(problems))
+    if problems:
+        raise DataError("\n".join(problems))
     return out
-
 
 # %% ../nbs/23_scope.ipynb #3c9441be
 def scope_stage_run(
@@ -247,9 +269,12 @@ def scope_stage_run(
 
 # %% ../nbs/23_scope.ipynb #b8fad06e
 def scope_result(
-    results: dict,  # setting name -> `ScopeResult` (one setting each, from `scope_stage_run`), in the table's order
+    # setting name -> `ScopeResult` (one setting each, from `scope_stage_run`), in the table's order
+    results: dict,
 ) -> ScopeResult:  # the table of every setting
-    "The settings' results as one scope table: their rows stacked, their audits and cards side by side."
+    """The settings' results as one scope table: their rows stacked, their audits and cards side by
+    side.
+    """
     rows = [row for r in results.values() for row in r.table.reset_index().to_dict("records")]
     return ScopeResult(
         pd.DataFrame(rows).set_index("setting"),
@@ -259,23 +284,37 @@ def scope_result(
 
 # %% ../nbs/23_scope.ipynb #f8f3fbe4
 def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping setting name -> either
-                cards:Mapping|None=None, # setting name -> DatasetCard (default: each folder's card.json)
+                # setting name -> DatasetCard (default: each folder's card.json)
+                cards:Mapping|None=None,
                 max_splits:int|None=None, # keep each dataset's first k splits (None: all)
                 seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                config:AuditConfig=AuditConfig(), # the audit's settings, the same for every setting
-                store:ResultStore|None=None, # one result store for all settings (a killed run resumes)
-                conditions:Sequence[str]=SCOPE_CONDITIONS, # audit rows (at least gt_history and recognizer_ba)
+                # the audit's settings, the same for every setting
+                config:AuditConfig=AuditConfig(),
+                # one result store for all settings (a killed run resumes)
+                store:ResultStore|None=None,
+                # audit rows (at least gt_history and recognizer_ba)
+                conditions:Sequence[str]=SCOPE_CONDITIONS,
                 progress:bool=False, # progress bars
                 workers:int=1, # processes sharing each audit's units
                 splits:Sequence[int]|None=None, # these split numbers of every dataset (None: all; `max_splits` keeps the first k of them)
                ) -> ScopeResult:
     "Tables 4 and 13: the four-condition audit of every setting, one row each."
     missing = {"gt_history", "recognizer_ba"} - set(conditions)
-    if missing: raise ValueError(f"the scope table needs the conditions {sorted(missing)} (its gap is GT minus BA)")
+    if missing:
+        raise ValueError(
+            f"the scope table needs the conditions {sorted(missing)} (its gap is GT minus BA)"
+        )
     settings = scope_settings(datasets, cards, max_splits, splits=splits)
-    spec = RunSpec(seeds=seeds, store=store, workers=workers, progress=progress, device=config.train.device)   # the config's device, as given
-    return scope_result({name: scope_stage_run(setting, spec, config, conditions=conditions) for name, setting in settings.items()})
-
+    # the config's device, as given
+    spec = RunSpec(
+        seeds=seeds, store=store, workers=workers, progress=progress, device=config.train.device
+    )
+    return scope_result(
+        {
+            name: scope_stage_run(setting, spec, config, conditions=conditions)
+            for name, setting in settings.items()
+        }
+    )
 
 # %% ../nbs/23_scope.ipynb #ebb9ab85
 PAPER_SCOPE = pd.DataFrame(
@@ -451,28 +490,47 @@ def _per_folder(text: str | None, n: int, option: str) -> list:
 def scope_command(data_dirs:Annotated[list[str], {"metavar": "DIR"}], # MS-TCN folders (mapping.txt, groundTruth/, splits/, features/, optional card.json)
                   *, out:str, # a folder (results/scope.json and store/scope below it) or a .json results file (store/ beside it)
                   backbone:str|None=None, # feature extractor name, once or one per folder (comma-separated); default: card.json, else 'unknown'
-                  scope:Annotated[str|None, {"help": f"scope label ({', '.join(SCOPES)}), once or one per folder; default: card.json, else 'unspecified'"}]=None, # scope label (one of SCOPES), once or one per folder; default: card.json, else 'unspecified'
+                  scope:Annotated[str|None, {"help": f"scope label ({', '.join(SCOPES)}), once or one per folder; default: " "card.json, else 'unspecified'"}]=None, # scope label (one of SCOPES), once or one per folder; default: card.json, else 'unspecified'
                   names:str|None=None, # setting names, one per folder (comma-separated); default: card.json, else the folder's name
-                  max_splits:int|None=None, # use each dataset's first k splits (default: all)
-                  store:str|None=None, # result-store folder (default: store/scope in the --out folder)
+                  # use each dataset's first k splits (default: all)
+                  max_splits:int|None=None,
+                  # result-store folder (default: store/scope in the --out folder)
+                  store:str|None=None,
                   **training, # the options of `conditions.training_options` (its `splits` are the same split numbers of every folder)
                  ) -> int: # the exit status
-    "the cross-setting scope table (Tables 4 and 13): the four-condition audit of several MS-TCN folders"
+    """the cross-setting scope table (Tables 4 and 13): the four-condition audit of several MS-TCN
+    folders
+    """
     n = len(data_dirs)
-    opts = zip(_per_folder(backbone, n, "--backbone"), _per_folder(scope, n, "--scope"), _per_folder(names, n, "--names"))
+    opts = zip(
+        _per_folder(backbone, n, "--backbone"),
+        _per_folder(scope, n, "--scope"),
+        _per_folder(names, n, "--names"),
+    )
     cards = {}
     for d, (b, s, nm) in zip(data_dirs, opts):
         card = read_card(d, backbone=b, scope=s, name=nm)
         key = card.name or Path(d).resolve().name
-        if key in cards: raise HoiAuditError(f"two folders are named {key!r}; give --names or card names")
+        if key in cards:
+            raise HoiAuditError(f"two folders are named {key!r}; give --names or card names")
         cards[key] = (d, card)
-    renamed = {k: safe_name(k) for k in cards if safe_name(k) != k}   # a setting's name keys its units: letters, digits and _.+- only
-    for k, v in renamed.items(): print(f"hoi-audit: note: setting {k!r} keys its stored results as {v!r} (letters, digits and _.+- only)", file=sys.stderr)
+    # a setting's name keys its units: letters, digits and _.+- only
+    renamed = {k: safe_name(k) for k in cards if safe_name(k) != k}
+    for k, v in renamed.items():
+        print(
+            f"hoi-audit: note: setting {k!r} keys its stored results as {v!r} (letters, "
+            "digits and _.+- only)",
+            file=sys.stderr,
+        )
     spec, config = audit_spec(training, store)
-    settings = scope_settings({k: d for k, (d, _) in cards.items()}, {k: c for k, (_, c) in cards.items()}, max_splits, splits=spec.split_list)
+    settings = scope_settings(
+        {k: d for k, (d, _) in cards.items()},
+        {k: c for k, (_, c) in cards.items()},
+        max_splits,
+        splits=spec.split_list,
+    )
     run_stage("scope", spec, settings, out, config=config, max_splits=max_splits)
     return 0
-
 
 # %% ../nbs/23_scope.ipynb #981ee953
 def scope_stage_show(
@@ -488,19 +546,24 @@ def scope_stage_records(
     results: dict,  # setting name -> `ScopeResult` of one setting, in the table's order
     **settings,  # the run's settings (not used)
 ) -> list[dict]:
-    "The results JSON's records: the stacked table's cells, then each setting's audit records (`scope_results_records`)."
+    """The results JSON's records: the stacked table's cells, then each setting's audit records
+    (`scope_results_records`).
+    """
     return scope_results_records(scope_result(results))
 
 # %% ../nbs/23_scope.ipynb #c936942d
 def scope_stage_config(
     datasets: dict,  # setting name -> `ScopeSetting`
-    spec: RunSpec,  # the run's spec (its seeds, the splits named on the command line, the device)
+    # the run's spec (its seeds, the splits named on the command line, the device)
+    spec: RunSpec,
     config: AuditConfig = AuditConfig(),  # the audit's settings
     *,
     max_splits: int | None = None,  # each dataset's first k splits (None: all)
     **settings,  # the other settings (not recorded)
 ) -> tuple:  # (the results config, the pins)
-    "The command's results config (the audit's settings, seeds, split choice, interval, a renamed setting's store key) and its pins (the config's SHA-256)."
+    """The command's results config (the audit's settings, seeds, split choice, interval, a renamed
+    setting's store key) and its pins (the config's SHA-256).
+    """
     renamed = {k: safe_name(k) for k in datasets if safe_name(k) != k}
     splits = spec.split_list
     cfg = {

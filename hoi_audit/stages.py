@@ -24,65 +24,115 @@ __all__ = ['STAGES', 'RunSpec', 'records_section', 'Stage', 'register_stage', 's
 # %% ../nbs/16a_stages.ipynb #3c78b510
 @dataclass(frozen=True)
 class RunSpec:
-    "How a stage runs, whatever it computes: which splits and seeds, where its units are kept, how many processes share them, on which device networks train, with or without progress bars, and the scale its results JSON records."
-    splits:Sequence[int]|Mapping|None = None # split numbers (None: all), or dataset name -> split numbers (several datasets, one run)
-    seeds:Sequence[int] = PROTOCOL_SEEDS # training seeds
-    store:ResultStore|None = None # where the units are kept (None: the command's store below its --out)
-    workers:int = 1 # processes sharing the units: k uses k cores (results do not depend on k)
-    progress:bool = False # progress bars
-    device:str = field(default_factory=resolve_device) # where networks train, 'cpu' or 'cuda' (default: $HOI_AUDIT_DEVICE, else the CPU)
-    scale:str = "full" # the scale recorded in the results JSON ('small' or 'full')
+    """How a stage runs, whatever it computes: which splits and seeds, where its units are kept, how
+    many processes share them, on which device networks train, with or without progress bars, and
+    the scale its results JSON records.
+    """
+
+    # split numbers (None: all), or dataset name -> split numbers (several datasets, one run)
+    splits: Sequence[int] | Mapping | None = None
+    seeds: Sequence[int] = PROTOCOL_SEEDS  # training seeds
+    # where the units are kept (None: the command's store below its --out)
+    store: ResultStore | None = None
+    # processes sharing the units: k uses k cores (results do not depend on k)
+    workers: int = 1
+    progress: bool = False  # progress bars
+    # where networks train, 'cpu' or 'cuda' (default: $HOI_AUDIT_DEVICE, else the CPU)
+    device: str = field(default_factory=resolve_device)
+    scale: str = "full"  # the scale recorded in the results JSON ('small' or 'full')
 
     def __post_init__(self):
-        put = lambda k, v: object.__setattr__(self, k, v)   # frozen: normalised once, here
+        put = lambda k, v: object.__setattr__(self, k, v)  # frozen: normalised once, here
         if isinstance(self.splits, Mapping):
-            put("splits", {str(k): None if v is None else tuple(int(s) for s in v) for k, v in self.splits.items()})
-        elif self.splits is not None: put("splits", tuple(int(s) for s in self.splits))
+            put(
+                "splits",
+                {
+                    str(k): None if v is None else tuple(int(s) for s in v)
+                    for k, v in self.splits.items()
+                },
+            )
+        elif self.splits is not None:
+            put("splits", tuple(int(s) for s in self.splits))
         put("seeds", tuple(int(s) for s in self.seeds))
-        if not self.seeds: raise HoiAuditError("a run needs at least one seed")
-        if self.device not in ("cpu", "cuda"): raise HoiAuditError(f"device must be 'cpu' or 'cuda' (resolve 'auto' with models.resolve_device), got {self.device!r}")
-        if self.scale not in ("small", "full"): raise HoiAuditError(f"scale must be 'small' or 'full', got {self.scale!r}")
-        if int(self.workers) < 1: raise HoiAuditError(f"workers must be at least 1, got {self.workers}")
+        if not self.seeds:
+            raise HoiAuditError("a run needs at least one seed")
+        if self.device not in ("cpu", "cuda"):
+            raise HoiAuditError(
+                "device must be 'cpu' or 'cuda' (resolve 'auto' with "
+                f"models.resolve_device), got {self.device!r}"
+            )
+        if self.scale not in ("small", "full"):
+            raise HoiAuditError(f"scale must be 'small' or 'full', got {self.scale!r}")
+        if int(self.workers) < 1:
+            raise HoiAuditError(f"workers must be at least 1, got {self.workers}")
 
     @classmethod
     def from_options(cls, splits:str|None=None, # --splits: comma-separated split numbers (None: all)
-                     seeds:str|None=None, # --seeds: comma-separated seeds (None: PROTOCOL_SEEDS)
+                     # --seeds: comma-separated seeds (None: PROTOCOL_SEEDS)
+                     seeds:str|None=None,
                      scale:str="full", # --scale
                      workers:int=1, # --workers
-                     device:str|None=None, # --device: 'auto', 'cpu' or 'cuda' (None: $HOI_AUDIT_DEVICE, else cpu)
+                     # --device: 'auto', 'cpu' or 'cuda' (None: $HOI_AUDIT_DEVICE, else cpu)
+                     device:str|None=None,
                      progress:bool=False, # --progress
-                     store:str|None=None, # --store: a result-store folder (None: the command's default)
+                     # --store: a result-store folder (None: the command's default)
+                     store:str|None=None,
                     ) -> RunSpec:
-        "The spec of a command line's options; a bad list names its option, and a missing GPU is said here, before any unit."
-        spec = cls(splits=parse_list(splits, int, "--splits") if splits else None, seeds=parse_list(seeds, int, "--seeds") if seeds else PROTOCOL_SEEDS,
-                   store=ResultStore(Path(store)) if store else None, workers=workers, progress=progress, device=resolve_device(device), scale=scale)
-        if spec.device != "cpu": training_device(TrainConfig(device=spec.device))   # these commands train on this machine
+        """The spec of a command line's options; a bad list names its option, and a missing GPU is
+        said here, before any unit.
+        """
+        spec = cls(
+            splits=parse_list(splits, int, "--splits") if splits else None,
+            seeds=parse_list(seeds, int, "--seeds") if seeds else PROTOCOL_SEEDS,
+            store=ResultStore(Path(store)) if store else None,
+            workers=workers,
+            progress=progress,
+            device=resolve_device(device),
+            scale=scale,
+        )
+        if spec.device != "cpu":
+            # these commands train on this machine
+            training_device(TrainConfig(device=spec.device))
         return spec
 
-    def of(self, dataset:str) -> RunSpec:
+    def of(self, dataset: str) -> RunSpec:
         "The spec of one dataset of the run: its own splits where `splits` names them by dataset."
-        if not isinstance(self.splits, Mapping): return self
-        if dataset not in self.splits: raise HoiAuditError(f"the run's splits name no dataset {dataset!r}; they name {sorted(self.splits)}")
+        if not isinstance(self.splits, Mapping):
+            return self
+        if dataset not in self.splits:
+            raise HoiAuditError(
+                f"the run's splits name no dataset {dataset!r}; they name {sorted(self.splits)}"
+            )
         return replace(self, splits=self.splits[dataset])
 
     @property
-    def split_list(self) -> list|None:
+    def split_list(self) -> list | None:
         "The splits as a stage's runner takes them: a list, or None for all."
-        if isinstance(self.splits, Mapping): raise HoiAuditError("splits are named by dataset: take one dataset's spec first (`RunSpec.of`)")
+        if isinstance(self.splits, Mapping):
+            raise HoiAuditError(
+                "splits are named by dataset: take one dataset's spec first (`RunSpec.of`)"
+            )
         return None if self.splits is None else list(self.splits)
 
     def on_device(self, config):
-        "`config` training on this spec's device: a `TrainConfig`, a config holding one as `train` (`conditions.AuditConfig`), or one that trains on the CPU only (returned as it is)."
-        if isinstance(config, TrainConfig): return config if config.device == self.device else replace(config, device=self.device)
+        """`config` training on this spec's device: a `TrainConfig`, a config holding one as `train`
+        (`conditions.AuditConfig`), or one that trains on the CPU only (returned as it is).
+        """
+        if isinstance(config, TrainConfig):
+            return config if config.device == self.device else replace(config, device=self.device)
         train = getattr(config, "train", None)
-        if isinstance(train, TrainConfig) and train.device != self.device: return replace(config, train=self.on_device(train))
+        if isinstance(train, TrainConfig) and train.device != self.device:
+            return replace(config, train=self.on_device(train))
         return config
 
 # %% ../nbs/16a_stages.ipynb #59e45e5d
 def records_section(
-    payload: dict,  # a results JSON as parsed (`results.read_results`: records as a DataFrame, or as a list)
+    # a results JSON as parsed (`results.read_results`: records as a DataFrame, or as a list)
+    payload: dict,
 ) -> str:  # HTML: one table per metric, in the records' order
-    "The default report section of a stage: each metric's records as a table, the fields that name a record first (splits, seeds and counts as integers), its value last."
+    """The default report section of a stage: each metric's records as a table, the fields that name
+    a record first (splits, seeds and counts as integers), its value last.
+    """
     records = pd.DataFrame(payload["records"])
     if not len(records):
         return "<p>No records.</p>"
@@ -90,7 +140,9 @@ def records_section(
     for metric, rows in records.groupby("metric", sort=False):
         rows = rows.drop(columns="metric").dropna(axis=1, how="all")
         rows = rows[[c for c in rows.columns if c != "value"] + ["value"]]
-        for c in rows.columns:  # a split, seed or count prints as an integer where another metric's records left pandas a float column
+        # a split, seed or count prints as an integer where another metric's records left pandas a
+        # float column
+        for c in rows.columns:
             if (
                 field_kind(str(c)) in ("count", "integer", "split")
                 and pd.api.types.is_float_dtype(rows[c])
@@ -99,28 +151,39 @@ def records_section(
                 rows[c] = rows[c].astype("Int64")
         table = rows.to_html(index=False, classes="t", border=0, na_rep="–", escape=True)
         parts.append(
-            f'<section class="metric" id="metric-{escape(str(metric))}"><h3>{escape(str(metric))}</h3>{table}</section>'
+            '<section class="metric" '
+            f'id="metric-{escape(str(metric))}"><h3>{escape(str(metric))}</h3>{table}</section>'
         )
     return "".join(parts)
 
 # %% ../nbs/16a_stages.ipynb #2636c68c
 @dataclass(frozen=True)
 class Stage:
-    "A registered stage: its subcommand, how it runs one dataset, what it prints, the records, config and pins of its results JSON, the files that travel with it, what else it says it wrote, its metrics' kinds and its report section."
-    name:str # the subcommand (`hoi-audit NAME`) and the STAGES key
-    command:Callable # the handler: its documented parameters are the subcommand's options (`cli.add_command`); it calls `run_stage`
-    run:Callable # run(dataset, spec, **settings) -> one dataset's result
-    records:Callable # records(results, **settings) -> the results JSON's records, from dataset name -> result (in the run's order)
-    config:Callable # config(datasets, spec, **settings) -> (config, pins): the results JSON's config and pins as the command writes them
-    show:Callable|None = None # show(name, result): print one dataset's tables
-    report:Callable|None = None # report(results, spec, **settings): say what else the stage wrote, after the results JSON
-    metric_kinds:Mapping = field(default_factory=dict) # metric -> its kind (`results.VALUE_KINDS`), registered with the stage
-    experiment:str|None = None # the results JSON's name (default: the name, dashes as underscores)
-    options:tuple = () # more functions whose documented parameters are options too (`cli.add_command`'s `shared`)
-    needs_features:bool = True # the command reads the folder's features (False: labels only)
+    """A registered stage: its subcommand, how it runs one dataset, what it prints, the records,
+    config and pins of its results JSON, the files that travel with it, what else it says it
+    wrote, its metrics' kinds and its report section.
+    """
+
+    name: str  # the subcommand (`hoi-audit NAME`) and the STAGES key
+    command: Callable  # the handler: its documented parameters are the subcommand's options (`cli.add_command`); it calls `run_stage`
+    run: Callable  # run(dataset, spec, **settings) -> one dataset's result
+    records: Callable  # records(results, **settings) -> the results JSON's records, from dataset name -> result (in the run's order)
+    config: Callable  # config(datasets, spec, **settings) -> (config, pins): the results JSON's config and pins as the command writes them
+    show: Callable | None = None  # show(name, result): print one dataset's tables
+    # report(results, spec, **settings): say what else the stage wrote, after the results JSON
+    report: Callable | None = None
+    # metric -> its kind (`results.VALUE_KINDS`), registered with the stage
+    metric_kinds: Mapping = field(default_factory=dict)
+    # the results JSON's name (default: the name, dashes as underscores)
+    experiment: str | None = None
+    # more functions whose documented parameters are options too (`cli.add_command`'s `shared`)
+    options: tuple = ()
+    # the command reads the folder's features (False: labels only)
+    needs_features: bool = True
     companions:Callable|None = None # companions(results, datasets, paths, spec, pins, **settings) -> the results JSON's `extra`: writes the files that travel with it first
     page:Callable|None = None # page(results JSON) -> the HTML page its command writes beside it (`report.write_report`); None: none
-    section:Callable = records_section # section(payload) -> HTML: the stage's part of its report page (`hoi-audit report`)
+    # section(payload) -> HTML: the stage's part of its report page (`hoi-audit report`)
+    section: Callable = records_section
 
     @property
     def results_name(self) -> str:
@@ -132,7 +195,9 @@ STAGES = Registry("stages")  # name -> Stage, in the order they were registered
 
 
 def _same_stage(a: Stage, b: Stage) -> bool:
-    "The same stage defined again (a notebook re-running the cells its module was exported from): the same functions by name, the same data."
+    """The same stage defined again (a notebook re-running the cells its module was exported from):
+    the same functions by name, the same data.
+    """
     same = lambda x, y: (
         (getattr(x, "__qualname__", None) == getattr(y, "__qualname__", None))
         if callable(x)
@@ -145,7 +210,9 @@ def register_stage(
     stage: Stage,  # its `name` is its subcommand
     replace: bool = False,  # replace another stage of that name
 ) -> Stage:
-    "Add a stage to STAGES and its metrics' kinds to `results.METRIC_KINDS`: one registration is all a new protocol needs."
+    """Add a stage to STAGES and its metrics' kinds to `results.METRIC_KINDS`: one registration is
+    all a new protocol needs.
+    """
     if not isinstance(stage, Stage):
         raise TypeError(f"expected a Stage, got {type(stage).__name__}")
     for metric, kind in stage.metric_kinds.items():
@@ -160,10 +227,14 @@ def stage_setup(
     spec: RunSpec,  # the run's spec (its splits are checked against the data)
     data,  # an MS-TCN folder, a dataset, or dataset name -> dataset
     out,  # an --out value (a folder or a .json path), or a `store.CommandOutput` / `store.ExperimentPaths`
-    name: str | None = None,  # with a folder: the dataset's name (default: the folder's, made safe)
+    # with a folder: the dataset's name (default: the folder's, made safe)
+    name: str | None = None,
     needs_features: bool = True,  # with a folder: the stage reads features
 ) -> tuple:  # (dataset name -> dataset, the output paths, the spec with its store)
-    "A stage's setup: the data (a folder is read and every input checked before any unit: one error lists every problem), where it writes, and its store (the command's default below --out unless the spec names one)."
+    """A stage's setup: the data (a folder is read and every input checked before any unit: one
+    error lists every problem), where it writes, and its store (the command's default below --out
+    unless the spec names one).
+    """
     if isinstance(data, (str, Path)):
         dataset = read_for_command(data, name, spec.split_list, needs_features=needs_features)
         datasets = {dataset.name: dataset}
@@ -174,7 +245,8 @@ def stage_setup(
 
 # %% ../nbs/16a_stages.ipynb #53cb21c4
 def write_stage(
-    paths,  # `store.CommandOutput` (a command: every file it wrote is listed) or `store.ExperimentPaths`
+    # `store.CommandOutput` (a command: every file it wrote is listed) or `store.ExperimentPaths`
+    paths,
     experiment: str,  # the results JSON's name
     records: list,  # its records
     scale: str,  # its scale
@@ -182,11 +254,17 @@ def write_stage(
     pins: dict,  # its pins
     store: ResultStore | None = None,  # the run's store, named last
     report: Callable | None = None,  # says what else was written, after the results JSON
-    extra: dict | None = None,  # more top-level entries of the results JSON (`results.write_results`)
-    page: Callable | None = None,  # page(results JSON) -> the page a command writes beside it (`Stage.page`)
+    # more top-level entries of the results JSON (`results.write_results`)
+    extra: dict | None = None,
+    # page(results JSON) -> the page a command writes beside it (`Stage.page`)
+    page: Callable | None = None,
 ) -> Path:  # the results JSON
-    "A stage's write and report: the results JSON (checked against the schema, canonical bytes), a command's page beside it, then every file written, what `report` says, and the store."
-    path = write_results(paths.results, experiment, records, scale=scale, config=config, pins=pins, extra=extra)
+    """A stage's write and report: the results JSON (checked against the schema, canonical bytes), a
+    command's page beside it, then every file written, what `report` says, and the store.
+    """
+    path = write_results(
+        paths.results, experiment, records, scale=scale, config=config, pins=pins, extra=extra
+    )
     if isinstance(paths, CommandOutput):
         paths.wrote(path)
         if page is not None:
@@ -205,7 +283,9 @@ def companion_path(
     paths,  # the stage's `store.CommandOutput` or `store.ExperimentPaths`
     experiment: str,  # the companion's experiment name (e.g. "intervention_2x2")
 ) -> Path:  # where its results JSON goes
-    "A companion results JSON of a stage: below the same results folder, or with `--out FILE.json` named after that file."
+    """A companion results JSON of a stage: below the same results folder, or with `--out FILE.json`
+    named after that file.
+    """
     if isinstance(paths, CommandOutput):
         return paths.results_for(experiment)
     return ExperimentPaths(paths.out_dir, experiment, paths.scale).results
@@ -215,7 +295,9 @@ def stage_wrote(
     paths,  # the stage's `store.CommandOutput` (the file is listed with the others) or `store.ExperimentPaths` (printed)
     path,  # a file the stage wrote
 ) -> Path:  # the file
-    "Say that a stage wrote `path`: a command lists it with every file it wrote, a notebook prints it."
+    """Say that a stage wrote `path`: a command lists it with every file it wrote, a notebook prints
+    it.
+    """
     if isinstance(paths, CommandOutput):
         return paths.wrote(path)
     print(f"wrote {path}")
@@ -226,41 +308,75 @@ def companion_ref(
     paths,  # the stage's output paths
     path,  # the companion results JSON
 ) -> dict:  # {"path": relative to the results JSON's folder, "sha256": the file's}
-    "How a results JSON refers to a companion: its path relative to the results JSON, whatever the files are called, and its SHA-256."
+    """How a results JSON refers to a companion: its path relative to the results JSON, whatever the
+    files are called, and its SHA-256.
+    """
     return {"path": os.path.relpath(path, Path(paths.results).parent), "sha256": sha256_file(path)}
 
 # %% ../nbs/16a_stages.ipynb #2b756d46
 @dataclass
 class StageRun:
     "What `run_stage` did: each dataset's result, the records written, and where."
-    results:dict # dataset name -> the stage's result
-    records:list # the results JSON's records
-    path:Path # the results JSON
-    spec:RunSpec # the spec it ran with (its store filled in)
 
-def run_stage(stage, # a `Stage`, or its name in STAGES
-              spec:RunSpec, # splits, seeds, store, workers, progress, device, scale
-              data, # an MS-TCN folder (read, every input checked before any unit), a dataset, or dataset name -> dataset
-              out, # an --out value (a folder or a .json path), or a `store.CommandOutput` / `store.ExperimentPaths`
-              name:str|None=None, # with a folder: the dataset's name (default: the folder's, made safe)
-              results_config:dict|None=None, # the results JSON's config (default: the stage's, as its command writes it)
-              pins:dict|Callable|None=None, # its pins, or pins(results) -> pins (default: the stage's)
-              per_dataset:Mapping|None=None, # dataset name -> the settings that differ for that dataset
-              **settings, # the stage's own settings, passed to its run, records, config and report
-             ) -> StageRun:
-    "The one path of every stage, command line and experiment notebook alike: setup, run each dataset, print, records, config and pins, the files that travel with the results JSON, write (and a command's page), report."
+    results: dict  # dataset name -> the stage's result
+    records: list  # the results JSON's records
+    path: Path  # the results JSON
+    spec: RunSpec  # the spec it ran with (its store filled in)
+
+
+def run_stage(
+    stage,  # a `Stage`, or its name in STAGES
+    spec: RunSpec,  # splits, seeds, store, workers, progress, device, scale
+    data,  # an MS-TCN folder (read, every input checked before any unit), a dataset, or dataset name -> dataset
+    out,  # an --out value (a folder or a .json path), or a `store.CommandOutput` / `store.ExperimentPaths`
+    # with a folder: the dataset's name (default: the folder's, made safe)
+    name: str | None = None,
+    # the results JSON's config (default: the stage's, as its command writes it)
+    results_config: dict | None = None,
+    # its pins, or pins(results) -> pins (default: the stage's)
+    pins: dict | Callable | None = None,
+    # dataset name -> the settings that differ for that dataset
+    per_dataset: Mapping | None = None,
+    **settings,  # the stage's own settings, passed to its run, records, config and report
+) -> StageRun:
+    """The one path of every stage, command line and experiment notebook alike: setup, run each
+    dataset, print, records, config and pins, the files that travel with the results JSON, write
+    (and a command's page), report.
+    """
     stage = STAGES[stage] if isinstance(stage, str) else stage
-    datasets, paths, spec = stage_setup(stage.results_name, spec, data, out, name, stage.needs_features)
+    datasets, paths, spec = stage_setup(
+        stage.results_name, spec, data, out, name, stage.needs_features
+    )
     results = {}
     for key, dataset in datasets.items():
-        results[key] = stage.run(dataset, spec.of(key), **{**settings, **(per_dataset or {}).get(key, {})})
-        if stage.show is not None: stage.show(key, results[key])
+        results[key] = stage.run(
+            dataset, spec.of(key), **{**settings, **(per_dataset or {}).get(key, {})}
+        )
+        if stage.show is not None:
+            stage.show(key, results[key])
     records = stage.records(results, **settings)
-    config, own_pins = stage.config(datasets, spec, **settings) if results_config is None else (results_config, {})
+    config, own_pins = (
+        stage.config(datasets, spec, **settings) if results_config is None else (results_config, {})
+    )
     pins = pins(results) if callable(pins) else (own_pins if pins is None else pins)
-    extra = None if stage.companions is None else stage.companions(results, datasets, paths, spec, pins, **settings)
+    extra = (
+        None
+        if stage.companions is None
+        else stage.companions(results, datasets, paths, spec, pins, **settings)
+    )
     report = None if stage.report is None else (lambda: stage.report(results, spec, **settings))
-    path = write_stage(paths, stage.results_name, records, spec.scale, config, pins, spec.store, report, extra, stage.page)
+    path = write_stage(
+        paths,
+        stage.results_name,
+        records,
+        spec.scale,
+        config,
+        pins,
+        spec.store,
+        report,
+        extra,
+        stage.page,
+    )
     return StageRun(results, records, path, spec)
 
 # %% ../nbs/16a_stages.ipynb #985e0ca7
@@ -268,6 +384,8 @@ def add_stage_command(
     subparsers,  # the `add_subparsers()` object of the `hoi-audit` parser
     stage,  # a `Stage`, or its name in STAGES
 ):
-    "The subcommand of a registered stage: its handler's documented parameters and its option functions' are the options (`cli.add_command`)."
+    """The subcommand of a registered stage: its handler's documented parameters and its option
+    functions' are the options (`cli.add_command`).
+    """
     stage = STAGES[stage] if isinstance(stage, str) else stage
     return add_command(subparsers, stage.command, name=stage.name, shared=stage.options)

@@ -26,9 +26,12 @@ def format_interval(
     high: float,  # the upper bound; NaN or None: the interval is undefined
     digits: int = 1,  # decimals
     signed: bool = False,  # print a '+' on positive numbers (the paper's gap style)
-    undefined: str = "[undefined]",  # printed instead of the bounds when either is missing ('': the value alone)
+    # printed instead of the bounds when either is missing ('': the value alone)
+    undefined: str = "[undefined]",
 ) -> str:
-    "An estimate with its interval as the papers print it: `value [low, high]`, e.g. `+29.4 [+26.3, +32.4]`."
+    """An estimate with its interval as the papers print it: `value [low, high]`, e.g. `+29.4
+    [+26.3, +32.4]`.
+    """
     f = (lambda v: f"{v:+.{digits}f}") if signed else (lambda v: f"{v:.{digits}f}")
     text = f(math.nan if value is None else value)
     if pd.isna(low) or pd.isna(high):
@@ -37,21 +40,29 @@ def format_interval(
 
 # %% ../nbs/03_stats.ipynb #d8de0932
 class Quote:
-    "Numbers for prose, read from a results JSON's records: one record's value, an interval, or the mean of the records a filter names."
+    """Numbers for prose, read from a results JSON's records: one record's value, an interval, or
+    the mean of the records a filter names.
+    """
 
     def __init__(self, results):  # a results JSON's path, a payload of `results.read_results`, or its records (DataFrame)
         from hoi_audit.results import read_results
 
         self.source = str(results) if not isinstance(results, (dict, pd.DataFrame)) else "records"
         payload = results if isinstance(results, (dict, pd.DataFrame)) else read_results(results)
-        self.records = payload if isinstance(payload, pd.DataFrame) else pd.DataFrame(payload["records"])
+        self.records = (
+            payload if isinstance(payload, pd.DataFrame) else pd.DataFrame(payload["records"])
+        )
 
     def rows(self, **where) -> pd.DataFrame:
-        "The records matching every `column=value` (None: the column is empty); an error names a filter nothing matches."
+        """The records matching every `column=value` (None: the column is empty); an error names a
+        filter nothing matches.
+        """
         rows = self.records
         for k, v in where.items():
             if k not in rows.columns:
-                raise DataError(f"{self.source}: no record has {k!r} (columns: {sorted(self.records.columns)})")
+                raise DataError(
+                    f"{self.source}: no record has {k!r} (columns: {sorted(self.records.columns)})"
+                )
             rows = rows[rows[k].isna()] if v is None else rows[rows[k] == v]
         if rows.empty:
             raise DataError(f"{self.source}: no record matches {where}")
@@ -68,73 +79,119 @@ class Quote:
         "One record's value, formatted (`signed`: a '+' on positive numbers)."
         return f"{self.record(**where)['value']:{'+' if signed else ''}.{digits}f}"
 
-    def interval(self, digits: int = 1, signed: bool = True, low: str = "ci_low", high: str = "ci_high", **where) -> str:
-        "One record's value with its interval, `value [low, high]` (`low`/`high`: which columns hold the bounds)."
+    def interval(
+        self,
+        digits: int = 1,
+        signed: bool = True,
+        low: str = "ci_low",
+        high: str = "ci_high",
+        **where,
+    ) -> str:
+        """One record's value with its interval, `value [low, high]` (`low`/`high`: which columns
+        hold the bounds).
+        """
         r = self.record(**where)
         return format_interval(r["value"], r[low], r[high], digits=digits, signed=signed)
 
     def mean(self, digits: int = 1, signed: bool = False, **where) -> str:
-        "The mean value of every record matching `where` (e.g. a condition's Act@1 over splits, seeds and draws)."
+        """The mean value of every record matching `where` (e.g. a condition's Act@1 over splits,
+        seeds and draws).
+        """
         return f"{self.rows(**where)['value'].mean():{'+' if signed else ''}.{digits}f}"
 
 # %% ../nbs/03_stats.ipynb #b995a594
 @dataclass(frozen=True)
 class Interval:
     "A point estimate with a confidence interval; unpacks as `(estimate, low, high)`."
-    estimate: float # the point estimate (a mean, a mean difference, a metric on all examples)
-    low: float # lower bound (NaN when undefined, see `note`)
-    high: float # upper bound
-    n: int # units the interval is over (splits, videos, examples or clusters)
-    confidence: float = 0.95 # the confidence level
-    method: str = "" # how it was computed, e.g. 'student-t', 'paired student-t', 'percentile bootstrap'
-    std: float = math.nan # sample std of the units (ddof=1) for t intervals; std of the replicates for bootstraps
-    p_value: float = math.nan # two-sided p-value of estimate == 0 where the method gives one
-    note: str = "" # anything a reader must know (undefined interval, dropped replicates)
 
-    def __iter__(self): return iter((self.estimate, self.low, self.high))
+    # the point estimate (a mean, a mean difference, a metric on all examples)
+    estimate: float
+    low: float  # lower bound (NaN when undefined, see `note`)
+    high: float  # upper bound
+    n: int  # units the interval is over (splits, videos, examples or clusters)
+    confidence: float = 0.95  # the confidence level
+    # how it was computed, e.g. 'student-t', 'paired student-t', 'percentile bootstrap'
+    method: str = ""
+    # sample std of the units (ddof=1) for t intervals; std of the replicates for bootstraps
+    std: float = math.nan
+    # two-sided p-value of estimate == 0 where the method gives one
+    p_value: float = math.nan
+    note: str = ""  # anything a reader must know (undefined interval, dropped replicates)
+
+    def __iter__(self):
+        return iter((self.estimate, self.low, self.high))
 
     @property
-    def half_width(self) -> float: return (self.high - self.low) / 2
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
 
     def record(self, **factors) -> dict:
         "A tidy results-JSON record: the factor columns, then `value`, `ci_low`, `ci_high`, `n`."
-        return {**factors, "value": float(self.estimate), "ci_low": float(self.low), "ci_high": float(self.high), "n": int(self.n)}
+        return {
+            **factors,
+            "value": float(self.estimate),
+            "ci_low": float(self.low),
+            "ci_high": float(self.high),
+            "n": int(self.n),
+        }
 
     def format(self, digits:int=1, # decimals
                signed:bool=True, # print a '+' on positive numbers (the paper's gap style)
               ) -> str:
-        "The estimate and its bounds as `format_interval` prints them ('[undefined]' without bounds)."
+        """The estimate and its bounds as `format_interval` prints them ('[undefined]' without
+        bounds).
+        """
         return format_interval(self.estimate, self.low, self.high, digits, signed)
 
-    def __str__(self): return self.format()
+    def __str__(self):
+        return self.format()
 
 # %% ../nbs/03_stats.ipynb #aa1b3106
 def interval_table(records:pd.DataFrame, # one row per estimate, with an estimate, a lower- and an upper-bound column
                    value:str="value", # the estimate column
                    low:str="ci_low", # the lower-bound column
                    high:str="ci_high", # the upper-bound column
-                   index:str|Sequence[str]|None=None, # column(s) to index the table by; None: keep the records' index
+                   # column(s) to index the table by; None: keep the records' index
+                   index:str|Sequence[str]|None=None,
                    columns:str|None=None, # a factor column to spread across the table (needs `index`); None: one formatted column
                    digits:int=1, # decimals
                    signed:bool=False, # print a '+' on positive numbers (gaps, deltas)
-                   undefined:str="[undefined]", # printed instead of missing bounds ('': the value alone)
+                   # printed instead of missing bounds ('': the value alone)
+                   undefined:str="[undefined]",
                   ) -> pd.DataFrame: # `value` as strings, `low`/`high` dropped; with `columns`, index x columns strings
-    "Records with intervals as a display table of `value [low, high]` strings, indexed (and spread) as asked."
+    """Records with intervals as a display table of `value [low, high]` strings, indexed (and
+    spread) as asked.
+    """
     by = [] if index is None else [index] if isinstance(index, str) else list(index)
     spread = [] if columns is None else [columns]
     missing = [c for c in [value, low, high, *by, *spread] if c not in records.columns]
-    if missing: raise DataError(f"interval_table: records have no column(s) {missing} (columns: {list(records.columns)})")
-    if columns is not None and not by: raise ValueError("interval_table: spreading `columns` needs `index`")
-    cells = [format_interval(v, lo, hi, digits, signed, undefined) for v, lo, hi in zip(records[value], records[low], records[high])]
+    if missing:
+        raise DataError(
+            f"interval_table: records have no column(s) {missing} (columns: "
+            f"{list(records.columns)})"
+        )
+    if columns is not None and not by:
+        raise ValueError("interval_table: spreading `columns` needs `index`")
+    cells = [
+        format_interval(v, lo, hi, digits, signed, undefined)
+        for v, lo, hi in zip(records[value], records[low], records[high])
+    ]
     out = records.assign(**{value: cells}).drop(columns=[low, high])
-    if columns is None: return out.set_index(by) if by else out
+    if columns is None:
+        return out.set_index(by) if by else out
     dup = out.duplicated(by + spread)
-    if dup.any(): raise DataError(f"interval_table: several records for {out.loc[dup, by + spread].iloc[0].to_dict()}; one per cell")
+    if dup.any():
+        raise DataError(
+            "interval_table: several records for "
+            f"{out.loc[dup, by + spread].iloc[0].to_dict()}; one per cell"
+        )
     return out.pivot_table(index=by, columns=columns, values=value, aggfunc="first", sort=False)
 
 # %% ../nbs/03_stats.ipynb #fe71ae35
 def _as_series(values, name: str) -> pd.Series:
-    "Per-unit values as a float Series (position index for plain sequences); refuses empty, non-1-D and non-finite input."
+    """Per-unit values as a float Series (position index for plain sequences); refuses empty,
+    non-1-D and non-finite input.
+    """
     if isinstance(values, Mapping):
         values = pd.Series(dict(values))
     if isinstance(values, pd.DataFrame):
@@ -215,23 +272,28 @@ def student_t_interval(
 
 # %% ../nbs/03_stats.ipynb #gs4c001
 def nested_t_interval(
-    values: pd.Series,  # per-unit values with a MultiIndex holding `level` (e.g. gaps by generator seed x split)
+    # per-unit values with a MultiIndex holding `level` (e.g. gaps by generator seed x split)
+    values: pd.Series,
     level: str = "generator_seed",  # the index level whose members are independent draws
     confidence: float = 0.95,  # the confidence level
 ) -> Interval:  # the mean of the draws' means, its t interval on n_draws - 1 df (n = draws); one draw: over its units
-    "Student-t interval of the mean of a balanced two-level sample: the draws' means are the independent units."
+    """Student-t interval of the mean of a balanced two-level sample: the draws' means are the
+    independent units.
+    """
     if not isinstance(values, pd.Series) or level not in (values.index.names or []):
         raise DataError(f"nested_t_interval: values need an index level {level!r} (the draws)")
     s = _as_series(values, "values")
     sizes = s.groupby(level=level).size()
     if sizes.nunique() != 1:
         raise DataError(
-            f"nested_t_interval: unbalanced draws (units per {level}: {sizes.to_dict()}); audit every draw on the same splits"
+            f"nested_t_interval: unbalanced draws (units per {level}: {sizes.to_dict()}); "
+            "audit every draw on the same splits"
         )
     if len(sizes) == 1:
         return replace(
             student_t_interval(s, confidence),
-            note=f"one {level}: the interval is over its units and does not hold the draws' variance",
+            note=f"one {level}: the interval is over its units and does not hold the draws' "
+            "variance",
         )
     iv = student_t_interval(s.groupby(level=level).mean(), confidence)
     return replace(iv, method=f"nested student-t (means of each {level})")
@@ -243,11 +305,14 @@ LEAD_WITH_DRAWS = (
 
 
 def audit_interval(
-    values: pd.Series,  # per-unit values; a MultiIndex level `level` names the draw where there are draws
+    # per-unit values; a MultiIndex level `level` names the draw where there are draws
+    values: pd.Series,
     level: str = "generator_seed",  # the index level of the draws
     confidence: float = 0.95,  # the confidence level
 ) -> Interval:  # over the draws' means (n = draws) from `LEAD_WITH_DRAWS` draws on, else over the units (n = units)
-    "The interval an audit reports: `nested_t_interval` from `LEAD_WITH_DRAWS` draws on, else the Student-t interval over every unit."
+    """The interval an audit reports: `nested_t_interval` from `LEAD_WITH_DRAWS` draws on, else the
+    Student-t interval over every unit.
+    """
     s = _as_series(values, "values")
     draws = s.index.get_level_values(level).nunique() if level in (s.index.names or []) else 1
     return (
@@ -274,8 +339,8 @@ def _paired(a, b, names=("oracle", "non_oracle")) -> tuple[pd.Series, pd.Series]
     labelled = [isinstance(v, (pd.Series, Mapping)) for v in (a, b)]
     if labelled[0] != labelled[1]:
         raise DataError(
-            f"{names[0]} and {names[1]}: pass both as Series/mappings (aligned by unit) or both as plain sequences "
-            f"(paired by position), not one of each"
+            f"{names[0]} and {names[1]}: pass both as Series/mappings (aligned by unit) or both "
+            "as plain sequences (paired by position), not one of each"
         )
     sa, sb = _as_series(a, names[0]), _as_series(b, names[1])
     if not labelled[0]:
@@ -288,12 +353,14 @@ def _paired(a, b, names=("oracle", "non_oracle")) -> tuple[pd.Series, pd.Series]
         dup = s.index[s.index.duplicated()]
         if len(dup):
             raise DataError(
-                f"{name}: duplicated unit(s) {list(dup.unique())[:10]}; aggregate to one value per unit first"
+                f"{name}: duplicated unit(s) {list(dup.unique())[:10]}; aggregate to one "
+                "value per unit first"
             )
     only_a, only_b = sa.index.difference(sb.index), sb.index.difference(sa.index)
     if len(only_a) or len(only_b):
         raise DataError(
-            f"unpaired units: {list(only_a)[:10]} only in {names[0]}, {list(only_b)[:10]} only in {names[1]}"
+            f"unpaired units: {list(only_a)[:10]} only in {names[0]}, {list(only_b)[:10]} "
+            f"only in {names[1]}"
         )
     return sa, sb.reindex(sa.index)
 
@@ -308,11 +375,14 @@ def paired_differences(
 
 # %% ../nbs/03_stats.ipynb #797299a2
 def paired_gap(
-    oracle,  # per-unit scores of the oracle condition (Series by split/video, or a sequence)
+    # per-unit scores of the oracle condition (Series by split/video, or a sequence)
+    oracle,
     non_oracle,  # per-unit scores of the matched non-oracle condition, same units
     confidence: float = 0.95,  # the confidence level
 ) -> Interval:  # mean difference with its paired Student-t interval (n-1 degrees of freedom)
-    "The gap `oracle - non_oracle` over paired units with its Student-t interval (as `scipy.stats.ttest_rel`)."
+    """The gap `oracle - non_oracle` over paired units with its Student-t interval (as
+    `scipy.stats.ttest_rel`).
+    """
     d = paired_differences(oracle, non_oracle).to_numpy()
     mean, std = mean_std(d)
     p = float(_sps.ttest_1samp(d, 0.0).pvalue) if len(d) > 1 and std > 0 else math.nan
@@ -323,7 +393,8 @@ def gap_table(records:pd.DataFrame, # tidy records: a unit column, a condition c
               oracle:str, # the oracle condition's name
               non_oracle:str, # the matched non-oracle condition's name
               unit:str="split", # the pairing unit: 'split', 'video', 'seed', ...
-              by:Sequence[str]=(), # factor columns to group by (e.g. ['dataset', 'metric', 'beta'])
+              # factor columns to group by (e.g. ['dataset', 'metric', 'beta'])
+              by:Sequence[str]=(),
               condition:str="condition", # the condition column
               value:str="value", # the value column
               confidence:float=0.95, # the confidence level
@@ -331,9 +402,13 @@ def gap_table(records:pd.DataFrame, # tidy records: a unit column, a condition c
     "Paired gaps `oracle - non_oracle` with Student-t intervals, per group, paired on `unit`."
     by = list(by)
     missing = [c for c in [unit, condition, value, *by] if c not in records.columns]
-    if missing: raise DataError(f"gap_table: records have no column(s) {missing} (columns: {list(records.columns)})")
+    if missing:
+        raise DataError(
+            f"gap_table: records have no column(s) {missing} (columns: {list(records.columns)})"
+        )
     for name in (oracle, non_oracle):
-        if not (records[condition] == name).any(): raise DataError(f"gap_table: no records of condition {name!r}")
+        if not (records[condition] == name).any():
+            raise DataError(f"gap_table: no records of condition {name!r}")
     rows = []
     groups = records.groupby(by, sort=True, dropna=False) if by else [((), records)]
     for key, frame in groups:
@@ -342,17 +417,32 @@ def gap_table(records:pd.DataFrame, # tidy records: a unit column, a condition c
         series = {}
         for name in (oracle, non_oracle):
             part = frame[frame[condition] == name]
-            if part.empty: raise DataError(f"gap_table: {where}: no records of condition {name!r}")
+            if part.empty:
+                raise DataError(f"gap_table: {where}: no records of condition {name!r}")
             series[name] = part.set_index(unit)[value]
-        try: iv = paired_gap(series[oracle], series[non_oracle], confidence)
-        except DataError as e: raise DataError(f"gap_table: {where}: {e}") from e
-        rows.append({**dict(zip(by, key)), "value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "n": iv.n,
-                     "std": iv.std, "p_value": iv.p_value, "unit": unit})
+        try:
+            iv = paired_gap(series[oracle], series[non_oracle], confidence)
+        except DataError as e:
+            raise DataError(f"gap_table: {where}: {e}") from e
+        rows.append(
+            {
+                **dict(zip(by, key)),
+                "value": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n": iv.n,
+                "std": iv.std,
+                "p_value": iv.p_value,
+                "unit": unit,
+            }
+        )
     return pd.DataFrame(rows)
 
 # %% ../nbs/03_stats.ipynb #cd52ef29
 def batched(fn: Callable) -> Callable:
-    "Mark `fn(*arrays, sample_weight=W)` as accepting a 2-D weight matrix (one row per replicate) and returning one value per row."
+    """Mark `fn(*arrays, sample_weight=W)` as accepting a 2-D weight matrix (one row per replicate)
+    and returning one value per row.
+    """
     fn.batched = True
     return fn
 
@@ -375,7 +465,9 @@ def _as_arrays(data) -> tuple[np.ndarray, ...]:
 
 # %% ../nbs/03_stats.ipynb #f4f00d71
 def _unit_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    "(n_boot, n_units) counts of each unit in each replicate, from the same draws scipy.stats.bootstrap makes."
+    """(n_boot, n_units) counts of each unit in each replicate, from the same draws
+    scipy.stats.bootstrap makes.
+    """
     idx = rng.integers(0, n_units, (n_boot, n_units))
     flat = idx + (np.arange(n_boot) * n_units)[:, None]
     return np.bincount(flat.ravel(), minlength=n_boot * n_units).reshape(n_boot, n_units)
@@ -472,13 +564,17 @@ def weighted_mean(
 # %% ../nbs/03_stats.ipynb #eb6afdc7
 def bootstrap_interval(
     data,  # an array of per-unit values, or a tuple of arrays resampled together row by row
-    statistic: Callable | None = None,  # statistic(*arrays) -> float; None: the mean (batched)
+    # statistic(*arrays) -> float; None: the mean (batched)
+    statistic: Callable | None = None,
     n_boot: int = 2000,  # bootstrap replicates
     confidence: float = 0.95,  # the confidence level
     seed: int = 0,  # seed of numpy.random.default_rng
-    clusters=None,  # optional cluster id per row: resample clusters instead (see `cluster_bootstrap`)
+    # optional cluster id per row: resample clusters instead (see `cluster_bootstrap`)
+    clusters=None,
 ) -> Interval:  # the statistic on all data with its percentile interval
-    "Percentile bootstrap interval of `statistic` over units, resampled with replacement; deterministic given `seed`."
+    """Percentile bootstrap interval of `statistic` over units, resampled with replacement;
+    deterministic given `seed`.
+    """
     arrays = _as_arrays(data)
     statistic = weighted_mean if statistic is None else statistic
     estimate = float(statistic(*arrays))
@@ -527,21 +623,26 @@ def paired_bootstrap_delta(
 
 # %% ../nbs/03_stats.ipynb #ebab511b
 def cluster_bootstrap(
-    metric_fn: Callable,  # metric(*arrays) -> float (batched metrics are evaluated in one call)
+    # metric(*arrays) -> float (batched metrics are evaluated in one call)
+    metric_fn: Callable,
     *arrays,  # arrays with one row per example (e.g. y, scores)
     clusters,  # cluster id per example (e.g. participant)
     n_boot: int = 2000,  # bootstrap replicates
     confidence: float = 0.95,  # the confidence level
     seed: int = 0,  # seed of numpy.random.default_rng
 ) -> Interval:  # the metric on all examples with its cluster percentile interval (n = clusters)
-    "Cluster (e.g. participant) percentile bootstrap: resample clusters, recompute the metric over their examples."
+    """Cluster (e.g. participant) percentile bootstrap: resample clusters, recompute the metric over
+    their examples.
+    """
     return bootstrap_interval(
         tuple(arrays), metric_fn, n_boot=n_boot, confidence=confidence, seed=seed, clusters=clusters
     )
 
 # %% ../nbs/03_stats.ipynb #3d492b1a
 def _weights(sample_weight, n: int) -> tuple[np.ndarray, bool]:
-    "Weights as a (rows, n) matrix, and whether the caller passed at most one row (then a float is returned)."
+    """Weights as a (rows, n) matrix, and whether the caller passed at most one row (then a float is
+    returned).
+    """
     if sample_weight is None:
         return np.ones((1, n)), True
     w = np.asarray(sample_weight, dtype=float)
@@ -606,14 +707,15 @@ def average_precision(
     score,  # score or probability of class 1
     sample_weight=None,  # None, (n,) or (n_boot, n) weights
 ):
-    "AUPRC as average precision (`sklearn.metrics.average_precision_score`); NaN when there is no positive."
+    """AUPRC as average precision (`sklearn.metrics.average_precision_score`); NaN when there is no
+    positive.
+    """
     y, score = _binary(y, score, "score", probability=False)
     w, single = _weights(sample_weight, len(y))
     order = np.argsort(-score, kind="stable")
     s = score[order]
-    starts = np.flatnonzero(
-        np.r_[True, s[1:] != s[:-1]]
-    )  # one group per distinct score, descending
+    # one group per distinct score, descending
+    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
     ws, ys = w[:, order], y[order]
     tp_step = np.add.reduceat(ws * ys, starts, axis=1)
     tp = np.cumsum(tp_step, axis=1)
@@ -678,7 +780,9 @@ def ece_bins(
     p,  # probability of class 1
     n_bins: int = 15,  # equal-width bins on [0, 1]
 ) -> np.ndarray:  # the bin of each probability, 0..n_bins-1
-    "The ECE bin of each probability: [0, 1/n], then (k/n, (k+1)/n] (as sklearn's calibration_curve)."
+    """The ECE bin of each probability: [0, 1/n], then (k/n, (k+1)/n] (as sklearn's
+    calibration_curve).
+    """
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
@@ -692,7 +796,9 @@ def ece(
     sample_weight=None,  # None, (n,) or (n_boot, n) weights
     n_bins: int = 15,  # equal-width bins on [0, 1]
 ):
-    "Expected calibration error of the positive-class probability: count-weighted |mean p - fraction positive| over bins."
+    """Expected calibration error of the positive-class probability: count-weighted |mean p -
+    fraction positive| over bins.
+    """
     y, p = _binary(y, p)
     w, single = _weights(sample_weight, len(y))
     bins = ece_bins(p, n_bins)
@@ -727,14 +833,18 @@ def probe_metrics(
 def probe_metric_intervals(
     y,  # 0/1 labels
     p,  # probability of class 1
-    baseline=None,  # optional baseline probabilities on the same examples: adds paired deltas p - baseline
+    # optional baseline probabilities on the same examples: adds paired deltas p - baseline
+    baseline=None,
     n_boot: int = 2000,  # bootstrap replicates
     confidence: float = 0.95,  # the confidence level
     seed: int = 0,  # seed of numpy.random.default_rng
     clusters=None,  # optional cluster id per example
-    metrics: Mapping[str, Callable] | None = None,  # name -> batched metric; default PROBE_METRICS
+    # name -> batched metric; default PROBE_METRICS
+    metrics: Mapping[str, Callable] | None = None,
 ) -> pd.DataFrame:  # tidy rows: metric, kind ('value' or 'delta'), value, ci_low, ci_high, n
-    "Bootstrap intervals of each probe metric (and paired deltas against a baseline) from one shared set of resamples."
+    """Bootstrap intervals of each probe metric (and paired deltas against a baseline) from one
+    shared set of resamples.
+    """
     metrics = dict(PROBE_METRICS if metrics is None else metrics)
     rows = []
     for name, fn in metrics.items():
@@ -789,7 +899,9 @@ def mean_topk_recall(
     k: int = 5,  # the k of top-k
     classes=None,  # restrict to these classes (e.g. many-shot); None: all classes
 ):
-    "Top-k recall per class, averaged over the classes present in `y` (and in `classes`), as EPIC-KITCHENS' scorer."
+    """Top-k recall per class, averaged over the classes present in `y` (and in `classes`), as
+    EPIC-KITCHENS' scorer.
+    """
     y, hit = _topk_hits(y, scores, k)
     w, single = _weights(sample_weight, len(y))
     n_classes = np.asarray(scores).shape[1]

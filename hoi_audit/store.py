@@ -34,9 +34,12 @@ SAFE_KEY = re.compile(r"^[A-Za-z0-9_.+-]+$")
 
 @dataclass(frozen=True)
 class Unit:
-    "One unit of work: a key that names it, the config it runs under, and the SHA-256 of each input."
+    """One unit of work: a key that names it, the config it runs under, and the SHA-256 of each
+    input.
+    """
 
-    key: dict  # e.g. {"dataset": "breakfast", "split": 1, "condition": "gt_history", "seed": 42}
+    # e.g. {"dataset": "breakfast", "split": 1, "condition": "gt_history", "seed": 42}
+    key: dict
     config: dict = field(default_factory=dict)  # settings the result depends on
     inputs: dict = field(default_factory=dict)  # input name -> SHA-256
 
@@ -46,7 +49,8 @@ class Unit:
         for k, v in self.key.items():
             if not SAFE_KEY.match(str(k)) or not SAFE_KEY.match(str(v)):
                 raise ValueError(
-                    f"unit key {k!r}={v!r}: use letters, digits and _.+- only (it becomes a folder name)"
+                    f"unit key {k!r}={v!r}: use letters, digits and _.+- only (it becomes a "
+                    "folder name)"
                 )
 
     @property
@@ -56,12 +60,15 @@ class Unit:
 
     @property
     def manifest(self) -> dict:
-        "What must match for a stored unit to count as done: the protocol (`core.PROTOCOL`), the key, the config and the inputs."
+        """What must match for a stored unit to count as done: the protocol (`core.PROTOCOL`), the
+        key, the config and the inputs.
+        """
         return to_jsonable(
             {"protocol": PROTOCOL, "key": self.key, "config": self.config, "inputs": self.inputs}
         )
 
 # %% ../nbs/01_store.ipynb #6e036ce6
+# what `ResultStore.status` reports
 UNIT_STATES = (
     "done",
     "pending",
@@ -69,11 +76,13 @@ UNIT_STATES = (
     "running",
     "failed",
     "corrupt",
-)  # what `ResultStore.status` reports
+)
 
 
 class _UnitStates:
-    "A store's view of one unit: its lock, its state and its last failure (the part of `ResultStore` that reads)."
+    """A store's view of one unit: its lock, its state and its last failure (the part of
+    `ResultStore` that reads).
+    """
 
     MANIFEST, RESULT, TIMING = "manifest.json", "result.json", "timing.json"
 
@@ -98,7 +107,9 @@ class _UnitStates:
         return self._inspect_folder(self.unit_dir(unit), unit)
 
     def _inspect_folder(self, d: Path, unit: Unit) -> tuple[str, str]:
-        "(state, reason) of the unit folder `d` (this store's, a peer's, or a scratch copy) judged against `unit`."
+        """(state, reason) of the unit folder `d` (this store's, a peer's, or a scratch copy) judged
+        against `unit`.
+        """
         if not d.exists():
             return "pending", "not computed"
         mpath = d / self.MANIFEST
@@ -119,9 +130,10 @@ class _UnitStates:
             if sha256_file(f) != digest:
                 return "corrupt", f"{f} does not match the SHA-256 in its manifest"
         want = unit.manifest
+        # a manifest without one: protocol 1
         changed = [
             k for k in ("protocol", "key", "config", "inputs") if stored.get(k, 1) != want[k]
-        ]  # a manifest without one: protocol 1
+        ]
         if changed:
             return "stale", f"{' and '.join(changed)} changed since it was computed"
         return "done", "outputs match the manifest" + (
@@ -129,7 +141,9 @@ class _UnitStates:
         )
 
     def state(self, unit: Unit) -> str:
-        "One of `UNIT_STATES` for `unit` (`running` when another process holds its lock, `failed` when its last attempt raised)."
+        """One of `UNIT_STATES` for `unit` (`running` when another process holds its lock, `failed`
+        when its last attempt raised).
+        """
         state, _ = self._inspect(unit)
         if state in ("pending", "stale") and (self.root / ".locks").exists():
             with self._lock(unit, blocking=False) as got:
@@ -141,32 +155,46 @@ class _UnitStates:
 
 # %% ../nbs/01_store.ipynb #f52a3fa1
 class _UnitFailures:
-    "A unit's last failed attempt: recorded with its error (and the log of the task that ran it), cleared when it succeeds."
-    def _failure_file(self, unit:Unit) -> Path:
+    """A unit's last failed attempt: recorded with its error (and the log of the task that ran it),
+    cleared when it succeeds.
+    """
+
+    def _failure_file(self, unit: Unit) -> Path:
         return self.root / ".failed" / f"{sha256_bytes(unit.path.encode())[:24]}.json"
 
     def record_failure(self, unit:Unit, # the unit whose compute raised
                        error:str, # the error and its traceback
-                       log:str|None=None, # where the worker's full log is (a SLURM task's stderr)
+                       # where the worker's full log is (a SLURM task's stderr)
+                       log:str|None=None,
                       ) -> Path:
-        "Keep why `unit` failed (until it succeeds), so that `status` can say so; returns the record's path."
-        return write_json(self._failure_file(unit), {"unit": unit.path, "key": unit.key, "error": error, "log": log})
+        """Keep why `unit` failed (until it succeeds), so that `status` can say so; returns the
+        record's path.
+        """
+        return write_json(
+            self._failure_file(unit),
+            {"unit": unit.path, "key": unit.key, "error": error, "log": log},
+        )
 
-    def failure(self, unit:Unit) -> dict|None:
+    def failure(self, unit: Unit) -> dict | None:
         "The failure record of `unit` (unit, key, error, log), or None."
         f = self._failure_file(unit)
         return read_json(f) if f.exists() else None
 
 # %% ../nbs/01_store.ipynb #6620c489
 class _UnitFiles:
-    "A unit's files: loading a done unit, and computing one into a scratch folder that is committed atomically."
+    """A unit's files: loading a done unit, and computing one into a scratch folder that is
+    committed atomically.
+    """
 
     def load(self, unit: Unit):
-        "The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not done."
+        """The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not
+        done.
+        """
         state, reason = self._inspect(unit)
         if state == "corrupt":
             raise ManifestError(
-                f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it"
+                f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to "
+                "recompute it"
             )
         if state != "done":
             raise KeyError(f"unit {unit.path} is {state}: {reason}")
@@ -178,7 +206,9 @@ class _UnitFiles:
         return self.unit_dir(unit)
 
     def _scratch(self, unit: Unit) -> Path:
-        "A fresh scratch folder for `unit` in `.tmp/` (a killed writer's leftovers removed: the caller holds the unit's lock)."
+        """A fresh scratch folder for `unit` in `.tmp/` (a killed writer's leftovers removed: the
+        caller holds the unit's lock).
+        """
         tmp_root = ensure_folder(self.root / ".tmp")
         prefix = sha256_bytes(unit.path.encode())[:24]
         for old in tmp_root.glob(f"{prefix}-*"):
@@ -188,7 +218,9 @@ class _UnitFiles:
         return work
 
     def _install(self, unit: Unit, work: Path):
-        "Rename the complete scratch folder `work` into the unit's place (a replaced unit goes through `.trash/`); clear its failure record."
+        """Rename the complete scratch folder `work` into the unit's place (a replaced unit goes
+        through `.trash/`); clear its failure record.
+        """
         final = self.unit_dir(unit)
         ensure_folder(final.parent)
         trash = None
@@ -212,7 +244,8 @@ class _UnitFiles:
                 if p.is_file() and p.name != self.MANIFEST
             }
             write_json(work / self.MANIFEST, {**unit.manifest, "outputs": outputs})
-            # how long it took, beside the manifest and outside it: the estimate of what is pending reads it; no result does
+            # how long it took, beside the manifest and outside it: the estimate of what is pending
+            # reads it; no result does
             write_json(work / self.TIMING, {"seconds": round(time.perf_counter() - started, 3)})
             self._install(unit, work)
         except BaseException:
@@ -227,12 +260,12 @@ class _UnitFiles:
             state, reason = self._inspect(unit)
             if state == "corrupt":
                 raise ManifestError(
-                    f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to recompute it"
+                    f"unit {unit.path} in {self.root}: {reason}; delete "
+                    f"{self.unit_dir(unit)} to recompute it"
                 )
             if state != "done":
-                check_budget(
-                    f"unit {unit.path} of {self.root}"
-                )  # a run's budget stops it between units
+                # a run's budget stops it between units
+                check_budget(f"unit {unit.path} of {self.root}")
                 self._commit(unit, compute)
             return True
 
@@ -240,7 +273,9 @@ class _UnitFiles:
 def stores_below(
     folder,  # a folder (missing: no stores)
 ) -> list:  # the stores' folders, sorted
-    "Every result store (a folder with `plan.json`) at or below `folder`; unit folders and hidden folders are not searched."
+    """Every result store (a folder with `plan.json`) at or below `folder`; unit folders and hidden
+    folders are not searched.
+    """
     found = []
     for here, dirs, files in os.walk(folder):
         if "plan.json" in files:
@@ -250,27 +285,40 @@ def stores_below(
 
 # %% ../nbs/01_store.ipynb #f9f6eb6e
 class _UnitPeers:
-    "Units that another store below `peers` holds done under the identical manifest: copied, checked against their hashes, not computed again."
+    """Units that another store below `peers` holds done under the identical manifest: copied,
+    checked against their hashes, not computed again.
+    """
+
     def peer_stores(self) -> list:
         "The other stores below `peers` (`stores_below`, this store excluded), sorted."
-        if self.peers is None: return []
+        if self.peers is None:
+            return []
         return [r for r in stores_below(self.peers) if r.resolve() != self.root.resolve()]
 
     def adopt(self, units:Sequence[Unit], # units this store does not hold done
              ) -> dict: # unit path -> the peer unit folder it was copied from
-        "Copy in every unit of `units` that a peer store holds done with the same key, config and inputs."
+        """Copy in every unit of `units` that a peer store holds done with the same key, config and
+        inputs.
+        """
         peers, copied = [ResultStore(r) for r in self.peer_stores()], {}
         for u in units:
             source = next((p.unit_dir(u) for p in peers if p._inspect(u)[0] == "done"), None)
-            if source is None: continue
+            if source is None:
+                continue
             with self._lock(u, blocking=False) as got:
-                if not got or self._inspect(u)[0] == "done": continue   # another process is computing or copying it
+                if not got or self._inspect(u)[0] == "done":
+                    continue  # another process is computing or copying it
                 work = self._scratch(u)
                 try:
                     shutil.copytree(source, work, dirs_exist_ok=True)
-                    state, reason = self._inspect_folder(work, u)   # the copy, not the peer: a peer replaced meanwhile is caught here
-                    if state != "done": raise ManifestError(f"copying unit {u.path} from {source}: {reason}")
-                    write_json(work / self.MANIFEST, {**read_json(work / self.MANIFEST), "copied_from": str(source)})
+                    # the copy, not the peer: a peer replaced meanwhile is caught here
+                    state, reason = self._inspect_folder(work, u)
+                    if state != "done":
+                        raise ManifestError(f"copying unit {u.path} from {source}: {reason}")
+                    write_json(
+                        work / self.MANIFEST,
+                        {**read_json(work / self.MANIFEST), "copied_from": str(source)},
+                    )
                     self._install(u, work)
                 except BaseException:
                     shutil.rmtree(work, ignore_errors=True)
@@ -283,7 +331,9 @@ class _StoreGrid:
     "A grid of units: the plan a run was asked for, and the state of every unit below the store."
 
     def plan(self, units: Sequence[Unit]) -> Path:
-        "Add the units of a run to the store's grid (`plan.json`; a unit planned again replaces its entry), so that `status` can tell what is pending."
+        """Add the units of a run to the store's grid (`plan.json`; a unit planned again replaces
+        its entry), so that `status` can tell what is pending.
+        """
         paths = [u.path for u in units]
         dup = sorted({p for p in paths if paths.count(p) > 1})
         if dup:
@@ -301,7 +351,8 @@ class _StoreGrid:
         rows, seen = [], set()
         plan = self.root / "plan.json"
         planned = read_json(plan) if plan.exists() else []
-        for m in planned:  # canonical JSON sorts keys; the unit's path keeps the key's order
+        # canonical JSON sorts keys; the unit's path keeps the key's order
+        for m in planned:
             order = [part.split("=", 1)[0] for part in m["path"].split("/")]
             u = Unit({k: m["key"][k] for k in order}, m["config"], m["inputs"])
             seen.add(u.path)
@@ -334,75 +385,118 @@ class _StoreGrid:
 
 # %% ../nbs/01_store.ipynb #4ae28c02
 class _SharedArrays:
-    "Arrays computed once for every process on a store (`.cache/<key>/`, memory-mapped read-only), removed by the driver when done."
+    """Arrays computed once for every process on a store (`.cache/<key>/`, memory-mapped read-only),
+    removed by the driver when done.
+    """
 
     def shared_arrays(self, key:str, # names the arrays: a hash of everything they are a function of (letters, digits, _.+-)
-                      compute:Callable, # compute() -> {name: array}, called only by the first process that asks
+                      # compute() -> {name: array}, called only by the first process that asks
+                      compute:Callable,
                      ) -> dict: # name -> read-only memory-mapped array
-        "The arrays of `key`: computed and written atomically by the first process that asks (the others wait on its lock), then read by all."
+        """The arrays of `key`: computed and written atomically by the first process that asks (the
+        others wait on its lock), then read by all.
+        """
         folder = self.root / ".cache" / key
         with self._lock(Unit({"cache": key}), blocking=True):
             if not (folder / "done").exists():
-                shutil.rmtree(folder, ignore_errors=True)   # a killed writer's leftovers
-                for name, array in compute().items(): write_npy(ensure_folder(folder) / f"{name}.npy", array)
-                write_json(ensure_folder(folder) / "done", sorted(p.stem for p in folder.glob("*.npy")))
-        return {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in read_json(folder / "done")}
+                shutil.rmtree(folder, ignore_errors=True)  # a killed writer's leftovers
+                for name, array in compute().items():
+                    write_npy(ensure_folder(folder) / f"{name}.npy", array)
+                write_json(
+                    ensure_folder(folder) / "done", sorted(p.stem for p in folder.glob("*.npy"))
+                )
+        return {
+            name: np.load(folder / f"{name}.npy", mmap_mode="r")
+            for name in read_json(folder / "done")
+        }
 
-    def drop_shared(self, key:str):
+    def drop_shared(self, key: str):
         "Remove the arrays of `key` (no error when there are none)."
         with self._lock(Unit({"cache": key}), blocking=True):
             shutil.rmtree(self.root / ".cache" / key, ignore_errors=True)
 
-
 # %% ../nbs/01_store.ipynb #e166060d
 class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid, _SharedArrays):
-    "A folder of units of work, each written atomically and skipped on restart when its manifest matches."
+    """A folder of units of work, each written atomically and skipped on restart when its manifest
+    matches.
+    """
 
     def __init__(self, root, # the store's folder (created on first write)
                  peers=None, # a folder of other stores whose done units with the identical manifest are copied, not recomputed (None: none)
                 ):
         self.root, self.peers = Path(root), (Path(peers) if peers is not None else None)
 
-    def __repr__(self): return f"ResultStore({str(self.root)!r})"
-    def unit_dir(self, unit:Unit) -> Path: return self.root / "units" / unit.path
+    def __repr__(self):
+        return f"ResultStore({str(self.root)!r})"
+
+    def unit_dir(self, unit: Unit) -> Path:
+        return self.root / "units" / unit.path
 
     def run(self, units:Sequence[Unit], # the units, in the order results are returned
-            compute:Callable, # compute(unit, workdir) -> JSON-able result; may write files into workdir
+            # compute(unit, workdir) -> JSON-able result; may write files into workdir
+            compute:Callable,
             progress:bool=True, # show a progress bar
             desc:str|None=None, # its label
-            backend=None, # who computes the pending units (a backend of `hoi_audit.cluster`); None: this process
+            # who computes the pending units (a backend of `hoi_audit.cluster`); None: this process
+            backend=None,
            ) -> list:
-        "Compute every unit that is not done (skipping finished ones) and return all results, read back from the store."
+        """Compute every unit that is not done (skipping finished ones) and return all results, read
+        back from the store.
+        """
         units = list(units)
         self.plan(units)
         pending = []
-        for u in units:   # a damaged store is reported before any work is done
+        for u in units:  # a damaged store is reported before any work is done
             state, reason = self._inspect(u)
-            if state == "corrupt": raise ManifestError(f"unit {u.path} in {self.root}: {reason}; delete {self.unit_dir(u)} to recompute it")
-            if state != "done": pending.append(u)
+            if state == "corrupt":
+                raise ManifestError(
+                    f"unit {u.path} in {self.root}: {reason}; delete {self.unit_dir(u)} to "
+                    "recompute it"
+                )
+            if state != "done":
+                pending.append(u)
         if pending and self.peers is not None:
             copied = self.adopt(pending)
             if copied:
-                print(f"{self.root}: {len(copied)} unit(s) copied from other stores below {self.peers} (the same key, config and inputs), "
-                      "not computed again", file=sys.stderr)
+                print(
+                    f"{self.root}: {len(copied)} unit(s) copied from other stores below "
+                    f"{self.peers} (the same key, config and inputs), not computed again",
+                    file=sys.stderr,
+                )
                 pending = [u for u in pending if u.path not in copied]
-        if pending and backend is not None:   # the caller chooses it (the backends build on the store: no import here)
-            backend.run_units(self, pending, compute, desc=desc or self.root.name, progress=progress)
+        if (
+            pending and backend is not None
+        ):  # the caller chooses it (the backends build on the store: no import here)
+            backend.run_units(
+                self, pending, compute, desc=desc or self.root.name, progress=progress
+            )
         from tqdm import tqdm
-        bar = tqdm(total=len(units), desc=desc or self.root.name, disable=not progress, mininterval=1.0, file=sys.stderr)
+
+        bar = tqdm(
+            total=len(units),
+            desc=desc or self.root.name,
+            disable=not progress,
+            mininterval=1.0,
+            file=sys.stderr,
+        )
         deferred = []
         for u in units:
-            if self._try(u, compute, blocking=False): bar.update()
-            else: deferred.append(u)
+            if self._try(u, compute, blocking=False):
+                bar.update()
+            else:
+                deferred.append(u)
         for u in deferred:
-            self._try(u, compute, blocking=True); bar.update()
+            self._try(u, compute, blocking=True)
+            bar.update()
         bar.close()
         return [self.load(u) for u in units]
 
 # %% ../nbs/01_store.ipynb #fcf5010a
 @dataclass(frozen=True)
 class ExperimentPaths:
-    "The output layout of one experiment below an output folder, at the small scale or the full one (committed below `results/full/`)."
+    """The output layout of one experiment below an output folder, at the small scale or the full
+    one (committed below `results/full/`).
+    """
 
     out_dir: Path  # the output folder (e.g. the repository root, or --out)
     experiment: str  # the experiment's name
@@ -425,7 +519,9 @@ class ExperimentPaths:
 
     @property
     def stores(self) -> Path:
-        "Where every experiment's store is: DIR/store, or at the full scale DIR/results/full/store (its finished units are committed)."
+        """Where every experiment's store is: DIR/store, or at the full scale DIR/results/full/store
+        (its finished units are committed).
+        """
         return (
             self._below("results") / "store"
             if self.scale == "full"
@@ -434,7 +530,9 @@ class ExperimentPaths:
 
     @property
     def store(self) -> ResultStore:
-        "The experiment's result store; its peers are the other stores of the output folder (a unit one of them holds is not trained again)."
+        """The experiment's result store; its peers are the other stores of the output folder (a
+        unit one of them holds is not trained again).
+        """
         return ResultStore(self.stores / self.experiment, peers=self.stores)
 
     @property
@@ -443,7 +541,9 @@ class ExperimentPaths:
 
     @property
     def data(self) -> Path:
-        "Generated inputs shared by every experiment below this output folder (`synthetic.shared_synthetic`): written once, read by all."
+        """Generated inputs shared by every experiment below this output folder
+        (`synthetic.shared_synthetic`): written once, read by all.
+        """
         return Path(self.out_dir) / "raw" / "shared"
 
     def figure(self, name: str) -> Path:
@@ -453,9 +553,13 @@ class ExperimentPaths:
 # %% ../nbs/01_store.ipynb #64466921
 @dataclass(frozen=True)
 class CommandOutput(ExperimentPaths):
-    "Where a subcommand writes: below `--out DIR` as `reproduce` does, or `--out FILE.json` with figures and store beside it."
-    results_file: Path|None = None # the results JSON when --out named a .json file
-    written: list = field(default_factory=list, compare=False) # every file written, in order
+    """Where a subcommand writes: below `--out DIR` as `reproduce` does, or `--out FILE.json` with
+    figures and store beside it.
+    """
+
+    results_file: Path | None = None  # the results JSON when --out named a .json file
+    # every file written, in order
+    written: list = field(default_factory=list, compare=False)
 
     @classmethod
     def parse(cls, out, # the --out value: a folder, or a path ending in .json
@@ -464,23 +568,31 @@ class CommandOutput(ExperimentPaths):
         "Read `--out`: a `.json` path is the results file, anything else a folder."
         out = Path(out)
         if out.suffix.lower() == ".json":
-            if out.is_dir(): raise OutputError(f"{out}: --out names a .json results file, but a folder is there")
+            if out.is_dir():
+                raise OutputError(f"{out}: --out names a .json results file, but a folder is there")
             return cls(out.parent, experiment, results_file=out)
-        if out.exists() and not out.is_dir(): raise OutputError(f"{out}: --out must be a folder or a .json path, and a file is there")
+        if out.exists() and not out.is_dir():
+            raise OutputError(f"{out}: --out must be a folder or a .json path, and a file is there")
         return cls(out, experiment)
 
     @property
-    def results(self) -> Path: return self.results_file or ExperimentPaths.results.fget(self)
+    def results(self) -> Path:
+        return self.results_file or ExperimentPaths.results.fget(self)
 
-    def results_for(self, experiment:str) -> Path:
-        "A second results JSON of the same command (e.g. the 2x2 beside the audit): next to the first one."
-        if self.results_file is None: return ExperimentPaths(self.out_dir, experiment).results
+    def results_for(self, experiment: str) -> Path:
+        """A second results JSON of the same command (e.g. the 2x2 beside the audit): next to the
+        first one.
+        """
+        if self.results_file is None:
+            return ExperimentPaths(self.out_dir, experiment).results
         return self.results_file.with_name(f"{self.results_file.stem}.{experiment}.json")
 
     def wrote(self, path) -> Path:
         "Record a written file (returns it, so `paths.wrote(write_json(...))` reads naturally)."
-        self.written.append(Path(path)); return Path(path)
+        self.written.append(Path(path))
+        return Path(path)
 
     def report(self, file=None):
         "Print every file the command wrote."
-        for p in self.written: print(f"wrote {p}", file=file or sys.stdout)
+        for p in self.written:
+            print(f"wrote {p}", file=file or sys.stdout)

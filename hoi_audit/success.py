@@ -53,7 +53,9 @@ FEATURE_CONDITIONS = {  # feature set -> its provenance condition (the blocks it
 # %% ../nbs/43_success.ipynb #98c72a16
 @dataclass(frozen=True)
 class ProbeInputs:
-    "What a probe at horizon H may draw on: visible latents, future commands, and (oracle only) future latents."
+    """What a probe at horizon H may draw on: visible latents, future commands, and (oracle only)
+    future latents.
+    """
 
     visible: np.ndarray  # (N, K-H, D) the observed bins
     future_commands: np.ndarray  # (N, H, 7) the plan
@@ -86,12 +88,26 @@ def forecast_features(model:WorldModel, # a frozen world model
                       *,
                       name:str|None=None, # whose rollout errors name (the user's spec; default: the model's kind or class)
                      ) -> dict: # endpoint (N, D), delta (N, D), gate (N, H)
-    "Roll the model out and return the forecast features: predicted endpoint, its change from the last visible latent, the gate."
+    """Roll the model out and return the forecast features: predicted endpoint, its change from the
+    last visible latent, the gate.
+    """
     name = name or getattr(model, "kind", type(model).__name__)
-    out = call_user(model.rollout, name, "rollout", visible, future_commands, rows=(0, len(visible) - 1), horizon=future_commands.shape[1])
+    out = call_user(
+        model.rollout,
+        name,
+        "rollout",
+        visible,
+        future_commands,
+        rows=(0, len(visible) - 1),
+        horizon=future_commands.shape[1],
+    )
     out = check_rollout(out, visible, future_commands, name)
     endpoint = out["latents"][:, -1].astype(np.float64)
-    return {"endpoint": endpoint, "delta": endpoint - np.asarray(visible[:, -1], dtype=np.float64), "gate": out["gate"].astype(np.float64)}
+    return {
+        "endpoint": endpoint,
+        "delta": endpoint - np.asarray(visible[:, -1], dtype=np.float64),
+        "gate": out["gate"].astype(np.float64),
+    }
 
 # %% ../nbs/43_success.ipynb #832e5ac8
 def feature_blocks(
@@ -99,7 +115,9 @@ def feature_blocks(
     forecast: dict | None = None,  # from forecast_features (needed for the forecast set)
     feature_sets: Sequence[str] = FEATURE_SETS,  # which sets to build
 ) -> dict:  # feature set -> list of Blocks
-    "The provenance-tagged blocks of each feature set; future latents are read only if 'oracle' is requested."
+    """The provenance-tagged blocks of each feature set; future latents are read only if 'oracle' is
+    requested.
+    """
     unknown = sorted(set(feature_sets) - set(FEATURE_SETS))
     if unknown:
         raise ValueError(f"unknown feature set(s) {unknown}; the sets are {FEATURE_SETS}")
@@ -165,26 +183,46 @@ def fit_probe(X_train, y_train, X_test, *, seed: int) -> np.ndarray:
 
 # %% ../nbs/43_success.ipynb #48e8a7cb
 def hard_test_pairs(episodes:Episodes, # held-out episodes (labels, language, length bin and the first latent are read)
-                    allow_unmatched:bool=False, # pair what can be paired instead of raising on a short stratum
+                    # pair what can be paired instead of raising on a short stratum
+                    allow_unmatched:bool=False,
                    ) -> pd.DataFrame: # failure, success (positions in `episodes`), language_available, length_bin, distance
-    "Pair each failure with a unique success of the same stratum, minimizing initial-latent distance."
+    """Pair each failure with a unique success of the same stratum, minimizing initial-latent
+    distance.
+    """
     initial = np.asarray(episodes.latents[:, 0], dtype=np.float64)
     has_language = episodes.language >= 0
     rows, unmatched = [], []
     for lang in (False, True):
         for length in np.unique(episodes.length_bin):
             in_stratum = (has_language == lang) & (episodes.length_bin == length)
-            fail, succ = np.flatnonzero(in_stratum & ~episodes.success), np.flatnonzero(in_stratum & episodes.success)
-            if len(fail) == 0: continue
+            fail, succ = (
+                np.flatnonzero(in_stratum & ~episodes.success),
+                np.flatnonzero(in_stratum & episodes.success),
+            )
+            if len(fail) == 0:
+                continue
             if len(succ) < len(fail) and not allow_unmatched:
-                raise DataError(f"hard test set: stratum (language available={lang}, length_bin={length}) has {len(fail)} failures "
-                                f"but only {len(succ)} successes; pass allow_unmatched=True to pair what can be paired")
+                raise DataError(
+                    f"hard test set: stratum (language available={lang}, length_bin={length}) "
+                    f"has {len(fail)} failures but only {len(succ)} successes; pass "
+                    "allow_unmatched=True to pair what can be paired"
+                )
             cost = np.linalg.norm(initial[fail, None, :] - initial[None, succ, :], axis=-1)
             r, c = linear_sum_assignment(cost)
             unmatched += sorted(set(fail.tolist()) - set(fail[r].tolist()))
-            rows += [{"failure": int(fail[i]), "success": int(succ[j]), "language_available": lang, "length_bin": int(length),
-                      "distance": float(cost[i, j])} for i, j in zip(r, c)]
-    pairs = pd.DataFrame(rows, columns=["failure", "success", "language_available", "length_bin", "distance"])
+            rows += [
+                {
+                    "failure": int(fail[i]),
+                    "success": int(succ[j]),
+                    "language_available": lang,
+                    "length_bin": int(length),
+                    "distance": float(cost[i, j]),
+                }
+                for i, j in zip(r, c)
+            ]
+    pairs = pd.DataFrame(
+        rows, columns=["failure", "success", "language_available", "length_bin", "distance"]
+    )
     pairs = pairs.sort_values("failure", kind="stable").reset_index(drop=True)
     pairs.attrs["unmatched"] = unmatched
     return pairs
@@ -247,7 +285,9 @@ def _probe_splits(episodes: Episodes) -> tuple[Episodes, Episodes]:
 def _world_model_source(
     model, train, horizons, *, check, forecaster_kind, forecaster_steps, forecaster_seed
 ) -> tuple:
-    "(fc_config, make(seed) -> world model, fc_seed(probe seed) -> its forecaster's seed): the package's forecaster or the user's model."
+    """(fc_config, make(seed) -> world model, fc_seed(probe seed) -> its forecaster's seed): the
+    package's forecaster or the user's model.
+    """
     fc_seed = (lambda s: s) if forecaster_seed is None else (lambda s: int(forecaster_seed))
     if model is None:
         fc_config = {"kind": forecaster_kind, "steps": forecaster_steps, "horizons": horizons}
@@ -266,7 +306,9 @@ def _world_model_source(
 def _run_forecasters(
     store, make, check, *, fc_config, fc_seed, seeds, horizons, train, held, train_pin, progress
 ):
-    "One store unit per forecaster seed: build the world model, check it, keep its forecast features at every horizon."
+    """One store unit per forecaster seed: build the world model, check it, keep its forecast
+    features at every horizon.
+    """
 
     def forecast_unit(unit, workdir):
         wm = make(None if unit.key["seed"] == "given" else unit.key["seed"])
@@ -399,15 +441,18 @@ def _run_probes(
 
 # %% ../nbs/43_success.ipynb #98d7b671
 def _pair_clusters(held: Episodes, pairs: pd.DataFrame, hard: np.ndarray) -> dict:
-    "Bootstrap clusters per test set: none on the full set; on the hard set a failure and its matched success share a cluster."
+    """Bootstrap clusters per test set: none on the full set; on the hard set a failure and its
+    matched success share a cluster.
+    """
     pair_of = np.full(len(held), -1)
     pair_of[pairs["failure"].to_numpy()] = pair_of[pairs["success"].to_numpy()] = np.arange(
         len(pairs)
     )
+    # the hard set resamples pairs, a failure with its matched success
     return {
         "full": None,
         "hard": pair_of[hard],
-    }  # the hard set resamples pairs, a failure with its matched success
+    }
 
 # %% ../nbs/43_success.ipynb #05683dc2
 def _seed_mean_rows(
@@ -481,7 +526,9 @@ def _seed_mean_intervals(
     feature_sets,  # probe inputs
     n_boot: int,  # bootstrap replicates
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "Bootstrap intervals of every seed-mean metric (summary) and of forecast minus context_action (comparison)."
+    """Bootstrap intervals of every seed-mean metric (summary) and of forecast minus context_action
+    (comparison).
+    """
     summary, comparison = [], []
     for test, idx in tests:
         boot = dict(clusters=clusters_of[test], n_boot=n_boot)
@@ -524,8 +571,8 @@ def _success_config(
             if forecaster_seed is None
             else int(forecaster_seed),
         },
-        "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over matched pairs (hard); "
-        "comparison paired on shared resamples",
+        "bootstrap": "percentile of the seed-mean metric over held-out episodes (full) or over "
+        "matched pairs (hard); comparison paired on shared resamples",
         "positive_class": "success",
         "ece_bins": 15,
         "balanced_accuracy_threshold": 0.5,
@@ -540,17 +587,22 @@ def _success_config(
 # %% ../nbs/43_success.ipynb #3ec46529
 @dataclass
 class SuccessInput:
-    "The success probes' input, prepared once: the splits, the hard test set, the world model's source, and the pins of it all."
+    """The success probes' input, prepared once: the splits, the hard test set, the world model's
+    source, and the pins of it all.
+    """
 
     train: Episodes  # train_full
     held: Episodes  # heldout
     pairs: pd.DataFrame  # the hard test set's matched pairs (`hard_test_pairs`)
     horizons: list  # H values
-    fc_config: dict  # the forecaster's config (the package's, or the user's model's identity)
+    # the forecaster's config (the package's, or the user's model's identity)
+    fc_config: dict
     make: Callable  # make(seed) -> a checked world model
-    fc_seed: Callable  # fc_seed(probe seed) -> its forecaster's seed ('given': one frozen model)
+    # fc_seed(probe seed) -> its forecaster's seed ('given': one frozen model)
+    fc_seed: Callable
     check: Callable  # check(world model) -> its fingerprint at every horizon
-    forecaster_seed: int | None  # one forecaster for all probe seeds, or None: one per probe seed
+    # one forecaster for all probe seeds, or None: one per probe seed
+    forecaster_seed: int | None
     pins: dict  # train_full, heldout, hard_pairs and the caller's input pins
 
     @property
@@ -558,37 +610,60 @@ class SuccessInput:
         return hard_test_index(self.pairs)
 
 # %% ../nbs/43_success.ipynb #a06a5496
-def success_input(episodes:Episodes, # embedded or read_episodes(folder)
-                  *,
-                  horizons:Sequence[int]=HORIZONS, # H values
-                  model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
-                  forecaster_kind:str="jepa", # the package's frozen world model (worldmodel.KINDS), when `model` is None
-                  forecaster_steps:int=600, # its training steps
-                  forecaster_seed:int|None=None, # None: one forecaster per probe seed (as ranking); an int: one for all
-                  pins:dict|None=None, # extra input pins for the results JSON (e.g. the outcome audit)
-                 ) -> SuccessInput:
-    "The splits (each with both classes), their hard test pairs, the world model's source (a user's model built and checked here), the pins."
+def success_input(
+    episodes: Episodes,  # embedded or read_episodes(folder)
+    *,
+    horizons: Sequence[int] = HORIZONS,  # H values
+    model=None,  # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
+    # the package's frozen world model (worldmodel.KINDS), when `model` is None
+    forecaster_kind: str = "jepa",
+    forecaster_steps: int = 600,  # its training steps
+    # None: one forecaster per probe seed (as ranking); an int: one for all
+    forecaster_seed: int | None = None,
+    # extra input pins for the results JSON (e.g. the outcome audit)
+    pins: dict | None = None,
+) -> SuccessInput:
+    """The splits (each with both classes), their hard test pairs, the world model's source (a
+    user's model built and checked here), the pins.
+    """
     horizons = [int(h) for h in horizons]
     train, held = _probe_splits(episodes)
     pairs = hard_test_pairs(held)
     K, D = episodes.n_bins, episodes.latent_dim
-    check = lambda m: sha256_json([check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons])
+    check = lambda m: sha256_json(
+        [check_world_model(m, D, context_bins=K - h, horizon=h) for h in horizons]
+    )
     fc_config, make, fc_seed = _world_model_source(
-        model, train, horizons, check=check, forecaster_kind=forecaster_kind,
-        forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed)
-    all_pins = {"train_full": train.fingerprint(), "heldout": held.fingerprint(),
-                "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()), **(pins or {})}
-    return SuccessInput(train, held, pairs, horizons, fc_config, make, fc_seed, check, forecaster_seed, all_pins)
+        model,
+        train,
+        horizons,
+        check=check,
+        forecaster_kind=forecaster_kind,
+        forecaster_steps=forecaster_steps,
+        forecaster_seed=forecaster_seed,
+    )
+    all_pins = {
+        "train_full": train.fingerprint(),
+        "heldout": held.fingerprint(),
+        "hard_pairs": sha256_array(pairs[["failure", "success"]].to_numpy()),
+        **(pins or {}),
+    }
+    return SuccessInput(
+        train, held, pairs, horizons, fc_config, make, fc_seed, check, forecaster_seed, all_pins
+    )
 
 # %% ../nbs/43_success.ipynb #924ea3b4
 def success_stage_run(
     data: SuccessInput,  # from `success_input`
-    spec: RunSpec,  # probe (and forecaster) seeds, the store, progress (the world models train on the CPU)
+    # probe (and forecaster) seeds, the store, progress (the world models train on the CPU)
+    spec: RunSpec,
     *,
     feature_sets: Sequence[str] = FEATURE_SETS,  # the probe inputs
     n_boot: int = 1000,  # bootstrap replicates of every interval
 ) -> dict:  # probe_records (the per-seed rows), records, summary, comparison, table, pairs
-    "The forecasters, then the probes (each a unit of the store), then the seed-mean intervals: section 1 of the downstream protocols."
+    """The forecasters, then the probes (each a unit of the store), then the seed-mean intervals:
+    section 1 of the downstream protocols.
+    """
     seeds, train_pin, held_pin = list(spec.seeds), data.pins["train_full"], data.pins["heldout"]
     _run_forecasters(
         spec.store,
@@ -642,7 +717,9 @@ def success_stage_show(
     name: str,  # the input's name
     result: dict,  # from `success_stage_run`
 ):
-    "Print the AUROC table on the full held-out split and the primary comparison (forecast minus context_action at H = 4)."
+    """Print the AUROC table on the full held-out split and the primary comparison (forecast minus
+    context_action at H = 4).
+    """
     primary = result["comparison"].query("primary and test_set == 'full' and metric == 'auroc'")
     print(format_table(result["summary"]).to_string())
     if len(primary):
@@ -673,7 +750,9 @@ def success_stage_config(
     feature_sets: Sequence[str] = FEATURE_SETS,  # the probe inputs
     n_boot: int = 1000,  # bootstrap replicates
 ) -> tuple:  # (the results config, the pins)
-    "The settings written into the results JSON (`_success_config`) and the input's pins, as `success_input` prepared them."
+    """The settings written into the results JSON (`_success_config`) and the input's pins, as
+    `success_input` prepared them.
+    """
     (data,) = datasets.values()
     config = _success_config(
         list(spec.seeds),
@@ -690,30 +769,53 @@ def success_stage_config(
     return config, data.pins
 
 # %% ../nbs/43_success.ipynb #319303fc
-def run_success_probes(episodes:Episodes, # embedded or read_episodes(folder)
-                       out_dir, # output root: results/, store/ below it
-                       seeds:Sequence[int]=PROTOCOL_SEEDS, # probe (and forecaster) seeds
-                       horizons:Sequence[int]=HORIZONS, # H values
-                       feature_sets:Sequence[str]=FEATURE_SETS, # the probe inputs
-                       forecaster_kind:str="jepa", # the package's frozen world model (worldmodel.KINDS), when `model` is None
-                       forecaster_steps:int=600, # its training steps
-                       forecaster_seed:int|None=None, # None: one forecaster per probe seed (as ranking); an int: one for all
-                       model=None, # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
-                       n_boot:int=1000, # bootstrap replicates of every interval
-                       scale:str="small", # the results JSON's scale label
-                       results_path=None, # where to write the results JSON, a .json path (default: out_dir/results/success_probes.json)
-                       pins:dict|None=None, # extra input pins for the results JSON (e.g. the outcome audit)
-                       progress:bool=True, # progress bars
-                      ) -> dict: # records, summary, comparison, table, pairs, results (path)
-    "Run section 1 of the downstream protocols and write its results JSON: the `success` stage (`stages.run_stage`), its store below `out_dir`."
+def run_success_probes(
+    episodes: Episodes,  # embedded or read_episodes(folder)
+    out_dir,  # output root: results/, store/ below it
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # probe (and forecaster) seeds
+    horizons: Sequence[int] = HORIZONS,  # H values
+    feature_sets: Sequence[str] = FEATURE_SETS,  # the probe inputs
+    # the package's frozen world model (worldmodel.KINDS), when `model` is None
+    forecaster_kind: str = "jepa",
+    forecaster_steps: int = 600,  # its training steps
+    # None: one forecaster per probe seed (as ranking); an int: one for all
+    forecaster_seed: int | None = None,
+    model=None,  # the user's world model: an object, a factory or "module:name" (contracts.build); None: the package's
+    n_boot: int = 1000,  # bootstrap replicates of every interval
+    scale: str = "small",  # the results JSON's scale label
+    # where to write the results JSON, a .json path (default: out_dir/results/success_probes.json)
+    results_path=None,
+    # extra input pins for the results JSON (e.g. the outcome audit)
+    pins: dict | None = None,
+    progress: bool = True,  # progress bars
+) -> dict:  # records, summary, comparison, table, pairs, results (path)
+    """Run section 1 of the downstream protocols and write its results JSON: the `success` stage
+    (`stages.run_stage`), its store below `out_dir`.
+    """
     paths = ExperimentPaths(Path(out_dir), "success_probes")
-    data = success_input(episodes, horizons=horizons, model=model, forecaster_kind=forecaster_kind,
-                         forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed, pins=pins)
-    spec = RunSpec(seeds=seeds, store=paths.store, progress=progress, device="cpu", scale=scale)   # the world models train on the CPU
-    run = run_stage(SUCCESS_STAGE, spec, {"episodes": data}, paths if results_path is None else Path(results_path),
-                    feature_sets=feature_sets, n_boot=n_boot)
+    data = success_input(
+        episodes,
+        horizons=horizons,
+        model=model,
+        forecaster_kind=forecaster_kind,
+        forecaster_steps=forecaster_steps,
+        forecaster_seed=forecaster_seed,
+        pins=pins,
+    )
+    # the world models train on the CPU
+    spec = RunSpec(seeds=seeds, store=paths.store, progress=progress, device="cpu", scale=scale)
+    run = run_stage(
+        SUCCESS_STAGE,
+        spec,
+        {"episodes": data},
+        paths if results_path is None else Path(results_path),
+        feature_sets=feature_sets,
+        n_boot=n_boot,
+    )
     result = run.results["episodes"]
-    return {k: result[k] for k in ("records", "summary", "comparison", "table", "pairs")} | {"results": run.path}
+    return {k: result[k] for k in ("records", "summary", "comparison", "table", "pairs")} | {
+        "results": run.path
+    }
 
 # %% ../nbs/43_success.ipynb #8309cfa7
 def success_table(
@@ -749,7 +851,8 @@ def format_table(
 
 # %% ../nbs/43_success.ipynb #ab8e8a33
 def success_command(*,
-                    episodes:str|None=None, # a folder of episodes (default: the embedded ones)
+                    # a folder of episodes (default: the embedded ones)
+                    episodes:str|None=None,
                     size:Literal["tiny", "small", "full"]="small", # embedded episodes' size
                     data_seed:int=0, # embedded episodes' seed
                     out:str, # DIR (DIR/results/success_probes.json, DIR/store/success_probes) or FILE.json (the results file; its store in FILE's folder)
@@ -770,10 +873,24 @@ def success_command(*,
     else:
         eps = make_episodes(size, seed=data_seed)
         scale = "full" if size == "full" else "small"
-    paths, started = CommandOutput.parse(out, "success_probes"), time.time()   # a bad --out is said before any work
-    data = success_input(eps, horizons=horizons, model=model, forecaster_steps=forecaster_steps, forecaster_seed=forecaster_seed, pins=pins)
-    spec = RunSpec(seeds=seeds, progress=not quiet, device="cpu", scale=scale)   # the world models train on the CPU
-    run_stage(SUCCESS_STAGE, spec, {"episodes": data}, paths, feature_sets=FEATURE_SETS, n_boot=n_boot)
+    # a bad --out is said before any work
+    paths, started = (
+        CommandOutput.parse(out, "success_probes"),
+        time.time(),
+    )
+    data = success_input(
+        eps,
+        horizons=horizons,
+        model=model,
+        forecaster_steps=forecaster_steps,
+        forecaster_seed=forecaster_seed,
+        pins=pins,
+    )
+    # the world models train on the CPU
+    spec = RunSpec(seeds=seeds, progress=not quiet, device="cpu", scale=scale)
+    run_stage(
+        SUCCESS_STAGE, spec, {"episodes": data}, paths, feature_sets=FEATURE_SETS, n_boot=n_boot
+    )
     print(f"done in {time.time() - started:.1f}s")
     return 0
 

@@ -40,7 +40,9 @@ __all__ = ['SWEEP_STAGES', 'history_dose', 'noise_sweep', 'horizon_audit', 'cont
 def _sweep_records(
     recs: pd.DataFrame, factor: str, value_of: dict, metric: str = "act1", **extra
 ) -> pd.DataFrame:
-    "Matched tests (each condition with its own history) of the conditions in `value_of`, with the sweep's factor."
+    """Matched tests (each condition with its own history) of the conditions in `value_of`, with the
+    sweep's factor.
+    """
     r = recs[
         recs["condition"].isin(value_of)
         & (recs["test_history"] == recs["condition"].map(own_history))
@@ -53,71 +55,115 @@ def _sweep_records(
 
 # %% ../nbs/18c_sweeps.ipynb #ca07c136
 def history_dose(dataset, # a `ProceduralDataset` with features
-                 lengths:Sequence[int]=(0, 1, 2, 4, 8), # history lengths H (0: the video-only row)
+                 # history lengths H (0: the video-only row)
+                 lengths:Sequence[int]=(0, 1, 2, 4, 8),
                  histories:Sequence[str]=("gt", "ba"), # history sources compared at each H
                  splits:Sequence[int]|None=None, # splits (None: all)
                  seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
                  store:ResultStore|None=None, # result store
                  config:AuditConfig=AuditConfig(), # settings (boundary schedule)
-                 history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
+                 # recognizer backend (default: `ControlHistories()`)
+                 history_fn:Callable|None=None,
                  progress:bool=False, # progress bars
-                 workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
+                 # processes sharing the units: k uses k cores (results do not depend on k)
+                 workers:int=1,
                 ) -> pd.DataFrame: # dataset, split, seed, condition, history, history_length, metric ('act1'), value
-    "Table 12 / Figure 3 (left): Act@1 with the H most recent actions of each history source (H = 0 is video only, shared by every source)."
+    """Table 12 / Figure 3 (left): Act@1 with the H most recent actions of each history source (H =
+    0 is video only, shared by every source).
+    """
     history_fn = history_fn or ControlHistories()
     frames = []
     for h in histories:
         conds = {dose_condition(h, n).name: int(n) for n in lengths}
-        recs = audit_records(dataset, splits, seeds, list(conds), store_part(store, "sweep=boundary"), replace(config, schedule="boundary", cross_test=()),
-                             history_fn, progress, workers)
+        recs = audit_records(
+            dataset,
+            splits,
+            seeds,
+            list(conds),
+            store_part(store, "sweep=boundary"),
+            replace(config, schedule="boundary", cross_test=()),
+            history_fn,
+            progress,
+            workers,
+        )
         frames.append(_sweep_records(recs, "history_length", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
 # %% ../nbs/18c_sweeps.ipynb #70e2344a
-def noise_sweep(dataset, # a `ProceduralDataset` with features
-                rates:Sequence[float]=(0.8, 0.6, 0.4, 0.2, 0.1, 0.0), # per-item edit probabilities of the GT history
-                noise_seed:int=0, # seed of the corruption
-                reference:str="recognizer_ba", # the deployable recognizer condition marked on the curve at its measured edit rate
-                splits:Sequence[int]|None=None, # splits (None: all)
-                seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                store:ResultStore|None=None, # result store
-                config:AuditConfig=AuditConfig(), # settings (boundary schedule)
-                history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
-                progress:bool=False, # progress bars
-                workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
-               ) -> pd.DataFrame: # Act@1 records (noise_rate; the reference's is NaN) and the measured test edit rate of every history
-    "Figure 3 (right): Act@1 as controlled GT-history noise falls, and the real recognizer's Act@1 at its own measured edit rate."
+def noise_sweep(
+    dataset,  # a `ProceduralDataset` with features
+    # per-item edit probabilities of the GT history
+    rates: Sequence[float] = (0.8, 0.6, 0.4, 0.2, 0.1, 0.0),
+    noise_seed: int = 0,  # seed of the corruption
+    # the deployable recognizer condition marked on the curve at its measured edit rate
+    reference: str = "recognizer_ba",
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    store: ResultStore | None = None,  # result store
+    config: AuditConfig = AuditConfig(),  # settings (boundary schedule)
+    # recognizer backend (default: `ControlHistories()`)
+    history_fn: Callable | None = None,
+    progress: bool = False,  # progress bars
+    # processes sharing the units: k uses k cores (results do not depend on k)
+    workers: int = 1,
+) -> pd.DataFrame:  # Act@1 records (noise_rate; the reference's is NaN) and the measured test edit rate of every history
+    """Figure 3 (right): Act@1 as controlled GT-history noise falls, and the real recognizer's Act@1
+    at its own measured edit rate.
+    """
     history_fn = history_fn or ControlHistories()
     conds = {noise_condition(r, noise_seed).name: float(r) for r in rates}
-    config, sub = replace(config, schedule="boundary", cross_test=()), store_part(store, "sweep=boundary")
+    config, sub = (
+        replace(config, schedule="boundary", cross_test=()),
+        store_part(store, "sweep=boundary"),
+    )
     names = list(conds) + [reference]
     recs = audit_records(dataset, splits, seeds, names, sub, config, history_fn, progress, workers)
     act = _sweep_records(recs, "noise_rate", {**conds, reference: np.nan})
     q = history_quality(dataset, splits, names, sub, config, history_fn)
     q = q[(q["part"] == "test") & (q["metric"] == "history_edit_rate")]
-    edit = q.assign(noise_rate=q["condition"].map({**conds, reference: np.nan}), seed=config.recognizer_seed)
-    return pd.concat([act, edit[["dataset", "split", "seed", "condition", "noise_rate", "metric", "value"]]], ignore_index=True)
+    edit = q.assign(
+        noise_rate=q["condition"].map({**conds, reference: np.nan}), seed=config.recognizer_seed
+    )
+    return pd.concat(
+        [act, edit[["dataset", "split", "seed", "condition", "noise_rate", "metric", "value"]]],
+        ignore_index=True,
+    )
 
 # %% ../nbs/18c_sweeps.ipynb #40bfe436
 def horizon_audit(dataset, # a `ProceduralDataset` with features
                   horizons:Sequence[int]=(1, 2, 3, 4, 5), # actions ahead
-                  conditions:Sequence[str]=("video_only", "recognizer_ba", "gt_history"), # Table 15's rows
+                  # Table 15's rows
+                  conditions:Sequence[str]=("video_only", "recognizer_ba", "gt_history"),
                   oracle:str="gt_history", # the gap's oracle side
                   non_oracle:str="recognizer_ba", # its matched non-oracle side
                   splits:Sequence[int]|None=None, # splits (None: all)
                   seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
                   store:ResultStore|None=None, # result store (one folder per horizon)
-                  config:AuditConfig=AuditConfig(), # settings (the schedule is set per horizon)
-                  history_fn:Callable|None=None, # recognizer backend (default: `ControlHistories()`)
+                  # settings (the schedule is set per horizon)
+                  config:AuditConfig=AuditConfig(),
+                  # recognizer backend (default: `ControlHistories()`)
+                  history_fn:Callable|None=None,
                   progress:bool=False, # progress bars
-                  workers:int=1, # processes sharing the units: k uses k cores (results do not depend on k)
+                  # processes sharing the units: k uses k cores (results do not depend on k)
+                  workers:int=1,
                  ) -> pd.DataFrame: # per horizon: every condition's (split, seed) Act@1, and the gap with its interval
-    "Table 15: each condition retrained for targets h actions ahead; per horizon the gap oracle - non_oracle, paired by split."
+    """Table 15: each condition retrained for targets h actions ahead; per horizon the gap oracle -
+    non_oracle, paired by split.
+    """
     history_fn, out = history_fn or ControlHistories(), []
     for h in horizons:
         schedule = horizon_schedule(h).name
-        recs = audit_records(dataset, splits, seeds, conditions, store_part(store, f"schedule={schedule}"), replace(config, schedule=schedule, cross_test=()),
-                             history_fn, progress, workers)
+        recs = audit_records(
+            dataset,
+            splits,
+            seeds,
+            conditions,
+            store_part(store, f"schedule={schedule}"),
+            replace(config, schedule=schedule, cross_test=()),
+            history_fn,
+            progress,
+            workers,
+        )
         out.append(_sweep_records(recs, "horizon", {c: int(h) for c in conditions}))
         out.append(pd.DataFrame([pair_records(recs, oracle, non_oracle, horizon=int(h))[-1]]))
     return pd.concat(out, ignore_index=True)
@@ -131,11 +177,15 @@ def context_probes(
     seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
     store: ResultStore | None = None,  # result store
     config: AuditConfig = AuditConfig(),  # settings (boundary schedule)
-    history_fn: Callable | None = None,  # recognizer backend (default: `ControlHistories()`)
+    # recognizer backend (default: `ControlHistories()`)
+    history_fn: Callable | None = None,
     progress: bool = False,  # progress bars
-    workers: int = 1,  # processes sharing the units: k uses k cores (results do not depend on k)
+    # processes sharing the units: k uses k cores (results do not depend on k)
+    workers: int = 1,
 ) -> pd.DataFrame:  # dataset, split, seed, condition, history, probe_input, metric ('act1'), value
-    "Table 17: where the context-only signal lives: history tokens only, causal state only, or both (no window video)."
+    """Table 17: where the context-only signal lives: history tokens only, causal state only, or
+    both (no window video).
+    """
     history_fn, frames = history_fn or ControlHistories(), []
     for h in histories:
         conds = {probe_condition(p, h).name: p for p in probe_inputs}
@@ -155,13 +205,19 @@ def context_probes(
 
 # %% ../nbs/18c_sweeps.ipynb #3fd80a41
 def sweep_table(records:pd.DataFrame, # records with a factor column
-                factor:str, # the sweep's factor ('history_length', 'noise_rate', 'horizon', 'probe_input')
+                # the sweep's factor ('history_length', 'noise_rate', 'horizon', 'probe_input')
+                factor:str,
                 by:str="condition", # the row label column
                 metric:str="act1", # the metric
                ) -> pd.DataFrame: # rows `by`, columns the factor's values: mean over splits (seeds averaged within a split)
     "A sweep as the paper prints it: mean over splits of the seed-averaged values."
-    r = records[(records["metric"] == metric) & records[factor].notna()] if factor in records else records.iloc[0:0]
-    if r.empty: raise DataError(f"sweep_table: no {metric} records with a {factor!r} value")
+    r = (
+        records[(records["metric"] == metric) & records[factor].notna()]
+        if factor in records
+        else records.iloc[0:0]
+    )
+    if r.empty:
+        raise DataError(f"sweep_table: no {metric} records with a {factor!r} value")
     per = r.groupby(["dataset", by, factor, "split"], sort=False)["value"].mean()
     return per.groupby(level=["dataset", by, factor], sort=False).mean().unstack(factor)
 
@@ -169,77 +225,123 @@ def sweep_table(records:pd.DataFrame, # records with a factor column
 def sensitivity_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                         *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
                         out:str, # a folder (results/sensitivity.json and store/sensitivity below it) or a .json results file (store/ beside it)
-                        store:str|None=None, # result-store folder (default: store/sensitivity in the --out folder)
-                        lengths:str="0,1,2,4,8", # history lengths H (0: video only; empty: no dose)
+                        # result-store folder (default: store/sensitivity in the --out folder)
+                        store:str|None=None,
+                        # history lengths H (0: video only; empty: no dose)
+                        lengths:str="0,1,2,4,8",
                         histories:str="gt,ba", # history sources of the dose
-                        noise_rates:str="0.8,0.6,0.4,0.2,0.1,0", # edit probabilities of the noisy GT history (empty: no noise sweep)
+                        # edit probabilities of the noisy GT history (empty: no noise sweep)
+                        noise_rates:str="0.8,0.6,0.4,0.2,0.1,0",
                         noise_seed:int=0, # seed of the corruption
                         **training, # the options of `conditions.training_options`
                        ) -> int: # the exit status
     "Figure 3 / Table 12: history-length dose and controlled history noise"
     lengths, rates = parse_list(lengths, int), parse_list(noise_rates, float)
-    if not lengths and not rates: raise HoiAuditError("nothing to run: give --lengths and/or --noise-rates")
+    if not lengths and not rates:
+        raise HoiAuditError("nothing to run: give --lengths and/or --noise-rates")
     spec, config = audit_spec(training, store)
-    run_stage("sensitivity", spec, data_dir, out, name=name, config=config, lengths=lengths, histories=parse_list(histories),
-              noise_rates=rates, noise_seed=noise_seed)
+    run_stage(
+        "sensitivity",
+        spec,
+        data_dir,
+        out,
+        name=name,
+        config=config,
+        lengths=lengths,
+        histories=parse_list(histories),
+        noise_rates=rates,
+        noise_seed=noise_seed,
+    )
     return 0
-
 
 # %% ../nbs/18c_sweeps.ipynb #5e670382
 def horizons_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                      *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
                      out:str, # a folder (results/horizons.json and store/horizons below it) or a .json results file (store/ beside it)
-                     store:str|None=None, # result-store folder (default: store/horizons in the --out folder)
+                     # result-store folder (default: store/horizons in the --out folder)
+                     store:str|None=None,
                      horizons:str="1,2,3,4,5", # comma-separated horizons (actions ahead)
                      **training, # the options of `conditions.training_options`
                     ) -> int: # the exit status
     "Table 15: video only / recognizer / GT history for targets h actions ahead"
     spec, config = audit_spec(training, store)
-    run_stage("horizons", spec, data_dir, out, name=name, config=config, horizons=parse_list(horizons, int))
+    run_stage(
+        "horizons",
+        spec,
+        data_dir,
+        out,
+        name=name,
+        config=config,
+        horizons=parse_list(horizons, int),
+    )
     return 0
-
 
 # %% ../nbs/18c_sweeps.ipynb #cf67a518
 def context_probes_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                            *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
                            out:str, # a folder (results/context_probes.json and store/context_probes below it) or a .json results file (store/ beside it)
-                           store:str|None=None, # result-store folder (default: store/context_probes in the --out folder)
-                           probe_inputs:str=",".join(PROBE_INPUTS), # comma-separated probe inputs
-                           histories:str="gt", # history sources the probes read (gt, ba, ...)
+                           # result-store folder (default: store/context_probes in the --out folder)
+                           store:str|None=None,
+                           # comma-separated probe inputs
+                           probe_inputs:str=",".join(PROBE_INPUTS),
+                           # history sources the probes read (gt, ba, ...)
+                           histories:str="gt",
                            **training, # the options of `conditions.training_options`
                           ) -> int: # the exit status
     "Table 17: history only / state only / history + state, without window video"
     inputs, histories = parse_list(probe_inputs), parse_list(histories)
     unknown = [p for p in inputs if p not in PROBE_INPUTS]
-    if unknown: raise HoiAuditError(f"unknown probe input(s) {unknown}; probe inputs are {list(PROBE_INPUTS)}")
+    if unknown:
+        raise HoiAuditError(
+            f"unknown probe input(s) {unknown}; probe inputs are {list(PROBE_INPUTS)}"
+        )
     spec, config = audit_spec(training, store)
-    run_stage("context-probes", spec, data_dir, out, name=name, config=config, probe_inputs=inputs, histories=histories)
+    run_stage(
+        "context-probes",
+        spec,
+        data_dir,
+        out,
+        name=name,
+        config=config,
+        probe_inputs=inputs,
+        histories=histories,
+    )
     return 0
 
-
 # %% ../nbs/18c_sweeps.ipynb #91f075b8
-def sensitivity_stage_run(dataset, # a `ProceduralDataset` with features
-                          spec:RunSpec, # splits, seeds, store, workers, progress and the device the networks train on
-                          config:AuditConfig=AuditConfig(), # the audit's settings
-                          *, lengths:Sequence[int]=(0, 1, 2, 4, 8), # history lengths H of the dose (empty: no dose)
-                          histories:Sequence[str]=("gt", "ba"), # history sources of the dose
-                          noise_rates:Sequence[float]=(0.8, 0.6, 0.4, 0.2, 0.1, 0.0), # edit probabilities of the noisy GT history (empty: no noise sweep)
-                          noise_seed:int=0, # seed of the corruption
-                          history_fn:Callable|None=None, # recognizer backend (None: a `ControlHistories()` per sweep)
-                         ) -> dict: # 'dose' and 'noise' (each where asked): the sweeps' records
-    "`history_dose` and `noise_sweep` as the stage runs them, on one dataset, with the spec's device in the trainer's config."
+def sensitivity_stage_run(
+    dataset,  # a `ProceduralDataset` with features
+    # splits, seeds, store, workers, progress and the device the networks train on
+    spec: RunSpec,
+    config: AuditConfig = AuditConfig(),  # the audit's settings
+    *,
+    # history lengths H of the dose (empty: no dose)
+    lengths: Sequence[int] = (0, 1, 2, 4, 8),
+    histories: Sequence[str] = ("gt", "ba"),  # history sources of the dose
+    # edit probabilities of the noisy GT history (empty: no noise sweep)
+    noise_rates: Sequence[float] = (0.8, 0.6, 0.4, 0.2, 0.1, 0.0),
+    noise_seed: int = 0,  # seed of the corruption
+    # recognizer backend (None: a `ControlHistories()` per sweep)
+    history_fn: Callable | None = None,
+) -> dict:  # 'dose' and 'noise' (each where asked): the sweeps' records
+    """`history_dose` and `noise_sweep` as the stage runs them, on one dataset, with the spec's
+    device in the trainer's config.
+    """
     kw, out = run_keywords(spec, config, history_fn), {}
-    if lengths: out["dose"] = history_dose(dataset, lengths, histories, **kw)
-    if noise_rates: out["noise"] = noise_sweep(dataset, noise_rates, noise_seed, **kw)
+    if lengths:
+        out["dose"] = history_dose(dataset, lengths, histories, **kw)
+    if noise_rates:
+        out["noise"] = noise_sweep(dataset, noise_rates, noise_seed, **kw)
     return out
-
 
 # %% ../nbs/18c_sweeps.ipynb #cf04b154
 def sensitivity_stage_show(
     name: str,  # the dataset's name (its tables name it)
     run: dict,  # its 'dose' and 'noise' records
 ):
-    "Print the dose (Table 12) and the noise sweep (Figure 3, right) with every history's measured edit rate, where they ran."
+    """Print the dose (Table 12) and the noise sweep (Figure 3, right) with every history's measured
+    edit rate, where they ran.
+    """
     if "dose" in run:
         print(sweep_table(run["dose"], "history_length", by="history").round(1).to_string())
     if "noise" in run:
@@ -256,13 +358,17 @@ def sensitivity_stage_show(
 # %% ../nbs/18c_sweeps.ipynb #cda4c12f
 def horizons_stage_run(
     dataset,  # a `ProceduralDataset` with features
-    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
-    config: AuditConfig = AuditConfig(),  # the audit's settings (the schedule is set per horizon)
+    # splits, seeds, store, workers, progress and the device the networks train on
+    spec: RunSpec,
+    # the audit's settings (the schedule is set per horizon)
+    config: AuditConfig = AuditConfig(),
     *,
     horizons: Sequence[int] = (1, 2, 3, 4, 5),  # actions ahead
     history_fn: Callable | None = None,  # recognizer backend (None: a `ControlHistories()`)
 ) -> dict:  # 'horizons': `horizon_audit`'s records
-    "`horizon_audit` as the stage runs it, on one dataset, with the spec's device in the trainer's config."
+    """`horizon_audit` as the stage runs it, on one dataset, with the spec's device in the trainer's
+    config.
+    """
     return {"horizons": horizon_audit(dataset, horizons, **run_keywords(spec, config, history_fn))}
 
 # %% ../nbs/18c_sweeps.ipynb #fbcfe770
@@ -270,7 +376,9 @@ def horizons_stage_show(
     name: str,  # the dataset's name
     run: dict,  # its 'horizons' records
 ):
-    "Print Table 15's view: each condition's Act@1 per horizon, then the gap per horizon with its interval."
+    """Print Table 15's view: each condition's Act@1 per horizon, then the gap per horizon with its
+    interval.
+    """
     r = run["horizons"]
     print(sweep_table(r, "horizon").round(1).to_string())
     print(
@@ -282,14 +390,17 @@ def horizons_stage_show(
 # %% ../nbs/18c_sweeps.ipynb #3239b239
 def context_probes_stage_run(
     dataset,  # a `ProceduralDataset` with features
-    spec: RunSpec,  # splits, seeds, store, workers, progress and the device the networks train on
+    # splits, seeds, store, workers, progress and the device the networks train on
+    spec: RunSpec,
     config: AuditConfig = AuditConfig(),  # the audit's settings (boundary schedule)
     *,
     probe_inputs: Sequence[str] = tuple(PROBE_INPUTS),  # PROBE_INPUTS keys
     histories: Sequence[str] = ("gt",),  # history sources the probes read
     history_fn: Callable | None = None,  # recognizer backend (None: a `ControlHistories()`)
 ) -> dict:  # 'probes': `context_probes`' records
-    "`context_probes` as the stage runs it, on one dataset, with the spec's device in the trainer's config."
+    """`context_probes` as the stage runs it, on one dataset, with the spec's device in the
+    trainer's config.
+    """
     return {
         "probes": context_probes(
             dataset, probe_inputs, histories, **run_keywords(spec, config, history_fn)
@@ -309,7 +420,9 @@ def sweep_stage_records(
     results: dict,  # dataset name -> a sweep stage's run (part -> records)
     **settings,  # the run's settings (not used)
 ) -> list[dict]:
-    "The results JSON's records of a sweep stage: each part (in the order the runs hold them) over the datasets in the run's order, tidied."
+    """The results JSON's records of a sweep stage: each part (in the order the runs hold them) over
+    the datasets in the run's order, tidied.
+    """
     parts = dict.fromkeys(k for r in results.values() for k in r)
     return tidy_records(
         pd.concat([r[k] for k in parts for r in results.values() if k in r], ignore_index=True)
@@ -324,17 +437,22 @@ def sweep_stage_config(
     history_fn: Callable | None = None,  # the recognizer backend (not recorded)
     **settings,  # the stage's grid (lengths, histories, noise_rates, noise_seed; horizons; probe_inputs, histories): recorded
 ) -> tuple:  # (the results config, the pins)
-    "A sweep command's results config (`pairing.stage_config`: the settings, the seeds, its grid, a renamed dataset's names) and its pins."
+    """A sweep command's results config (`pairing.stage_config`: the settings, the seeds, its grid,
+    a renamed dataset's names) and its pins.
+    """
     return stage_config(datasets, spec, config, **settings)
 
 # %% ../nbs/18c_sweeps.ipynb #1af47b8b
 def sweep_records_pins(
     results: dict,  # dataset name -> a sweep stage's run
 ) -> dict:  # {'records': SHA-256}
-    "The experiment notebooks' pins of a sweep stage: the SHA-256 of the records it writes (`run_stage(..., pins=sweep_records_pins)`)."
+    """The experiment notebooks' pins of a sweep stage: the SHA-256 of the records it writes
+    (`run_stage(..., pins=sweep_records_pins)`).
+    """
     return {"records": sha256_json(sweep_stage_records(results))}
 
 # %% ../nbs/18c_sweeps.ipynb #be429b01
+# the sensitivity, horizons and context-probes stages
 SWEEP_STAGES = tuple(
     register_stage(
         Stage(
@@ -371,7 +489,7 @@ SWEEP_STAGES = tuple(
             {"act1": "percent"},
         ),
     ]
-)  # the sensitivity, horizons and context-probes stages
+)
 
 # %% ../nbs/18c_sweeps.ipynb #72dcd292
 def add_subcommand(subparsers):

@@ -32,15 +32,19 @@ __all__ = ['VideoSpec', 'SyntheticDataset', 'synthetic_dataset', 'synthetic_conf
 @dataclass(frozen=True)
 class VideoSpec:
     "One synthetic video: its name and what generated it."
+
     name: str
     task: str
     participant: str
     camera: str
-    session: str # videos of one session (participant, task, repetition) share transcript and durations
+    # videos of one session (participant, task, repetition) share transcript and durations
+    session: str
 
 # %% ../nbs/12c_synthetic.ipynb #4ea935fd
 def _grammar_ranks(grammar: Grammar) -> dict:
-    "`successor_ranks` of a grammar's action-to-action transitions, weighted by the transcripts' probabilities (kept on the grammar)."
+    """`successor_ranks` of a grammar's action-to-action transitions, weighted by the transcripts'
+    probabilities (kept on the grammar).
+    """
     if "_ranks" not in grammar.__dict__:
         cid = grammar.class_id
         steps = (
@@ -52,7 +56,9 @@ def _grammar_ranks(grammar: Grammar) -> dict:
 # %% ../nbs/12c_synthetic.ipynb #16a45588
 @dataclass(frozen=True)
 class SyntheticDataset:
-    "A preset at a size and seed: the videos, splits and feature knobs; videos are generated one at a time."
+    """A preset at a size and seed: the videos, splits and feature knobs; videos are generated one
+    at a time.
+    """
 
     preset: Preset
     size: str
@@ -81,7 +87,9 @@ class SyntheticDataset:
 
     @cached_property
     def duration_scale(self) -> float:
-        "Factor on the preset's mean durations so that the expected video length is the size's mean_frames."
+        """Factor on the preset's mean durations so that the expected video length is the size's
+        mean_frames.
+        """
         p, counts = self.preset, self.grammar.expected_counts()
         frames = sum(n * p.durations[a] for a, n in counts.items())
         n_actions = sum(counts.values())
@@ -101,7 +109,9 @@ class SyntheticDataset:
         )[1]
 
     def labels(self, video: str | VideoSpec) -> np.ndarray:
-        "Class id per frame: background at the start/end (and between actions), then the actions with their durations."
+        """Class id per frame: background at the start/end (and between actions), then the actions
+        with their durations.
+        """
         v = video if isinstance(video, VideoSpec) else self.video(video)
         p, cid, scale = self.preset, self.grammar.class_id, self.duration_scale
         session = seeded_rng(self.seed, self.name, "durations", v.session)
@@ -129,9 +139,8 @@ class SyntheticDataset:
             if i and p.gap_background and session.random() < p.gap_p:
                 segments.append((p.gap_background, frames(p.gap_background, session)))
             segments.append((a, frames(a, session)))
-        camera = seeded_rng(
-            self.seed, self.name, "camera-trim", v.name
-        )  # cameras of a session differ in their background trims
+        # cameras of a session differ in their background trims
+        camera = seeded_rng(self.seed, self.name, "camera-trim", v.name)
         if p.start_background:
             segments.insert(0, (p.start_background, frames(p.start_background, camera)))
         if p.end_background and session.random() < p.end_background_p:
@@ -172,7 +181,8 @@ def _videos(p: Preset, size: str, seed: int) -> list:
         extra = s.n_videos - 3 * len(sessions)
         if not 0 <= extra <= len(sessions):
             raise DataError(
-                f"preset {p.name!r}/{size}: cannot spread {s.n_videos} videos over {len(sessions)} sessions"
+                f"preset {p.name!r}/{size}: cannot spread {s.n_videos} videos over "
+                f"{len(sessions)} sessions"
             )
         rng = seeded_rng(seed, p.name, size, "cameras")
         four = set(rng.choice(len(sessions), size=extra, replace=False).tolist())
@@ -199,7 +209,9 @@ def synthetic_dataset(
     seed: int = 0,  # everything is drawn from it
     **feature_knobs,  # FeatureSpec overrides, e.g. next_signal=0.0, dim=128
 ) -> SyntheticDataset:
-    "A preset at a size: videos, participant-group splits and feature knobs (nothing is generated yet)."
+    """A preset at a size: videos, participant-group splits and feature knobs (nothing is generated
+    yet).
+    """
     p = preset(name)
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; sizes are {SIZES}")
@@ -235,7 +247,9 @@ _LAYOUT = ("features", "groundTruth", "splits", "mapping.txt", "truth.json", "ge
 
 
 def _claim_folder(root: Path, config: dict, overwrite: bool):
-    "Refuse (or, with overwrite, clear) a folder that holds another dataset; record this one's configuration."
+    """Refuse (or, with overwrite, clear) a folder that holds another dataset; record this one's
+    configuration.
+    """
     marker = root / "generator.json"
     same = marker.exists() and sha256_json(read_json(marker)) == sha256_json(config)
     if not same and root.exists() and any(root.iterdir()):
@@ -274,7 +288,9 @@ _LATER_KNOBS = {
 
 
 def _knobs(spec) -> dict:
-    "A `FeatureSpec`'s knobs, as `generator.json` records them (a later knob at its neutral value is left out: older folders keep their names)."
+    """A `FeatureSpec`'s knobs, as `generator.json` records them (a later knob at its neutral value
+    is left out: older folders keep their names).
+    """
     return {
         k: getattr(spec, k)
         for k in spec.__dataclass_fields__
@@ -283,7 +299,9 @@ def _knobs(spec) -> dict:
 
 # %% ../nbs/12c_synthetic.ipynb #00b21d50
 def synthetic_config(ds, dtype: str) -> dict:
-    "What a written preset's files depend on (its `generator.json`): preset, size, seed, dtype and feature knobs."
+    """What a written preset's files depend on (its `generator.json`): preset, size, seed, dtype and
+    feature knobs.
+    """
     return {
         "preset": ds.name,
         "size": ds.size,
@@ -301,7 +319,9 @@ def write_synthetic(
     overwrite: bool = False,  # replace a folder that holds another dataset
     progress: bool = False,  # print a line every 100 videos
 ) -> Path:
-    "Write the dataset to `root` in the MS-TCN layout, one video at a time, plus `generator.json` and `truth.json`."
+    """Write the dataset to `root` in the MS-TCN layout, one video at a time, plus `generator.json`
+    and `truth.json`.
+    """
     root, ds = Path(root), dataset
     config = synthetic_config(ds, dtype)
     _claim_folder(root, config, overwrite)
@@ -317,7 +337,8 @@ def write_synthetic(
         write_npy(feat, ds.features(v, labels, dtype=dtype))
         if progress and (i + 1) % 100 == 0:
             print(
-                f"{ds.name}/{ds.size}: {i + 1}/{len(todo)} videos, {time.perf_counter() - start:.0f}s",
+                f"{ds.name}/{ds.size}: {i + 1}/{len(todo)} videos, "
+                f"{time.perf_counter() - start:.0f}s",
                 flush=True,
             )
     truth = {
@@ -347,7 +368,9 @@ _NAME_PATTERNS = (
 
 
 def participant_camera(video: str) -> tuple:
-    "(participant, camera) read from a Breakfast, 50 Salads or GTEA video name; (None, None) otherwise."
+    """(participant, camera) read from a Breakfast, 50 Salads or GTEA video name; (None, None)
+    otherwise.
+    """
     for pat in _NAME_PATTERNS:
         m = pat.match(video)
         if m:
@@ -357,9 +380,12 @@ def participant_camera(video: str) -> tuple:
 # %% ../nbs/12c_synthetic.ipynb #rk02ex
 def label_successor_ranks(
     labels_root,  # a real MS-TCN label folder (groundTruth/, mapping.txt)
-    background: Sequence = ("SIL", "background", "action_start", "action_end"),  # names never an action of a step
+    # names never an action of a step
+    background: Sequence = ("SIL", "background", "action_start", "action_end"),
 ) -> dict:  # (latest class id, next class id) -> rank among the latest's successors (0: the commonest)
-    "The successor ranks of a label folder: every step between consecutive non-background actions of every groundTruth file, counted."
+    """The successor ranks of a label folder: every step between consecutive non-background actions
+    of every groundTruth file, counted.
+    """
     src = Path(labels_root)
     classes = read_mapping(src / "mapping.txt")
     cid = {c: i for i, c in enumerate(classes)}
@@ -377,7 +403,9 @@ def label_successor_ranks(
 def _label_config(
     src: Path, spec: FeatureSpec, dtype: str, videos: Sequence | None, ranks: dict | None = None
 ) -> tuple:
-    "Real-label mode's videos and what its files depend on (`generator.json`): label folder, videos, dtype, knobs, successor ranks."
+    """Real-label mode's videos and what its files depend on (`generator.json`): label folder,
+    videos, dtype, knobs, successor ranks.
+    """
     names = (
         sorted(p.stem for p in (src / "groundTruth").glob("*.txt"))
         if videos is None
@@ -393,21 +421,31 @@ def _label_config(
     }
     if (
         ranks is not None
-    ):  # a rank cue's features depend on every file's steps (absent without one: older folders keep their names)
+        # a rank cue's features depend on every file's steps (absent without one: older folders keep
+        # their names)
+    ):
         config["successor_ranks"] = sha256_json(sorted([a, b, r] for (a, b), r in ranks.items()))
     return names, config
 
 # %% ../nbs/12c_synthetic.ipynb #79fbe76c
-def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, mapping.txt, splits/
-                                   out_root, # where to write the MS-TCN layout with features
-                                   spec:FeatureSpec|None=None, # the knobs (default: FeatureSpec(dim=16))
-                                   background:Sequence=("SIL", "background", "action_start", "action_end"), # names never a "next action"
-                                   dtype:str="float32", # float32 or float16
-                                   videos:Sequence|None=None, # only these videos (default: every groundTruth file)
-                                   link:bool=False, # symlink the label files instead of copying them
-                                   overwrite:bool=False, # replace a folder that holds another dataset
-                                  ) -> Path:
-    "Copy (or link) real labels and write synthetic features consistent with them, one video at a time."
+def synthesize_features_for_labels(
+    labels_root,  # a folder with groundTruth/, mapping.txt, splits/
+    out_root,  # where to write the MS-TCN layout with features
+    # the knobs (default: FeatureSpec(dim=16))
+    spec: FeatureSpec | None = None,
+    # names never a "next action"
+    background: Sequence = ("SIL", "background", "action_start", "action_end"),
+    dtype: str = "float32",  # float32 or float16
+    # only these videos (default: every groundTruth file)
+    videos: Sequence | None = None,
+    # symlink the label files instead of copying them
+    link: bool = False,
+    # replace a folder that holds another dataset
+    overwrite: bool = False,
+) -> Path:
+    """Copy (or link) real labels and write synthetic features consistent with them, one video at a
+    time.
+    """
     src, root, spec = Path(labels_root), Path(out_root), spec or FeatureSpec()
     classes = read_mapping(src / "mapping.txt")
     cid = {c: i for i, c in enumerate(classes)}
@@ -416,8 +454,13 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
     _claim_folder(root, config, overwrite)
     write_text(root / "mapping.txt", (src / "mapping.txt").read_text())
     chosen = set(names)
-    for f in sorted((src / "splits").glob("*.bundle")):   # splits keep only the videos written here
-        kept = [line for line in f.read_text().splitlines() if line.strip() and Path(line.strip()).stem in chosen]
+    # splits keep only the videos written here
+    for f in sorted((src / "splits").glob("*.bundle")):
+        kept = [
+            line
+            for line in f.read_text().splitlines()
+            if line.strip() and Path(line.strip()).stem in chosen
+        ]
         write_text(root / "splits" / f.name, "".join(f"{line.strip()}\n" for line in kept))
     bg = [cid[b] for b in background if b in cid]
     pins = {}
@@ -429,14 +472,44 @@ def synthesize_features_for_labels(labels_root, # a folder with groundTruth/, ma
         feat = root / "features" / f"{name}.npy"
         if not feat.exists():
             participant, camera = participant_camera(name)
-            write_npy(feat, synthesize_features(labels, spec, len(classes), bg, participant, camera,
-                                                video_seed=f"labels/{name}", dtype=dtype, ranks=ranks))
+            write_npy(
+                feat,
+                synthesize_features(
+                    labels,
+                    spec,
+                    len(classes),
+                    bg,
+                    participant,
+                    camera,
+                    video_seed=f"labels/{name}",
+                    dtype=dtype,
+                    ranks=ranks,
+                ),
+            )
         target = root / "groundTruth" / f"{name}.txt"
-        if link: target.unlink(missing_ok=True); target.symlink_to(gt.resolve())
-        else: write_text(target, gt.read_text())
-    steps = {} if ranks is None else {"successor_ranks": [[classes[a], classes[b], r] for (a, b), r in sorted(ranks.items())]}
-    write_json(root / "truth.json", {**config, "grammar": None, "bayes": None, "background": [classes[b] for b in bg],
-                                     "label_sha256": pins, **steps})
+        if link:
+            target.unlink(missing_ok=True)
+            target.symlink_to(gt.resolve())
+        else:
+            write_text(target, gt.read_text())
+    steps = (
+        {}
+        if ranks is None
+        else {
+            "successor_ranks": [[classes[a], classes[b], r] for (a, b), r in sorted(ranks.items())]
+        }
+    )
+    write_json(
+        root / "truth.json",
+        {
+            **config,
+            "grammar": None,
+            "bayes": None,
+            "background": [classes[b] for b in bg],
+            "label_sha256": pins,
+            **steps,
+        },
+    )
     return root
 
 # %% ../nbs/12c_synthetic.ipynb #50aa4b99
@@ -445,7 +518,9 @@ def shared_synthetic(
     data_dir,  # the shared data folder (e.g. `ExperimentPaths.data`)
     dtype: str = "float32",  # feature storage: float32, or float16 to halve the disk
 ) -> Path:  # the written folder, `synthetic_<preset>_<size>_<config hash>` below data_dir
-    "`write_synthetic` into the folder of `data_dir` that this exact configuration names: written once, read by every later caller."
+    """`write_synthetic` into the folder of `data_dir` that this exact configuration names: written
+    once, read by every later caller.
+    """
     name = f"synthetic_{dataset.name}_{dataset.size}_{sha256_json(synthetic_config(dataset, dtype))[:12]}"
     return write_synthetic(dataset, Path(data_dir) / name, dtype=dtype)
 
@@ -457,7 +532,9 @@ def shared_label_features(
     videos: Sequence | None = None,  # only these videos (default: every groundTruth file)
     dtype: str = "float32",  # float32 or float16
 ) -> Path:  # the written folder, `<label folder>_labels_<config hash>` below data_dir
-    "`synthesize_features_for_labels` (labels linked) into the folder of `data_dir` that this exact configuration names."
+    """`synthesize_features_for_labels` (labels linked) into the folder of `data_dir` that this
+    exact configuration names.
+    """
     src = Path(labels_root)
     ranks = label_successor_ranks(src) if spec.rank_signal > 0 else None
     _, config = _label_config(src, spec, dtype, videos, ranks)

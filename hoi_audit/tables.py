@@ -39,14 +39,17 @@ __all__ = ['METRICS', 'UNITS', 'TRAIN_LABEL', 'TEST_LABEL', 'unit_columns', 'uni
 
 # %% ../nbs/17c_tables.ipynb #405513af
 METRICS = ("act1", "act5", "verb1")
+# a paired unit: a split of one generated draw (records without generator seeds: a split)
 UNITS = (
     "generator_seed",
     "split",
-)  # a paired unit: a split of one generated draw (records without generator seeds: a split)
+)
 
 
 def unit_columns(records: pd.DataFrame) -> list:
-    "The columns that name a paired unit in `records`: `split`, and `generator_seed` before it where the records have one."
+    """The columns that name a paired unit in `records`: `split`, and `generator_seed` before it
+    where the records have one.
+    """
     return [c for c in UNITS if c in records.columns]
 
 
@@ -55,7 +58,10 @@ def unit_gap(
     non_oracle: pd.Series,  # the same units' scores of the non-oracle side
     confidence: float = 0.95,  # the interval's level
 ) -> tuple:  # (the reported interval; the interval over the draws' means, n = draws, or None without 2+ draws)
-    "oracle - non_oracle paired by unit (generator seed x split): the interval an audit reports (`stats.audit_interval`: over the units, over the draws' means from `LEAD_WITH_DRAWS` draws on) and the one over the draws' means."
+    """oracle - non_oracle paired by unit (generator seed x split): the interval an audit reports
+    (`stats.audit_interval`: over the units, over the draws' means from `LEAD_WITH_DRAWS` draws
+    on) and the one over the draws' means.
+    """
     iv = paired_gap(oracle, non_oracle, confidence)
     draws = (
         oracle.index.get_level_values("generator_seed").nunique()
@@ -78,21 +84,38 @@ def _per_split(records: pd.DataFrame, metric: str = "act1") -> pd.DataFrame:
 # %% ../nbs/17c_tables.ipynb #e7fa8208
 def condition_table(records:pd.DataFrame, # matched records (condition, split, seed, metric, value)
                    ) -> pd.DataFrame: # one row per condition (Table 1's label): mean and std over splits of each metric
-    "Table 1: mean ± std over units (splits, or generator seeds x splits; training seeds averaged within a unit) per condition and metric."
+    """Table 1: mean ± std over units (splits, or generator seeds x splits; training seeds averaged
+    within a unit) per condition and metric.
+    """
     rows = []
     present = [c for c in CONDITIONS if c in set(records["condition"])]
     for name in present:
         c, row = CONDITIONS[name], {}
         for metric in METRICS:
             per = _per_split(records, metric)
-            if name not in per: continue
+            if name not in per:
+                continue
             m, s = mean_std(per[name].dropna())
             row |= {metric: m, f"{metric}_std": s}
-        rows.append({"label": c.label, "condition": name, "deployable": c.deployable, **row,
-                     "n_splits": int(records.loc[records["condition"] == name, "split"].nunique()),
-                     "n_seeds": int(records.loc[records["condition"] == name, "seed"].nunique()),
-                     **({"n_generator_seeds": int(records.loc[records["condition"] == name, "generator_seed"].nunique())}
-                        if "generator_seed" in records.columns else {})})
+        rows.append(
+            {
+                "label": c.label,
+                "condition": name,
+                "deployable": c.deployable,
+                **row,
+                "n_splits": int(records.loc[records["condition"] == name, "split"].nunique()),
+                "n_seeds": int(records.loc[records["condition"] == name, "seed"].nunique()),
+                **(
+                    {
+                        "n_generator_seeds": int(
+                            records.loc[records["condition"] == name, "generator_seed"].nunique()
+                        )
+                    }
+                    if "generator_seed" in records.columns
+                    else {}
+                ),
+            }
+        )
     return pd.DataFrame(rows).set_index("label")
 
 # %% ../nbs/17c_tables.ipynb #6eda57b5
@@ -103,7 +126,11 @@ def matched_gap(
     metric: str = "act1",  # the metric
     confidence: float = 0.95,  # the interval's level
 ) -> dict:  # comparison, non_oracle, non_oracle_std, oracle, oracle_std, gap, ci_low, ci_high, n
-    "The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds averaged), with its Student-t interval (`unit_gap`: over the units, n - 1 df; from `LEAD_WITH_DRAWS` draws on over the draws' means, n = draws); with 2+ draws also the interval over the draws' means (`ci_low_draws`, `ci_high_draws`)."
+    """The gap oracle - non_oracle, paired by unit (split, or generator seed x split; training seeds
+    averaged), with its Student-t interval (`unit_gap`: over the units, n - 1 df; from
+    `LEAD_WITH_DRAWS` draws on over the draws' means, n = draws); with 2+ draws also the interval
+    over the draws' means (`ci_low_draws`, `ci_high_draws`).
+    """
     per = _per_split(records, metric)
     for c in (oracle, non_oracle):
         if c not in per:
@@ -153,7 +180,9 @@ def _matched(records: pd.DataFrame) -> pd.DataFrame:
 
 # %% ../nbs/17c_tables.ipynb #316b8db0
 def gap_rows(records: pd.DataFrame) -> pd.DataFrame:
-    "Every provenance-matched gap (`matched_pairs`, the primary pair first) for each metric, each paired by split."
+    """Every provenance-matched gap (`matched_pairs`, the primary pair first) for each metric, each
+    paired by split.
+    """
     present = [c for c in CONDITIONS if c in set(records["condition"])]
     rows = [
         matched_gap(records, oracle, non, metric)
@@ -165,10 +194,13 @@ def gap_rows(records: pd.DataFrame) -> pd.DataFrame:
 
 # %% ../nbs/17c_tables.ipynb #158e957e
 def audit_result(
-    everything: pd.DataFrame,  # every test of `engine.audit_records` (stacked over draws: `datasets.draw_records`)
+    # every test of `engine.audit_records` (stacked over draws: `datasets.draw_records`)
+    everything: pd.DataFrame,
     quality: pd.DataFrame,  # the recovered histories' quality (`engine.history_quality`)
 ) -> AuditResult:
-    "Table 1, the matched gaps and the history quality from an audit's records (what `four_condition_audit` returns)."
+    """Table 1, the matched gaps and the history quality from an audit's records (what
+    `four_condition_audit` returns).
+    """
     matched = _matched(everything)
     return AuditResult(matched, condition_table(matched), gap_rows(matched), everything, quality)
 
@@ -180,11 +212,14 @@ def four_condition_audit(
     conditions: Sequence = TABLE1_CONDITIONS,  # rows (names or AuditCondition objects)
     store: ResultStore | None = None,  # result store (a killed audit resumes from it)
     config: AuditConfig = AuditConfig(),  # settings
-    history_fn: Callable | None = None,  # the recognizer backend (default: RecognizerHistories())
+    # the recognizer backend (default: RecognizerHistories())
+    history_fn: Callable | None = None,
     progress: bool = False,  # progress bars
     workers: int = 1,  # processes sharing the units (see `audit_records`)
 ) -> AuditResult:
-    "Table 1 (mean ± std over splits), the matched gaps (Table 2's first row first) and the recovered histories' quality."
+    """Table 1 (mean ± std over splits), the matched gaps (Table 2's first row first) and the
+    recovered histories' quality.
+    """
     store = store or ResultStore(Path(tempfile.mkdtemp(prefix="hoi_audit_store_")))
     history_fn = history_fn or RecognizerHistories()
     everything = over_generator_seeds(
@@ -221,7 +256,9 @@ class InterventionResult:
 def _intervention_records(
     all_records: pd.DataFrame,  # every test, with test_history (from `audit_records`)
 ) -> pd.DataFrame:  # the 2x2's records: train_history (ba, gt) in place of the condition
-    "The cross-tested recognizer_ba and gt_history records (tested with BA or GT histories), each named by the history it trained on."
+    """The cross-tested recognizer_ba and gt_history records (tested with BA or GT histories), each
+    named by the history it trained on.
+    """
     train_kind = {"recognizer_ba": "ba", "gt_history": "gt"}
     r = all_records[
         all_records["condition"].isin(train_kind) & all_records["test_history"].isin(["ba", "gt"])
@@ -278,18 +315,37 @@ def intervention_table(
     return InterventionResult(r, table, std, pd.DataFrame(contrasts))
 
 # %% ../nbs/17c_tables.ipynb #d8f6808a
-def intervention_2x2(dataset, # a `ProceduralDataset` with features, or `datasets.SeededDatasets`
-                     splits:Sequence[int]|None=None, # splits (None: all)
-                     seeds:Sequence[int]=PROTOCOL_SEEDS, # training seeds
-                     store:ResultStore|None=None, # result store (shared with `four_condition_audit`: no unit is trained twice)
-                     config:AuditConfig=AuditConfig(), # settings (its cross_test must hold 'ba' and 'gt')
-                     history_fn:Callable|None=None, # recovered histories
-                     progress:bool=False, # progress bars
-                     workers:int=1, # processes sharing the units (see `audit_records`)
-                    ) -> InterventionResult:
-    "Train with recognizer (BA) or GT history x test with recognizer or GT history; one fixed checkpoint per regime."
-    if not {"ba", "gt"} <= set(config.cross_test): raise ValueError("intervention_2x2 needs config.cross_test to hold 'ba' and 'gt'")
-    return intervention_table(over_generator_seeds(audit_records, dataset, splits, seeds, ("recognizer_ba", "gt_history"), store, config, history_fn, progress, workers))
+def intervention_2x2(
+    dataset,  # a `ProceduralDataset` with features, or `datasets.SeededDatasets`
+    splits: Sequence[int] | None = None,  # splits (None: all)
+    seeds: Sequence[int] = PROTOCOL_SEEDS,  # training seeds
+    # result store (shared with `four_condition_audit`: no unit is trained twice)
+    store: ResultStore | None = None,
+    # settings (its cross_test must hold 'ba' and 'gt')
+    config: AuditConfig = AuditConfig(),
+    history_fn: Callable | None = None,  # recovered histories
+    progress: bool = False,  # progress bars
+    workers: int = 1,  # processes sharing the units (see `audit_records`)
+) -> InterventionResult:
+    """Train with recognizer (BA) or GT history x test with recognizer or GT history; one fixed
+    checkpoint per regime.
+    """
+    if not {"ba", "gt"} <= set(config.cross_test):
+        raise ValueError("intervention_2x2 needs config.cross_test to hold 'ba' and 'gt'")
+    return intervention_table(
+        over_generator_seeds(
+            audit_records,
+            dataset,
+            splits,
+            seeds,
+            ("recognizer_ba", "gt_history"),
+            store,
+            config,
+            history_fn,
+            progress,
+            workers,
+        )
+    )
 
 # %% ../nbs/17c_tables.ipynb #a3fdcb1a
 def audit_results_records(result: AuditResult) -> list[dict]:
@@ -373,7 +429,9 @@ def window_results_records(
     window: pd.DataFrame,  # from `window_accuracy_records`
     config: AuditConfig = AuditConfig(),  # the audit's settings (the recognizer's seed)
 ) -> list[dict]:
-    "Table 3's records for the `four_condition` results JSON: condition `window_recognizer`, metric `window_acc`."
+    """Table 3's records for the `four_condition` results JSON: condition `window_recognizer`,
+    metric `window_acc`.
+    """
     return [
         {**r, "seed": config.recognizer_seed, "condition": "window_recognizer"}
         for r in window[["dataset", *unit_columns(window), "metric", "value"]].to_dict("records")
@@ -381,10 +439,13 @@ def window_results_records(
 
 # %% ../nbs/17c_tables.ipynb #678644c0
 def recovery_table(
-    result: AuditResult,  # a four-condition audit (its BFR, BA and GT rows are used when present)
+    # a four-condition audit (its BFR, BA and GT rows are used when present)
+    result: AuditResult,
     window: pd.DataFrame,  # from `window_accuracy_records`
 ) -> pd.DataFrame:  # one row (the dataset): window_acc, bfr, ba, gt and their stds over splits
-    "Table 3's row: the recognizer's window accuracy, then Act@1 with BFR, BA and GT histories (mean ± std over splits)."
+    """Table 3's row: the recognizer's window accuracy, then Act@1 with BFR, BA and GT histories
+    (mean ± std over splits).
+    """
     if window.empty:
         raise DataError("recovery_table: no window-accuracy records")
     row = dict(zip(("window_acc", "window_acc_std"), mean_std(window["value"])))

@@ -22,12 +22,16 @@ __all__ = ['TABLE1_COLUMNS', 'METRIC_NAMES', 'RECOVERY_NAMES', 'unit_columns', '
 
 # %% ../nbs/19a_verdict.ipynb #gs2c001
 def unit_columns(records: pd.DataFrame) -> list:
-    "The columns naming a paired unit in these (score) records: `split`, with `generator_seed` before it where they carry one."
+    """The columns naming a paired unit in these (score) records: `split`, with `generator_seed`
+    before it where they carry one.
+    """
     return [c for c in ("generator_seed", "split") if c in records and records[c].notna().any()]
 
 
 def units_phrase(n: int | None, generator_seeds: int | None) -> str:
-    "'n = 4 splits', 'n = 8 units (2 generator seeds x 4 splits)', or from `LEAD_WITH_DRAWS` draws on 'n = 3 generator seeds (...)'."
+    """'n = 4 splits', 'n = 8 units (2 generator seeds x 4 splits)', or from `LEAD_WITH_DRAWS` draws
+    on 'n = 3 generator seeds (...)'.
+    """
     if n is None:
         return "n not recorded"
     if not generator_seeds or generator_seeds < 2:
@@ -37,6 +41,7 @@ def units_phrase(n: int | None, generator_seeds: int | None) -> str:
     return f"n = {n} units ({generator_seeds} generator seeds x {n // generator_seeds} splits)"
 
 # %% ../nbs/19a_verdict.ipynb #1c32e328
+# `table1_intervals`' columns, in order
 TABLE1_COLUMNS = [
     "dataset",
     "condition",
@@ -49,19 +54,20 @@ TABLE1_COLUMNS = [
     "n",
     "n_splits",
     "n_generator_seeds",
-]  # `table1_intervals`' columns, in order
+]
 
 # %% ../nbs/19a_verdict.ipynb #ce9f9648
 def _table1_scores(
     records: pd.DataFrame,  # the audit's records
     info: dict,  # `condition_info` of their conditions
 ) -> pd.DataFrame:  # the per-split Table 1 scores, each with a dataset
-    "The records Table 1 reads: its metrics, per split (not a pooled 'all'), of a condition (not a gap's a-b)."
+    """The records Table 1 reads: its metrics, per split (not a pooled 'all'), of a condition (not a
+    gap's a-b).
+    """
     r = with_dataset(records)
     r = r[r["metric"].isin(METRICS) & r["split"].map(lambda s: s != "all")]
-    return r[
-        r["condition"].isin(info) | ~r["condition"].astype(str).str.contains("-")
-    ]  # not a gap's a-b
+    # not a gap's a-b
+    return r[r["condition"].isin(info) | ~r["condition"].astype(str).str.contains("-")]
 
 # %% ../nbs/19a_verdict.ipynb #75ddc6e1
 def _table1_row(
@@ -71,13 +77,14 @@ def _table1_row(
     *,
     confidence: float,  # the interval's level
 ) -> dict:  # one row of `table1_intervals`
-    "One Table 1 cell: the seed-averaged score per unit (split, or generator seed x split), its mean, std and t interval."
+    """One Table 1 cell: the seed-averaged score per unit (split, or generator seed x split), its
+    mean, std and t interval.
+    """
     ds, cond, metric = key
     units = unit_columns(g)
     per_split = g.groupby(units)["value"].mean()  # splits, or generator seeds x splits
-    iv = audit_interval(
-        per_split, "generator_seed", confidence
-    )  # from LEAD_WITH_DRAWS draws on: over the draws' means
+    # from LEAD_WITH_DRAWS draws on: over the draws' means
+    iv = audit_interval(per_split, "generator_seed", confidence)
     return {
         "dataset": ds,
         "condition": cond,
@@ -87,7 +94,8 @@ def _table1_row(
         "std": mean_std(per_split)[1],
         "ci_low": iv.low,
         "ci_high": iv.high,
-        "n": iv.n,  # the units: splits, generator seeds x splits, or (3+ draws) generator seeds
+        # the units: splits, generator seeds x splits, or (3+ draws) generator seeds
+        "n": iv.n,
         "n_splits": int(g["split"].nunique()),
         "n_generator_seeds": (
             int(g["generator_seed"].nunique()) if "generator_seed" in units else None
@@ -96,11 +104,15 @@ def _table1_row(
 
 # %% ../nbs/19a_verdict.ipynb #1450f3d8
 def table1_intervals(
-    records: pd.DataFrame,  # the audit's records (dataset, condition, split, seed, metric, value)
+    # the audit's records (dataset, condition, split, seed, metric, value)
+    records: pd.DataFrame,
     confidence: float = 0.95,  # the intervals' level
-    conditions: dict | None = None,  # `condition_info` (labels); None: the package's registry
+    # `condition_info` (labels); None: the package's registry
+    conditions: dict | None = None,
 ) -> pd.DataFrame:  # dataset, condition, label, metric, mean, std, ci_low, ci_high, n_splits
-    "Table 1 with intervals, per dataset, condition and metric: the seed-averaged score per unit (split, or generator seed x split), its mean, std and t interval."
+    """Table 1 with intervals, per dataset, condition and metric: the seed-averaged score per unit
+    (split, or generator seed x split), its mean, std and t interval.
+    """
     info = conditions or condition_info(
         records["condition"].dropna().unique() if "condition" in records else []
     )
@@ -113,31 +125,38 @@ def table1_intervals(
 
 # %% ../nbs/19a_verdict.ipynb #eeb925db
 def audited_conditions(records: pd.DataFrame) -> list[str]:
-    "The conditions with Table 1 scores (not a gap's a-b, not the window recognizer), in the records' order."
+    """The conditions with Table 1 scores (not a gap's a-b, not the window recognizer), in the
+    records' order.
+    """
     scored = records["metric"].isin(METRICS) & records["split"].map(lambda s: s != "all")
     names = records.loc[scored, "condition"].dropna()
     return list(dict.fromkeys(names[~names.astype(str).str.contains("-") | names.isin(CONDITIONS)]))
 
 # %% ../nbs/19a_verdict.ipynb #6f55935f
+# a Table 1 metric -> how the prose names it
 METRIC_NAMES = {
     "act1": "Act@1",
     "act5": "Act@5",
     "verb1": "Verb@1",
-}  # a Table 1 metric -> how the prose names it
+}
 
+# recovery metric -> its name on the page
 RECOVERY_NAMES = {
     "history_edit_rate": "edit distance / annotated length (can exceed 1)",
     "history_item_acc": "annotated items recovered in order / annotated length",
     "window_acc": "recognizer window accuracy (%)",
-}  # recovery metric -> its name on the page
+}
 
 # %% ../nbs/19a_verdict.ipynb #13c2d452
 def recovery_quality(
     records: pd.DataFrame,  # one dataset's records
     condition: str,  # the recognizer condition whose recovered histories are read
-    part: str = "test",  # which videos' histories ('test', 'train'); records without a part are used as they are
+    # which videos' histories ('test', 'train'); records without a part are used as they are
+    part: str = "test",
 ) -> dict | None:  # metric -> mean over splits, plus n_splits; None where none was measured
-    "The recovered histories' quality of one condition: per split the mean over seeds, then the mean over splits."
+    """The recovered histories' quality of one condition: per split the mean over seeds, then the
+    mean over splits.
+    """
     q = records[
         records["metric"].isin(["history_edit_rate", "history_item_acc"])
         & (records["condition"] == condition)
@@ -153,7 +172,9 @@ def recovery_quality(
 
 # %% ../nbs/19a_verdict.ipynb #6fc3a4fa
 def _primary_gap(gaps: pd.DataFrame) -> dict | None:
-    "The gap the verdict reads: the primary matched pair's (`conditions.ORACLE` against `conditions.NON_ORACLE`) on Act@1, else the first Act@1 gap, else None."
+    """The gap the verdict reads: the primary matched pair's (`conditions.ORACLE` against
+    `conditions.NON_ORACLE`) on Act@1, else the first Act@1 gap, else None.
+    """
     primary = gaps[(gaps["metric"] == "gap_act1") & (gaps["condition"] == f"{ORACLE}-{NON_ORACLE}")]
     if len(primary):
         return primary.iloc[0].to_dict()
@@ -162,7 +183,9 @@ def _primary_gap(gaps: pd.DataFrame) -> dict | None:
 
 # %% ../nbs/19a_verdict.ipynb #0e0feb97
 def _context_control(oracle: str) -> str | None:
-    "The registered control that reads `oracle`'s history with its inputs less the window video (its context-only row); None where none is."
+    """The registered control that reads `oracle`'s history with its inputs less the window video
+    (its context-only row); None where none is.
+    """
     o = CONDITIONS.get(oracle)
     if o is None:
         return None
@@ -178,10 +201,14 @@ def _context_control(oracle: str) -> str | None:
 
 # %% ../nbs/19a_verdict.ipynb #de0672f4
 def control_rows() -> dict:  # condition -> what running it shows, in the order the verdict lists them
-    "The audit's controls, from the conditions registry now: each registered condition with a `control`, by `control_rank` (unranked ones last, in registration order)."
+    """The audit's controls, from the conditions registry now: each registered condition with a
+    `control`, by `control_rank` (unranked ones last, in registration order).
+    """
     controls = [c for c in CONDITIONS.values() if c.control]
-    return {c.name: c.control for c in sorted(controls, key=lambda c: (c.control_rank is None, c.control_rank or 0))}
-
+    return {
+        c.name: c.control
+        for c in sorted(controls, key=lambda c: (c.control_rank is None, c.control_rank or 0))
+    }
 
 # %% ../nbs/19a_verdict.ipynb #61dc284a
 def _number(v) -> float | None:
@@ -194,7 +221,9 @@ def _condition_fact(
     info: dict,  # `condition_info`
     field: str,  # "label" or "deployable"
 ) -> str | bool | None:
-    "A condition's label or deployability as `info` has it, else as the package's registry defines it, else unknown (its name; None)."
+    """A condition's label or deployability as `info` has it, else as the package's registry defines
+    it, else unknown (its name; None).
+    """
     if c in info:
         return info[c][field]
     if c in CONDITIONS:
@@ -209,7 +238,9 @@ def _gap_facts(
     *,
     info: dict,  # `condition_info` of the conditions
 ) -> dict:  # oracle, non_oracle (names, labels, deployability), the gap, its interval(s), units, scores, recovery
-    "The verdict's facts about the matched gap, each read from its record (the pair from its fields, else its a-b name)."
+    """The verdict's facts about the matched gap, each read from its record (the pair from its
+    fields, else its a-b name).
+    """
     named = lambda k, i: (
         gap[k] if isinstance(gap.get(k), str) else gap["condition"].split("-", 1)[i]
     )
@@ -247,7 +278,9 @@ def _context_facts(
     g: dict,  # `_gap_facts`
     table: pd.DataFrame,  # the dataset's `table1_intervals`
 ) -> dict | None:  # score, share (% of the privileged score); None: the control did not run
-    "The oracle's context-only control (from the registry), where it ran: its score and its share of the privileged score."
+    """The oracle's context-only control (from the registry), where it ran: its score and its share
+    of the privileged score.
+    """
     scores = table[table["metric"] == g["base"]].set_index("condition")["mean"]
     context = _number(scores.get(_context_control(g["oracle"])))
     if context is None or not (g["oracle_score"] or 0) > 0:
@@ -256,11 +289,14 @@ def _context_facts(
 
 # %% ../nbs/19a_verdict.ipynb #fea03f26
 def verdict_facts(
-    records: pd.DataFrame,  # one dataset's records (`load_audit(...)["records"]` of that dataset)
+    # one dataset's records (`load_audit(...)["records"]` of that dataset)
+    records: pd.DataFrame,
     conditions: dict | None = None,  # `condition_info` (None: the package's registry)
     intervention: pd.DataFrame | None = None,  # that dataset's 2x2 records (None: not run)
 ) -> dict:  # dataset, gap (None: no matched pair), controls_run, controls_not_run, intervention_run, context_only
-    "What one dataset's verdict states, each value read from its records; refuses records of more than one dataset."
+    """What one dataset's verdict states, each value read from its records; refuses records of more
+    than one dataset.
+    """
     records = with_dataset(records)
     datasets = sorted(records["dataset"].unique())
     if len(datasets) != 1:
@@ -287,23 +323,28 @@ def verdict_facts(
 def _claim(g: dict) -> str:
     "What the gap licenses, chosen by its interval (computed from the record's ci_low and ci_high)."
     if g["excludes_zero"] is None:
-        return "With fewer than two splits there is no interval: the estimate licenses no claim yet; audit more splits."
+        return (
+            "With fewer than two splits there is no interval: the estimate licenses no claim "
+            "yet; audit more splits."
+        )
     if g["ci_low"] > 0:
         return (
-            f"A score obtained with {g['oracle_label']} overstates deployable next-action anticipation: with this "
-            "recognizer and this model family, privileged history is worth about that many points. The gap is relative "
-            "to the estimator (recognizer, model, budget): it does not measure the task's intrinsic predictability, nor "
-            "bound the gap of a better recognizer. Report the deployable score as the benchmark's anticipation score, and "
-            "the privileged one only as an oracle upper bound."
+            f"A score obtained with {g['oracle_label']} overstates deployable next-action "
+            "anticipation: with this recognizer and this model family, privileged history is "
+            "worth about that many points. The gap is relative to the estimator (recognizer, "
+            "model, budget): it does not measure the task's intrinsic predictability, nor bound "
+            "the gap of a better recognizer. Report the deployable score as the benchmark's "
+            "anticipation score, and the privileged one only as an oracle upper bound."
         )
     if g["ci_high"] < 0:
         return (
-            "The privileged history hurts this model, which the audit cannot explain as privileged information; "
-            "check the histories."
+            "The privileged history hurts this model, which the audit cannot explain as "
+            "privileged information; check the histories."
         )
     return (
-        "This audit finds no privileged-history gap it can distinguish from split-to-split variation, which licenses "
-        "the privileged score as a deployable score only for this estimator and only to the interval's precision."
+        "This audit finds no privileged-history gap it can distinguish from split-to-split "
+        "variation, which licenses the privileged score as a deployable score only for this "
+        "estimator and only to the interval's precision."
     )
 
 # %% ../nbs/19a_verdict.ipynb #28a6e19d
@@ -313,11 +354,16 @@ def _controls_sentence(f: dict) -> str:
         "; ".join(CONDITIONS[c].label if c in CONDITIONS else c for c in cs) or "none"
     )
     iv = "the 2x2 intervention " + ("ran" if f["intervention_run"] else "did not run")
-    return f"Controls run: {names(f['controls_run'])}. Not run: {names(f['controls_not_run'])}. And {iv}."
+    return (
+        f"Controls run: {names(f['controls_run'])}. Not run: {names(f['controls_not_run'])}. And "
+        f"{iv}."
+    )
 
 # %% ../nbs/19a_verdict.ipynb #78b7c704
 def _gap_sentence(g: dict) -> str:
-    "The matched gap in words: its value, the two scores, the units and its interval (or that there is none)."
+    """The matched gap in words: its value, the two scores, the units and its interval (or that
+    there is none).
+    """
     metric = METRIC_NAMES.get(g["base"], g["base"])
     scores = (
         f" ({g['oracle_score']:.1f} vs {g['non_oracle_score']:.1f})"
@@ -330,14 +376,16 @@ def _gap_sentence(g: dict) -> str:
             f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, {n}, no interval."
         )
     return (
-        f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t interval "
-        f"[{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
+        f"The matched gap is ΔPH = {g['value']:+.1f} {metric} points{scores}, 95% Student-t "
+        f"interval [{g['ci_low']:+.1f}, {g['ci_high']:+.1f}] over {n}: the interval "
         f"{'excludes' if g['excludes_zero'] else 'includes'} 0."
     )
 
 # %% ../nbs/19a_verdict.ipynb #674ecaf6
 def _draws_sentence(g: dict) -> str:
-    "Below `LEAD_WITH_DRAWS` draws: the interval over the draws' means, and whether it disagrees with the one over units ('' otherwise)."
+    """Below `LEAD_WITH_DRAWS` draws: the interval over the draws' means, and whether it disagrees
+    with the one over units ('' otherwise).
+    """
     if not (
         g.get("over_draws") and g["n_generator_seeds"] < LEAD_WITH_DRAWS
     ):  # from 3 draws on it is the gap's interval
@@ -352,9 +400,9 @@ def _draws_sentence(g: dict) -> str:
         and (g["over_draws"][0] > 0 or g["over_draws"][1] < 0) != g["excludes_zero"]
     ):
         out += (
-            f" That interval {'excludes' if not g['excludes_zero'] else 'includes'} 0 where the one over units does not: "
-            "the two disagree, and a third draw (from which the interval over the draws' means is the one reported) "
-            "would settle it."
+            f" That interval {'excludes' if not g['excludes_zero'] else 'includes'} 0 where the "
+            "one over units does not: the two disagree, and a third draw (from which the "
+            "interval over the draws' means is the one reported) would settle it."
         )
     return out
 
@@ -363,7 +411,9 @@ def _recovery_sentence(
     g: dict,  # `verdict_facts(...)["gap"]`
     deployable: str,  # how the verdict names the non-oracle's deployability
 ) -> str:
-    "The non-oracle recognizer's history recovery (edit rate, item accuracy over its splits), or that it was not measured."
+    """The non-oracle recognizer's history recovery (edit rate, item accuracy over its splits), or
+    that it was not measured.
+    """
     q = g["recovery"]
     if q is None:
         return f"History recovery of {g['non_oracle']}: not measured in these records."
@@ -373,63 +423,82 @@ def _recovery_sentence(
         if m in q
     ]
     return (
-        f"History recovery of the {deployable} recognizer ({g['non_oracle']}, test histories, mean over "
-        f"{q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}."
+        f"History recovery of the {deployable} recognizer ({g['non_oracle']}, test histories, "
+        f"mean over {q['n_splits']} split{'s' * (q['n_splits'] != 1)}): {'; '.join(parts)}."
     )
 
 # %% ../nbs/19a_verdict.ipynb #b352fcce
 def verdict_text(
     f: dict,  # from `verdict_facts`
 ) -> list[str]:  # the verdict's paragraphs, plain text
-    "One dataset's verdict in words: every number and every 'excludes'/'includes' is a value of `f`, formatted."
+    """One dataset's verdict in words: every number and every 'excludes'/'includes' is a value of
+    `f`, formatted.
+    """
     controls = _controls_sentence(f)
     g = f["gap"]
     if g is None:
         return [
-            "No matched oracle / non-oracle pair was audited, so no privileged-history gap was estimated: this audit "
-            "licenses no statement about how much of the score comes from privileged history. Rerun with the "
-            f"conditions {NON_ORACLE} and {ORACLE}.",
+            "No matched oracle / non-oracle pair was audited, so no privileged-history gap was "
+            "estimated: this audit licenses no statement about how much of the score comes from "
+            f"privileged history. Rerun with the conditions {NON_ORACLE} and {ORACLE}.",
             controls,
         ]
     deployable = {True: "deployable", False: "not deployable", None: "deployability not recorded"}[
         g["non_oracle_deployable"]
     ]
     head = (
-        f"Headline privileged condition: {g['oracle_label']} ({g['oracle']}), matched with {g['non_oracle_label']} "
-        f"({g['non_oracle']}, {deployable}): the same inputs, the history's provenance differs."
+        f"Headline privileged condition: {g['oracle_label']} ({g['oracle']}), matched with "
+        f"{g['non_oracle_label']} ({g['non_oracle']}, {deployable}): the same inputs, the "
+        "history's provenance differs."
     )
     out = [head, _gap_sentence(g) + _draws_sentence(g) + " " + _claim(g)]
     if f["context_only"]:
         out[-1] += (
-            f" The context-only control (oracle history and state, no window video) reaches "
-            f"{f['context_only']['score']:.1f}, {f['context_only']['share']:.0f}% of the privileged score: that "
-            "share of the score needs no video at all."
+            " The context-only control (oracle history and state, no window video) reaches "
+            f"{f['context_only']['score']:.1f}, {f['context_only']['share']:.0f}% of the "
+            "privileged score: that share of the score needs no video at all."
         )
     return out + [controls, _recovery_sentence(g, deployable)]
 
 # %% ../nbs/19a_verdict.ipynb #5ac989b7
-def data_fingerprints(audit:dict, # from `load_audit`
-                      data_fingerprint:str|None=None, # SHA-256 of the --data folder (attributed only to a one-dataset audit)
-                     ) -> dict: # dataset -> (fingerprint or None, where it came from)
-    "Each dataset's data fingerprint: pins.data (per dataset, or one for a one-dataset audit), else --data, else None."
+def data_fingerprints(
+    audit: dict,  # from `load_audit`
+    # SHA-256 of the --data folder (attributed only to a one-dataset audit)
+    data_fingerprint: str | None = None,
+) -> dict:  # dataset -> (fingerprint or None, where it came from)
+    """Each dataset's data fingerprint: pins.data (per dataset, or one for a one-dataset audit),
+    else --data, else None.
+    """
     datasets = sorted(audit["records"]["dataset"].unique())
     data, one = audit["payload"]["pins"].get("data"), len(datasets) == 1
     out = {}
     for ds in datasets:
-        if isinstance(data, dict) and ds in data: out[ds] = (data[ds], "pins.data in the results JSON")
-        elif isinstance(data, str) and one: out[ds] = (data, "pins.data in the results JSON")
-        elif data_fingerprint is not None and one: out[ds] = (data_fingerprint, "SHA-256 of the --data folder, computed now")
-        else: out[ds] = (None, "not recorded in the results JSON; --data DATA_DIR fingerprints a one-dataset audit's folder")
+        if isinstance(data, dict) and ds in data:
+            out[ds] = (data[ds], "pins.data in the results JSON")
+        elif isinstance(data, str) and one:
+            out[ds] = (data, "pins.data in the results JSON")
+        elif data_fingerprint is not None and one:
+            out[ds] = (data_fingerprint, "SHA-256 of the --data folder, computed now")
+        else:
+            out[ds] = (
+                None,
+                "not recorded in the results JSON; --data DATA_DIR fingerprints a "
+                "one-dataset audit's folder",
+            )
     return out
 
 # %% ../nbs/19a_verdict.ipynb #73fd5a62
 def _config_key(pins: dict) -> str | None:
-    "Which pin holds the audit's config hash: `config_sha256`, else `config` (None: neither is a string)."
+    """Which pin holds the audit's config hash: `config_sha256`, else `config` (None: neither is a
+    string).
+    """
     return next((k for k in ("config_sha256", "config") if isinstance(pins.get(k), str)), None)
 
 # %% ../nbs/19a_verdict.ipynb #e4efbd72
 def _file_pins(audit: dict) -> list[tuple]:
-    "The header's first pins: the package that writes the report, the results file and its SHA-256, the config's SHA-256s."
+    """The header's first pins: the package that writes the report, the results file and its
+    SHA-256, the config's SHA-256s.
+    """
     payload, pins = audit["payload"], audit["payload"]["pins"]
     config_key = _config_key(pins)
     return [
@@ -459,7 +528,9 @@ def _other_pins(
     audit: dict,  # from `load_audit`
     data_fingerprint: str | None,  # SHA-256 of the --data folder, if given
 ) -> list[tuple]:  # (what, value, note)
-    "The pins the header has not shown yet (a dataset-named pin explained), then a --data fingerprint no one dataset owns."
+    """The pins the header has not shown yet (a dataset-named pin explained), then a --data
+    fingerprint no one dataset owns.
+    """
     pins = audit["payload"]["pins"]
     datasets = sorted(audit["records"]["dataset"].unique())
     data = pins.get("data")
@@ -474,8 +545,9 @@ def _other_pins(
             continue
         note = (
             (
-                "recorded under this dataset's name: the four_condition experiment pins the dataset's audit records "
-                "(SHA-256 of their canonical JSON) this way; it is not a data-folder fingerprint"
+                "recorded under this dataset's name: the four_condition experiment pins the "
+                "dataset's audit records (SHA-256 of their canonical JSON) this way; it is not "
+                "a data-folder fingerprint"
             )
             if k in datasets
             else ""
@@ -493,11 +565,13 @@ def _other_pins(
 
 # %% ../nbs/19a_verdict.ipynb #b144102d
 def _conditions_pin(audit: dict) -> tuple:
-    "Where the conditions' labels, inputs and deployability were read: the results JSON, this package's registry, or both."
+    """Where the conditions' labels, inputs and deployability were read: the results JSON, this
+    package's registry, or both.
+    """
     recorded = audit["recorded_conditions"]
     registry = (
-        f"this package's registry (hoi_audit.conditions.CONDITIONS, hoi_audit {__version__}), which may differ "
-        "from the one that ran the audit"
+        f"this package's registry (hoi_audit.conditions.CONDITIONS, hoi_audit {__version__}), "
+        "which may differ from the one that ran the audit"
     )
     fallback = [
         c for c in audited_conditions(audit["records"]) if not recorded or c not in recorded
@@ -509,7 +583,8 @@ def _conditions_pin(audit: dict) -> tuple:
         if fallback and recorded
         else "read from the results JSON's conditions"
         if recorded
-        else f"not recorded in the results JSON: labels, inputs and deployability read from {registry}",
+        else "not recorded in the results JSON: labels, inputs and deployability read from "
+        f"{registry}",
     )
 
 # %% ../nbs/19a_verdict.ipynb #ed2775c2
@@ -517,7 +592,9 @@ def pin_rows(
     audit: dict,  # from `load_audit`
     data_fingerprint: str | None = None,  # SHA-256 of the --data folder, if given
 ) -> list[tuple]:  # (what, value or None: not recorded, note), in the header's order
-    "The header's pins: package version, results file SHA-256, config SHA-256, data fingerprints, other pins, sources read."
+    """The header's pins: package version, results file SHA-256, config SHA-256, data fingerprints,
+    other pins, sources read.
+    """
     rows = _file_pins(audit)
     rows += [
         (f"data fingerprint: {ds}", fp, how)

@@ -17,7 +17,9 @@ __all__ = ['KINDS', 'WorldModel', 'check_rollout', 'PersistenceModel', 'LinearEx
 # %% ../nbs/41_worldmodel.ipynb #180bbb2a
 @runtime_checkable
 class WorldModel(Protocol):
-    "A frozen latent forecaster: roll out H future latents from C visible ones and the H future commands."
+    """A frozen latent forecaster: roll out H future latents from C visible ones and the H future
+    commands.
+    """
 
     def rollout(self, context: np.ndarray, commands: np.ndarray) -> dict: ...
 
@@ -36,7 +38,8 @@ def _check_inputs(context, commands) -> tuple[np.ndarray, np.ndarray]:
         or commands.shape[1] < 1
     ):
         raise DataError(
-            f"rollout: commands must be (B={context.shape[0]}, H >= 1, {COMMAND_DIM}), got {commands.shape}"
+            f"rollout: commands must be (B={context.shape[0]}, H >= 1, {COMMAND_DIM}), got "
+            f"{commands.shape}"
         )
     return context, commands
 
@@ -85,7 +88,9 @@ class PersistenceModel:
 # %% ../nbs/41_worldmodel.ipynb #2767826c
 @dataclass(frozen=True)
 class LinearExtrapolationModel:
-    "Continue the last visible step: z_{C-1+h} = z_{C-1} + h (z_{C-1} - z_{C-2}); persistence when only one bin is visible."
+    """Continue the last visible step: z_{C-1+h} = z_{C-1} + h (z_{C-1} - z_{C-2}); persistence when
+    only one bin is visible.
+    """
 
     kind: str = "linear"
 
@@ -185,9 +190,8 @@ class LatentForecaster:
         import torch
 
         before = torch.get_num_threads()
-        torch.set_num_threads(
-            1
-        )  # small matrices: one thread is fastest and does not fight other processes
+        # small matrices: one thread is fastest and does not fight other processes
+        torch.set_num_threads(1)
         try:
             return self._rollout(context, commands)
         finally:
@@ -199,7 +203,8 @@ class LatentForecaster:
         context, commands = _check_inputs(context, commands)
         if context.shape[2] != len(self.latent_mean):
             raise DataError(
-                f"rollout: this {self.kind} model was trained on {len(self.latent_mean)}-D latents, got {context.shape[2]}-D"
+                f"rollout: this {self.kind} model was trained on {len(self.latent_mean)}-D "
+                f"latents, got {context.shape[2]}-D"
             )
         zc = (context - self.latent_mean) / self.latent_scale
         uc = (commands - self.command_mean) / self.command_scale
@@ -248,9 +253,8 @@ def _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
     for i in range(steps):
         idx = torch.randint(0, len(Z), (min(batch_size, len(Z)),), generator=gen)
         z, u = Z[idx], U[idx]
-        one_step, _ = step(
-            z[:, 1:-1], z[:, 1:-1] - z[:, :-2], u[:, 2:]
-        )  # predict bins 2..K-1 from the true past
+        # predict bins 2..K-1 from the true past
+        one_step, _ = step(z[:, 1:-1], z[:, 1:-1] - z[:, :-2], u[:, 2:])
         loss_tf = (one_step - z[:, 2:]).abs().mean()
         rolled, _ = _roll(step, z[:, C - 1], z[:, C - 2], u[:, C:])
         loss = loss_tf + (rolled - z[:, C:]).abs().mean()
@@ -285,11 +289,15 @@ def train_forecaster(episodes:Episodes, # the episodes; only the train_full spli
                     ) -> LatentForecaster:
     "Train a learned forecaster on `train_full` only and return it frozen."
     import torch
-    if threads is None: return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
+
+    if threads is None:
+        return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
-    try: return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
-    finally: torch.set_num_threads(before)
+    try:
+        return _train(episodes, kind, seed, steps, batch_size, hidden, lr, rollout_horizon)
+    finally:
+        torch.set_num_threads(before)
 
 # %% ../nbs/41_worldmodel.ipynb #9cbb1e6f
 def endpoint_l1(
