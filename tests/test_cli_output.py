@@ -130,7 +130,7 @@ ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only
              "lta": "tests/test_lta.py::test_cli",
              "scope": "tests/test_scope.py::test_command_writes_only_below_out_and_is_byte_identical",
              "report": "tests/test_report.py::test_user_model_audit_from_the_command_line (audit, then report beside its results)",
-             # controls goes through stages.run_stage, the three sweeps through pairing._setup/_finish, made of its steps: tested through sensitivity
+             # controls and the three sweeps are registered stages: one path (stages.run_stage), tested through each command
              "controls": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
              "sensitivity": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
              "horizons": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
