@@ -49,9 +49,10 @@ from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 # %% auto #0
 __all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'EPIC_STAGE', 'parse_timestamp', 'read_narrations', 'find_video',
            'accounting', 'accounting_lines', 'EpicFeatures', 'extract', 'feature_sets', 'lopo_scores',
-           'AnticipationResult', 'anticipation_protocol', 'protocol_over_seeds', 'seed_mean_table', 'results_records',
-           'EpicInput', 'epic_input', 'epic_stage_run', 'epic_stage_show', 'epic_stage_records', 'epic_stage_config',
-           'run_epic', 'decode_options', 'extract_command', 'epic_command', 'add_subcommand']
+           'AnticipationResult', 'anticipation_protocol', 'seen_class_mask', 'set_metric_rows', 'forecast_delta_rows',
+           'protocol_table', 'protocol_over_seeds', 'seed_mean_table', 'results_records', 'EpicInput', 'epic_input',
+           'epic_stage_run', 'epic_stage_show', 'epic_stage_records', 'epic_stage_config', 'run_epic', 'decode_options',
+           'extract_command', 'epic_command', 'add_subcommand']
 
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
@@ -704,6 +705,7 @@ def anticipation_protocol(sets:dict, # from feature_sets
                           y:np.ndarray, # verb class per example
                           # participant per example (folds and bootstrap clusters)
                           participants:np.ndarray,
+                          *,
                           n_boot:int=2000, # bootstrap replicates
                           seed:int=0, # bootstrap seed
                           C:float=1.0, # classifier regularisation
@@ -718,76 +720,145 @@ def anticipation_protocol(sets:dict, # from feature_sets
     """
     y, participants = np.asarray(y), np.asarray(participants)
     n_classes = int(y.max()) + 1
-    from sklearn.model_selection import LeaveOneGroupOut
-
-    scores, rows = dict(scores or {}), []
+    scores = dict(scores or {})
     for name, (cond, X) in sets.items():
         if name not in scores:
             scores[name], _ = lopo_scores(X, y, participants, n_classes=n_classes, C=C)
-    seen = np.zeros(len(y), bool)
-    for train, test in LeaveOneGroupOut().split(y, y, participants):
-        seen[test] = np.isin(y[test], y[train])
+    seen = seen_class_mask(y, participants)
     report = list(sets) if report is None else list(report)
+    boot = dict(n_classes=n_classes, n_boot=n_boot, seed=seed)
+    rows = []
     for subset, mask in (("all", np.ones(len(y), bool)), ("seen_classes", seen)):
         if not mask.any():
             continue
-        for name in report:
-            for metric in METRICS:
-                iv = stats.cluster_bootstrap(
-                    _metric(metric, n_classes),
-                    y[mask],
-                    scores[name][mask],
-                    clusters=participants[mask],
-                    n_boot=n_boot,
-                    seed=seed,
-                )
-                rows.append(
-                    {
-                        "feature_set": name,
-                        "deployable": sets[name][0].deployable,
-                        "subset": subset,
-                        "metric": metric,
-                        "value": iv.estimate,
-                        "ci_low": iv.low,
-                        "ci_high": iv.high,
-                    }
-                )
-        if "forecast" in sets:
-            for base in baselines:
-                if base not in sets:
-                    continue
-                for metric in METRICS:
-                    iv = stats.paired_bootstrap_delta(
-                        _metric(metric, n_classes),
-                        y[mask],
-                        scores["forecast"][mask],
-                        scores[base][mask],
-                        n_boot=n_boot,
-                        seed=seed,
-                        clusters=participants[mask],
-                    )
-                    rows.append(
-                        {
-                            "feature_set": "forecast",
-                            "comparison": f"forecast-{base}",
-                            "subset": subset,
-                            "metric": f"delta_{metric}",
-                            "value": iv.estimate,
-                            "ci_low": iv.low,
-                            "ci_high": iv.high,
-                        }
-                    )
-    records = pd.DataFrame(rows)
+        at = dict(subset=subset, mask=mask)
+        rows += set_metric_rows(sets, y, participants, scores, names=report, **at, **boot)
+        rows += forecast_delta_rows(
+            sets, y, participants, scores, baselines=baselines, **at, **boot
+        )
+    table = protocol_table(pd.DataFrame(rows), report)
     rows.append({"metric": "seen_class_fraction", "value": float(seen.mean())})
+    return AnticipationResult(pd.DataFrame(rows), table, float(seen.mean()), scores)
+
+# %% ../nbs/45_epic.ipynb #3ad0f5e7
+def seen_class_mask(
+    y: np.ndarray,  # (N,) verb class
+    participants: np.ndarray,  # (N,) participant (the folds)
+) -> np.ndarray:  # (N,) bool
+    """Which examples' verb occurs among the training participants of their leave-one-participant-out
+    fold: the `seen_classes` subset of the protocol.
+    """
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    y, participants = np.asarray(y), np.asarray(participants)
+    seen = np.zeros(len(y), bool)
+    for train, test in LeaveOneGroupOut().split(y, y, participants):
+        seen[test] = np.isin(y[test], y[train])
+    return seen
+
+# %% ../nbs/45_epic.ipynb #2dba9ea2
+def set_metric_rows(
+    sets: dict,  # from feature_sets (the Condition says whether a set is deployable)
+    y: np.ndarray,  # (N,) verb class
+    participants: np.ndarray,  # (N,) participant (the bootstrap clusters)
+    # feature set -> (N, n_classes) out-of-fold scores
+    scores: dict,
+    *,
+    names: Sequence[str],  # the sets whose metrics are recorded
+    subset: str,  # the subset's name in the records
+    mask: np.ndarray,  # (N,) bool: the examples of the subset
+    n_classes: int,  # classes (top-5 falls back to top-n_classes below 5)
+    n_boot: int,  # bootstrap replicates
+    seed: int,  # bootstrap seed
+) -> list:  # one record per set and metric
+    """Every metric of each named feature set on the examples of `mask`: the estimate and its
+    participant-cluster bootstrap interval.
+    """
+    rows = []
+    for name in names:
+        for metric in METRICS:
+            iv = stats.cluster_bootstrap(
+                _metric(metric, n_classes),
+                y[mask],
+                scores[name][mask],
+                clusters=participants[mask],
+                n_boot=n_boot,
+                seed=seed,
+            )
+            rows.append(
+                {
+                    "feature_set": name,
+                    "deployable": sets[name][0].deployable,
+                    "subset": subset,
+                    "metric": metric,
+                    "value": iv.estimate,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                }
+            )
+    return rows
+
+# %% ../nbs/45_epic.ipynb #09277c7a
+def forecast_delta_rows(
+    sets: dict,  # from feature_sets (no deltas without a `forecast` set)
+    y: np.ndarray,  # (N,) verb class
+    participants: np.ndarray,  # (N,) participant (the bootstrap clusters)
+    # feature set -> (N, n_classes) out-of-fold scores
+    scores: dict,
+    *,
+    baselines: Sequence[str],  # the forecast is compared with those of these that are in `sets`
+    subset: str,  # the subset's name in the records
+    mask: np.ndarray,  # (N,) bool: the examples of the subset
+    n_classes: int,  # classes (top-5 falls back to top-n_classes below 5)
+    n_boot: int,  # bootstrap replicates
+    seed: int,  # bootstrap seed
+) -> list:  # one record per baseline and metric
+    """The forecast minus each baseline, metric by metric, on the examples of `mask`: the paired
+    participant-cluster bootstrap of the difference.
+    """
+    if "forecast" not in sets:
+        return []
+    rows = []
+    for base in baselines:
+        if base not in sets:
+            continue
+        for metric in METRICS:
+            iv = stats.paired_bootstrap_delta(
+                _metric(metric, n_classes),
+                y[mask],
+                scores["forecast"][mask],
+                scores[base][mask],
+                n_boot=n_boot,
+                seed=seed,
+                clusters=participants[mask],
+            )
+            rows.append(
+                {
+                    "feature_set": "forecast",
+                    "comparison": f"forecast-{base}",
+                    "subset": subset,
+                    "metric": f"delta_{metric}",
+                    "value": iv.estimate,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                }
+            )
+    return rows
+
+# %% ../nbs/45_epic.ipynb #bb41c3ac
+def protocol_table(
+    records: pd.DataFrame,  # the records of set_metric_rows and forecast_delta_rows
+    report: Sequence[str],  # the table's rows, in this order
+) -> pd.DataFrame:  # feature set x metric
+    "The sets' own metrics on all test examples (no deltas, no seen-class subset), one row per set."
     plain = (
         records[(records.subset == "all") & records.comparison.isna()]
         if "comparison" in records
         else records[records.subset == "all"]
     )
-    table = plain.pivot(index="feature_set", columns="metric", values="value").loc[
+    return plain.pivot(index="feature_set", columns="metric", values="value").loc[
         report, list(METRICS)
     ]
-    return AnticipationResult(pd.DataFrame(rows), table, float(seen.mean()), scores)
 
 # %% ../nbs/45_epic.ipynb #17d40631
 def protocol_over_seeds(feats:EpicFeatures, # the usable actions (feats.subset(feats.ok)); `target` only for the oracle row
