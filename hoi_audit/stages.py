@@ -18,8 +18,9 @@ from .procedural import read_for_command
 from .models import TrainConfig, resolve_device, training_device
 
 # %% auto #0
-__all__ = ['STAGES', 'RunSpec', 'records_section', 'Stage', 'register_stage', 'stage_setup', 'write_stage', 'companion_path',
-           'stage_wrote', 'companion_ref', 'StageRun', 'run_stage', 'add_stage_command']
+__all__ = ['STAGES', 'RunSpec', 'records_section', 'Stage', 'same_definition', 'register_stage', 'stage_setup', 'write_stage',
+           'companion_path', 'stage_wrote', 'companion_ref', 'run_datasets', 'StageRun', 'run_stage',
+           'add_stage_command']
 
 # %% ../nbs/16a_stages.ipynb #3c78b510
 @dataclass(frozen=True)
@@ -194,16 +195,25 @@ class Stage:
 STAGES = Registry("stages")  # name -> Stage, in the order they were registered
 
 
+def same_definition(
+    x,  # a field of a stage: a function, data, or a tuple of either (`Stage.options`)
+    y,  # the same field of another stage
+) -> bool:
+    """Whether two fields are the same definition: functions by qualified name (a notebook that
+    re-runs a cell makes a new function of the same name), tuples item by item, data by value.
+    """
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return len(x) == len(y) and all(same_definition(u, v) for u, v in zip(x, y))
+    if callable(x):
+        return getattr(x, "__qualname__", None) == getattr(y, "__qualname__", None)
+    return x == y
+
+
 def _same_stage(a: Stage, b: Stage) -> bool:
     """The same stage defined again (a notebook re-running the cells its module was exported from):
     the same functions by name, the same data.
     """
-    same = lambda x, y: (
-        (getattr(x, "__qualname__", None) == getattr(y, "__qualname__", None))
-        if callable(x)
-        else x == y
-    )
-    return all(same(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
+    return all(same_definition(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
 
 
 def register_stage(
@@ -260,7 +270,7 @@ def write_stage(
     page: Callable | None = None,
 ) -> Path:  # the results JSON
     """A stage's write and report: the results JSON (checked against the schema, canonical bytes), a
-    command's page beside it, then every file written, what `report` says, and the store.
+    command's page beside it, then every file written, what `report` says, and the store (when the run created it).
     """
     path = write_results(
         paths.results, experiment, records, scale=scale, config=config, pins=pins, extra=extra
@@ -274,7 +284,7 @@ def write_stage(
         print(f"wrote {path}")
     if report is not None:
         report()
-    if store is not None:
+    if store is not None and store.root.exists():  # a stage that keeps no unit created none
         print(f"wrote {store.root}/")
     return path
 
@@ -313,7 +323,28 @@ def companion_ref(
     """
     return {"path": os.path.relpath(path, Path(paths.results).parent), "sha256": sha256_file(path)}
 
-# %% ../nbs/16a_stages.ipynb #2b756d46
+# %% ../nbs/16a_stages.ipynb #a9a61a95
+def run_datasets(
+    stage,  # a `Stage`
+    datasets: Mapping,  # dataset name -> dataset, in the run's order
+    spec: RunSpec,  # the run's spec (`spec.of(name)`: each dataset's splits)
+    *,
+    settings: dict,  # the stage's own settings
+    per_dataset: Mapping | None = None,  # dataset name -> the settings that differ for it
+) -> dict:  # dataset name -> the stage's result
+    """The run step of `run_stage`: the stage's run on each dataset, with that dataset's splits and
+    settings, each result shown as soon as it is there.
+    """
+    results = {}
+    for key, dataset in datasets.items():
+        results[key] = stage.run(
+            dataset, spec.of(key), **{**settings, **(per_dataset or {}).get(key, {})}
+        )
+        if stage.show is not None:
+            stage.show(key, results[key])
+    return results
+
+# %% ../nbs/16a_stages.ipynb #df400b23
 @dataclass
 class StageRun:
     "What `run_stage` did: each dataset's result, the records written, and where."
@@ -347,13 +378,7 @@ def run_stage(
     datasets, paths, spec = stage_setup(
         stage.results_name, spec, data, out, name, stage.needs_features
     )
-    results = {}
-    for key, dataset in datasets.items():
-        results[key] = stage.run(
-            dataset, spec.of(key), **{**settings, **(per_dataset or {}).get(key, {})}
-        )
-        if stage.show is not None:
-            stage.show(key, results[key])
+    results = run_datasets(stage, datasets, spec, settings=settings, per_dataset=per_dataset)
     records = stage.records(results, **settings)
     config, own_pins = (
         stage.config(datasets, spec, **settings) if results_config is None else (results_config, {})
