@@ -32,10 +32,11 @@ from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 # %% auto #0
 __all__ = ['N_CANDIDATES', 'N_NEIGHBORS', 'MAX_FAILURES', 'CONTEXT_BINS', 'SNAP', 'RANK_METRICS', 'DEFAULT_METHODS', 'ENERGIES',
            'DEFAULT_COMPARISONS', 'RANKING_STAGE', 'RankingPool', 'heldout_pool', 'GuardedLatents', 'plan_statistics',
-           'standardize', 'snap', 'context_grid', 'CandidateSet', 'build_candidates', 'build_candidates_reference',
-           'query_targets', 'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'user_model',
-           'RankingInput', 'ranking_input', 'ranking_stage_run', 'ranking_stage_show', 'ranking_stage_records',
-           'ranking_stage_config', 'run_ranking', 'ranking_command', 'add_subcommand']
+           'standardize', 'snap', 'context_grid', 'CandidateSet', 'rank_negatives', 'over_chunks', 'pool_geometry',
+           'build_candidates', 'build_candidates_reference', 'query_targets', 'checked_rollout', 'energy_inputs',
+           'candidate_energies', 'rank_metrics', 'summarize_ranking', 'default_models', 'user_model', 'RankingInput',
+           'ranking_input', 'ranking_stage_run', 'ranking_stage_show', 'ranking_stage_records', 'ranking_stage_config',
+           'run_ranking', 'ranking_command', 'add_subcommand']
 
 # %% ../nbs/44_ranking.ipynb #3760ead3
 N_CANDIDATES = 16  # the recorded plan and 15 negatives
@@ -360,6 +361,67 @@ def _nearest(
         near[i] = np.argpartition(key, k - 1)[:k]
     return near
 
+# %% ../nbs/44_ranking.ipynb #8856faa6
+def rank_negatives(
+    q: np.ndarray,  # (n,) the queries' pool positions
+    near: np.ndarray,  # (n, k) pool positions of each query's nearest contexts (a set)
+    *,
+    Z: np.ndarray,  # (P, S) the pool's standardized plan statistics
+    language: np.ndarray,  # (P,) each episode's instruction (-1: none)
+    success: np.ndarray,  # (P,) each episode's outcome
+    n_neg: int,  # negatives per query
+    max_failures: int,  # failed episodes taken first, at most this many
+) -> np.ndarray:  # (n, n_neg) negatives, failures first
+    """Each query's negatives among its nearest contexts, by the rules: ranked by (another
+    instruction, snapped plan-statistics distance, index); up to `max_failures` failures first,
+    then the best-ranked rest.
+    """
+    P = len(Z)
+    tier = ((language[q, None] >= 0) & (language[near] != language[q, None])).astype(np.int8)
+    diff = Z[near]
+    diff -= Z[q, None]
+    match = snap(np.einsum("nkf,nkf->nk", diff, diff), SNAP)
+    top = int(match.max()) + 1
+    # one int64 key (tier, match, index) sorts faster than lexsort
+    if 2 * top * P < np.iinfo(np.int64).max:
+        ranked = np.take_along_axis(
+            near, np.argsort((tier.astype(np.int64) * top + match) * P + near, axis=1), 1
+        )
+    else:
+        ranked = np.take_along_axis(near, np.lexsort((near, match, tier), axis=-1), 1)
+    failure = ~success[ranked]
+    take_failure = failure & (np.cumsum(failure, 1) <= max_failures)
+    rest = ~take_failure
+    take_rest = rest & (np.cumsum(rest, 1) <= (n_neg - take_failure.sum(1))[:, None])
+    category = np.where(take_failure, 0, np.where(take_rest, 1, 2))
+    return np.take_along_axis(ranked, np.argsort(category, axis=1, kind="stable")[:, :n_neg], 1)
+
+# %% ../nbs/44_ranking.ipynb #3518e87a
+def over_chunks(
+    work,  # work(start): one chunk's work (writes its own rows)
+    starts: range,  # the chunks' first rows
+    workers: int | None,  # threads (None: the CPU count); at most 8, at most one per chunk
+) -> None:
+    """Run `work` on every chunk, in threads when more than one is asked for (numpy releases the
+    GIL: the chunks run in parallel); the result does not depend on `workers`.
+    """
+    workers = min(workers or os.cpu_count() or 1, 8, len(starts))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as threads:
+            list(threads.map(work, starts))
+    else:
+        for start in starts:
+            work(start)
+
+# %% ../nbs/44_ranking.ipynb #d8c25f67
+def pool_geometry(
+    context: np.ndarray,  # (P, C, D) visible latents of the pool
+) -> tuple[np.ndarray, np.ndarray, float]:  # (X (P, C * D) float64, squared norms (P,), grid)
+    """What the nearest-context search reads: the flattened contexts, their squared norms and the
+    grid distances are snapped to (`context_grid`)."""
+    X = context.reshape(len(context), -1).astype(np.float64)
+    return X, np.einsum("pf,pf->p", X, X), context_grid(X)
+
 # %% ../nbs/44_ranking.ipynb #56ed3cd8
 def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool (never the goal)
                      plans:np.ndarray, # (P, H, A) future commands of the pool
@@ -390,47 +452,19 @@ def build_candidates(context:np.ndarray, # (P, C, D) visible latents of the pool
         n_candidates=n_candidates,
         max_failures=max_failures,
     )
-    P, n_neg = len(context), n_candidates - 1
-    k = min(n_neighbors, P - 1)
-    X = context.reshape(P, -1).astype(np.float64)
-    squared_norm, grid = np.einsum("pf,pf->p", X, X), context_grid(X)
+    n_neg, k = n_candidates - 1, min(n_neighbors, len(context) - 1)
+    X, squared_norm, grid = pool_geometry(context)
     Z = standardize(plan_statistics(plans))
     negatives = np.empty((len(queries), n_neg), np.int64)
 
     def one_chunk(start: int):
         q = queries[start : start + chunk]
         near = _nearest(X, squared_norm, q, k, grid, prefilter)  # a set; ranked below
-        tier = ((language[q, None] >= 0) & (language[near] != language[q, None])).astype(np.int8)
-        diff = Z[near]
-        diff -= Z[q, None]
-        match = snap(np.einsum("nkf,nkf->nk", diff, diff), SNAP)
-        top = int(match.max()) + 1
-        if (
-            2 * top * P < np.iinfo(np.int64).max
-        ):  # one int64 key (tier, match, index) sorts faster than lexsort
-            ranked = np.take_along_axis(
-                near, np.argsort((tier.astype(np.int64) * top + match) * P + near, axis=1), 1
-            )
-        else:
-            ranked = np.take_along_axis(near, np.lexsort((near, match, tier), axis=-1), 1)
-        failure = ~success[ranked]
-        take_failure = failure & (np.cumsum(failure, 1) <= max_failures)
-        rest = ~take_failure
-        take_rest = rest & (np.cumsum(rest, 1) <= (n_neg - take_failure.sum(1))[:, None])
-        category = np.where(take_failure, 0, np.where(take_rest, 1, 2))
-        negatives[start : start + len(q)] = np.take_along_axis(
-            ranked, np.argsort(category, axis=1, kind="stable")[:, :n_neg], 1
+        negatives[start : start + len(q)] = rank_negatives(
+            q, near, Z=Z, language=language, success=success, n_neg=n_neg, max_failures=max_failures
         )
 
-    starts = range(0, len(queries), chunk)
-    workers = min(workers or os.cpu_count() or 1, 8, len(starts))
-    # numpy releases the GIL: chunks run in parallel, each writes its own rows
-    if workers > 1:
-        with ThreadPoolExecutor(workers) as threads:
-            list(threads.map(one_chunk, starts))
-    else:
-        for start in starts:
-            one_chunk(start)
+    over_chunks(one_chunk, range(0, len(queries), chunk), workers)
     rules = {
         "n_candidates": n_candidates,
         "n_neighbors": k,
@@ -551,6 +585,54 @@ def query_targets(
         raise DataError("episodes.latents: non-finite values in the future bins of a query")
     return future[:, -1], future
 
+# %% ../nbs/44_ranking.ipynb #083be8e2
+def checked_rollout(
+    # any object with rollout(context (B, C, D), commands (B, H, A)) -> {"latents": (B, H, D), ...}
+    model,
+    context: np.ndarray,  # (B, C, D) visible latents
+    plans: np.ndarray,  # (B, H, A) the commands to roll out
+    *,
+    name: str,  # whose rollout errors name (the user's spec or the model's class)
+    batch: int,  # the batch's number (named by errors)
+    rows: tuple[int, int],  # the batch's first and last row (named by errors)
+    latent_dim: int,  # D of the latents expected back
+) -> np.ndarray:  # (B, H, latent_dim) float64 predicted latents
+    """One batch of `model.rollout`, through `call_user` (its errors name the batch and its rows),
+    its latents checked for shape.
+    """
+    H = plans.shape[1]
+    out = call_user(
+        model.rollout, name, "rollout", context, plans, batch=batch, rows=rows, horizon=H
+    )
+    predicted = np.asarray(out["latents"], dtype=np.float64)
+    if predicted.shape != (len(context), H, latent_dim):
+        raise DataError(
+            f"{type(model).__name__}.rollout: latents of shape {predicted.shape}, "
+            f"expected {(len(context), H, latent_dim)}"
+        )
+    return predicted
+
+# %% ../nbs/44_ranking.ipynb #ee95b24d
+def energy_inputs(
+    candidates: CandidateSet,  # the pinned candidate set
+    context: np.ndarray,  # (Q, C, D) the queries' visible latents
+    goal: np.ndarray,  # (Q, D) the queries' final image latents
+    pin: str | None,  # the published SHA-256 of the candidate set (required)
+) -> tuple[np.ndarray, np.ndarray]:  # (context, goal) as float32
+    """`candidate_energies`' checks: the candidate set against its pin (which must be given), the
+    queries' context and goal against the set."""
+    if pin is None:
+        raise PinMismatch(
+            "candidate_energies: pass the candidate set's published SHA-256 (pin=...); "
+            "every method must match it"
+        )
+    candidates.check(pin)
+    Q = len(candidates.candidates)
+    context, goal = np.asarray(context, dtype=np.float32), np.asarray(goal, dtype=np.float32)
+    if len(context) != Q or len(goal) != Q:
+        raise DataError(f"context/goal: expected {Q} queries, got {len(context)} and {len(goal)}")
+    return context, goal
+
 # %% ../nbs/44_ranking.ipynb #0ffca926
 def candidate_energies(
     # any object with rollout(context (B, C, D), commands (B, H, A)) -> {"latents": (B, H, D), ...}
@@ -568,16 +650,8 @@ def candidate_energies(
     """Energies of every query x candidate, computed in batches, after checking the candidate set
     against its pin.
     """
-    if pin is None:
-        raise PinMismatch(
-            "candidate_energies: pass the candidate set's published SHA-256 (pin=...); "
-            "every method must match it"
-        )
-    candidates.check(pin)
+    context, goal = energy_inputs(candidates, context, goal, pin)
     Q, n = candidates.candidates.shape
-    context, goal = np.asarray(context, dtype=np.float32), np.asarray(goal, dtype=np.float32)
-    if len(context) != Q or len(goal) != Q:
-        raise DataError(f"context/goal: expected {Q} queries, got {len(context)} and {len(goal)}")
     H = candidates.plans.shape[2]
     flat_plans = candidates.plans.reshape(Q * n, H, -1)
     query_of = np.repeat(np.arange(Q), n)
@@ -586,22 +660,15 @@ def candidate_energies(
     for k, start in enumerate(range(0, Q * n, batch_size)):
         rows = slice(start, min(start + batch_size, Q * n))
         q = query_of[rows]
-        out = call_user(
-            model.rollout,
-            name or type(model).__name__,
-            "rollout",
+        predicted = checked_rollout(
+            model,
             context[q],
             flat_plans[rows],
+            name=name or type(model).__name__,
             batch=k,
             rows=(rows.start, rows.stop - 1),
-            horizon=H,
+            latent_dim=goal.shape[1],
         )
-        predicted = np.asarray(out["latents"], dtype=np.float64)
-        if predicted.shape != (len(q), H, goal.shape[1]):
-            raise DataError(
-                f"{type(model).__name__}.rollout: latents of shape {predicted.shape}, "
-                f"expected {(len(q), H, goal.shape[1])}"
-            )
         endpoint[rows] = np.abs(predicted[:, -1] - goal[q]).sum(-1)
         if future is not None:
             trajectory[rows] = (
