@@ -427,6 +427,97 @@ def _label_config(
         config["successor_ranks"] = sha256_json(sorted([a, b, r] for (a, b), r in ranks.items()))
     return names, config
 
+# %% ../nbs/12c_synthetic.ipynb #f9e3ef80
+def _copy_splits(
+    src: Path,  # the label folder (splits/*.bundle)
+    root: Path,  # the output folder (splits/ is written below it)
+    names: Sequence,  # the videos written there
+) -> None:
+    """Write each bundle of `src` into `root` with only the lines of `names` (stripped; blank lines
+    dropped): the splits keep only the videos written there.
+    """
+    chosen = set(names)
+    for f in sorted((src / "splits").glob("*.bundle")):
+        kept = [
+            line
+            for line in f.read_text().splitlines()
+            if line.strip() and Path(line.strip()).stem in chosen
+        ]
+        write_text(root / "splits" / f.name, "".join(f"{line.strip()}\n" for line in kept))
+
+# %% ../nbs/12c_synthetic.ipynb #b05a19cb
+def _write_label_video(
+    src: Path,  # the label folder (groundTruth/<name>.txt)
+    root: Path,  # the output folder (its groundTruth/ exists)
+    name: str,  # the video
+    *,
+    classes: list,  # the class names (mapping.txt's order)
+    spec: FeatureSpec,  # the knobs
+    bg: list,  # background class ids
+    dtype: str,  # float32 or float16
+    ranks: dict | None,  # successor ranks (a rank cue), or None
+    link: bool,  # symlink the label file instead of copying it
+) -> str:  # the SHA-256 of the video's label file (its pin)
+    """One video of real-label mode: its features from its per-video seed (unless already written)
+    and its label file, copied or linked.
+    """
+    gt = src / "groundTruth" / f"{name}.txt"
+    labels = read_label_file(gt, {c: i for i, c in enumerate(classes)})
+    pin = sha256_file(gt)
+    feat = root / "features" / f"{name}.npy"
+    if not feat.exists():
+        participant, camera = participant_camera(name)
+        write_npy(
+            feat,
+            synthesize_features(
+                labels,
+                spec,
+                len(classes),
+                bg,
+                participant,
+                camera,
+                video_seed=f"labels/{name}",
+                dtype=dtype,
+                ranks=ranks,
+            ),
+        )
+    target = root / "groundTruth" / f"{name}.txt"
+    if link:
+        target.unlink(missing_ok=True)
+        target.symlink_to(gt.resolve())
+    else:
+        write_text(target, gt.read_text())
+    return pin
+
+# %% ../nbs/12c_synthetic.ipynb #5b77ae9e
+def _label_truth(
+    config: dict,  # what the files depend on (`_label_config`)
+    classes: list,  # the class names
+    bg: list,  # background class ids
+    *,
+    pins: dict,  # video -> the SHA-256 of its label file
+    ranks: dict | None,  # successor ranks (a rank cue), or None
+) -> dict:  # the content of truth.json
+    """Real-label mode's `truth.json`: the configuration, no grammar and no Bayes table (real labels
+    have none), the background by name, each label file's pin and the successor ranks of a rank
+    cue.
+    """
+    steps = (
+        {}
+        if ranks is None
+        else {
+            "successor_ranks": [[classes[a], classes[b], r] for (a, b), r in sorted(ranks.items())]
+        }
+    )
+    return {
+        **config,
+        "grammar": None,
+        "bayes": None,
+        "background": [classes[b] for b in bg],
+        "label_sha256": pins,
+        **steps,
+    }
+
 # %% ../nbs/12c_synthetic.ipynb #79fbe76c
 def synthesize_features_for_labels(
     labels_root,  # a folder with groundTruth/, mapping.txt, splits/
@@ -453,63 +544,16 @@ def synthesize_features_for_labels(
     names, config = _label_config(src, spec, dtype, videos, ranks)
     _claim_folder(root, config, overwrite)
     write_text(root / "mapping.txt", (src / "mapping.txt").read_text())
-    chosen = set(names)
-    # splits keep only the videos written here
-    for f in sorted((src / "splits").glob("*.bundle")):
-        kept = [
-            line
-            for line in f.read_text().splitlines()
-            if line.strip() and Path(line.strip()).stem in chosen
-        ]
-        write_text(root / "splits" / f.name, "".join(f"{line.strip()}\n" for line in kept))
+    _copy_splits(src, root, names)
     bg = [cid[b] for b in background if b in cid]
-    pins = {}
     (root / "groundTruth").mkdir(parents=True, exist_ok=True)
-    for name in names:
-        gt = src / "groundTruth" / f"{name}.txt"
-        labels = read_label_file(gt, cid)
-        pins[name] = sha256_file(gt)
-        feat = root / "features" / f"{name}.npy"
-        if not feat.exists():
-            participant, camera = participant_camera(name)
-            write_npy(
-                feat,
-                synthesize_features(
-                    labels,
-                    spec,
-                    len(classes),
-                    bg,
-                    participant,
-                    camera,
-                    video_seed=f"labels/{name}",
-                    dtype=dtype,
-                    ranks=ranks,
-                ),
-            )
-        target = root / "groundTruth" / f"{name}.txt"
-        if link:
-            target.unlink(missing_ok=True)
-            target.symlink_to(gt.resolve())
-        else:
-            write_text(target, gt.read_text())
-    steps = (
-        {}
-        if ranks is None
-        else {
-            "successor_ranks": [[classes[a], classes[b], r] for (a, b), r in sorted(ranks.items())]
-        }
-    )
-    write_json(
-        root / "truth.json",
-        {
-            **config,
-            "grammar": None,
-            "bayes": None,
-            "background": [classes[b] for b in bg],
-            "label_sha256": pins,
-            **steps,
-        },
-    )
+    pins = {
+        name: _write_label_video(
+            src, root, name, classes=classes, spec=spec, bg=bg, dtype=dtype, ranks=ranks, link=link
+        )
+        for name in names
+    }
+    write_json(root / "truth.json", _label_truth(config, classes, bg, pins=pins, ranks=ranks))
     return root
 
 # %% ../nbs/12c_synthetic.ipynb #50aa4b99
