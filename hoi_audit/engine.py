@@ -33,7 +33,8 @@ from hoi_audit.conditions import (
 )
 
 # %% auto #0
-__all__ = ['split_audit_queries', 'audit_results_config', 'audit_records', 'history_quality', 'window_accuracy_records']
+__all__ = ['split_audit_queries', 'audit_results_config', 'audit_records', 'quality_rows', 'history_quality',
+           'window_accuracy_unit', 'window_accuracy_frame', 'window_accuracy_records']
 
 # %% ../nbs/17b_engine.ipynb #a6306af1
 def _check_splits(dataset, splits) -> list:
@@ -575,6 +576,34 @@ def audit_records(dataset, # a `ProceduralDataset` with features
         rows, columns=["dataset", "split", "condition", "seed", "test_history", "metric", "value"]
     )
 
+# %% ../nbs/17b_engine.ipynb #32c4d68c
+def quality_rows(
+    dataset_name: str,  # the audited dataset's name
+    split: int,  # the split
+    history: str,  # the recovered history's name (a `HISTORY_SOURCES` key)
+    *,
+    conditions: Sequence,  # the audit's conditions: those reading `history` give rows
+    quality: dict,  # part ('train', 'test') -> metric -> value: the history's quality on the split
+) -> list[dict]:  # dataset, split, condition, history, part, metric, value
+    """One recovered history's rows of `history_quality`: per condition reading it, train and test
+    parts, each metric.
+    """
+    return [
+        {
+            "dataset": dataset_name,
+            "split": split,
+            "condition": c.name,
+            "history": history,
+            "part": part,
+            "metric": m,
+            "value": float(v),
+        }
+        for c in conditions
+        if c.history == history
+        for part in ("train", "test")
+        for m, v in quality[part].items()
+    ]
+
 # %% ../nbs/17b_engine.ipynb #469afc8b
 def history_quality(
     dataset,  # the audited dataset
@@ -610,23 +639,56 @@ def history_quality(
                 history_fn=history_fn,
                 store=store,
             )["quality"]
-            rows += [
-                {
-                    "dataset": dataset.name,
-                    "split": split,
-                    "condition": c.name,
-                    "history": k,
-                    "part": part,
-                    "metric": m,
-                    "value": float(v),
-                }
-                for c in conds
-                if c.history == k
-                for part in ("train", "test")
-                for m, v in quality[part].items()
-            ]
+            rows += quality_rows(dataset.name, split, k, conditions=conds, quality=quality)
     return pd.DataFrame(
         rows, columns=["dataset", "split", "condition", "history", "part", "metric", "value"]
+    )
+
+# %% ../nbs/17b_engine.ipynb #347e6e60
+def window_accuracy_unit(
+    dataset,  # a `ProceduralDataset` with features
+    split: int,  # the split
+    config: AuditConfig,  # the audit's settings (recognizer window, stride, seed)
+    *,
+    history_fn,  # the audit's history source (its name is part of the unit's config)
+) -> Unit:  # the split's result-store unit of `window_accuracy_records`
+    """The store unit of one split's window accuracy: keyed by dataset and split, its config the
+    recognizer's settings, its inputs the split's videos and their features.
+    """
+    videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
+    return Unit(
+        {"dataset": dataset.name, "split": split, "metric": "window_acc"},
+        config={
+            k: getattr(config, k)
+            for k in ("recognizer_window", "recognizer_stride", "recognizer_seed")
+        }
+        | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
+        inputs={
+            "videos": sha256_json([dataset.splits[split]["train"], dataset.splits[split]["test"]]),
+            "features": features_fingerprint(dataset, videos),
+        },
+    )
+
+# %% ../nbs/17b_engine.ipynb #332a5cb5
+def window_accuracy_frame(
+    dataset_name: str,  # the dataset's name
+    units: Sequence[Unit],  # `window_accuracy_unit`s, one per split
+    results: Sequence[dict],  # each unit's stored result: value (percent), n_videos
+) -> pd.DataFrame:  # dataset, split, metric ('window_acc'), value (percent), n_videos
+    """`window_accuracy_records`' table: one row per split's unit, values as plain floats and
+    ints.
+    """
+    return pd.DataFrame(
+        [
+            {
+                "dataset": dataset_name,
+                "split": u.key["split"],
+                "metric": "window_acc",
+                "value": float(r["value"]),
+                "n_videos": int(r["n_videos"]),
+            }
+            for u, r in zip(units, results)
+        ]
     )
 
 # %% ../nbs/17b_engine.ipynb #308e7f69
@@ -654,25 +716,7 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
             "window accuracy needs the recognizer behind the histories; "
             f"{type(history_fn).__name__} has no .recognizer(dataset, split, config)"
         )
-    units = []
-    for split in splits:
-        videos = dataset.splits[split]["train"] + dataset.splits[split]["test"]
-        units.append(
-            Unit(
-                {"dataset": dataset.name, "split": split, "metric": "window_acc"},
-                config={
-                    k: getattr(config, k)
-                    for k in ("recognizer_window", "recognizer_stride", "recognizer_seed")
-                }
-                | {"history_fn": getattr(history_fn, "name", type(history_fn).__name__)},
-                inputs={
-                    "videos": sha256_json(
-                        [dataset.splits[split]["train"], dataset.splits[split]["test"]]
-                    ),
-                    "features": features_fingerprint(dataset, videos),
-                },
-            )
-        )
+    units = [window_accuracy_unit(dataset, s, config, history_fn=history_fn) for s in splits]
 
     def compute(u, workdir):
         split = u.key["split"]
@@ -690,15 +734,4 @@ def window_accuracy_records(dataset, # a `ProceduralDataset` with features
         desc=f"{dataset.name} window accuracy",
         backend=current_backend(),
     )
-    return pd.DataFrame(
-        [
-            {
-                "dataset": dataset.name,
-                "split": u.key["split"],
-                "metric": "window_acc",
-                "value": float(r["value"]),
-                "n_videos": int(r["n_videos"]),
-            }
-            for u, r in zip(units, out)
-        ]
-    )
+    return window_accuracy_frame(dataset.name, units, out)

@@ -35,8 +35,8 @@ from .stats import gap_table, mean_std
 # %% auto #0
 __all__ = ['PROBE_INPUTS', 'INTEGER_COLUMNS', 'last_actions', 'LastActionsGT', 'ControlHistories', 'history_length_source',
            'dose_condition', 'noise_condition', 'horizon_queries', 'horizon_schedule', 'probe_condition', 'own_history',
-           'side_records', 'pair_records', 'gap_summary', 'tidy_records', 'store_part', 'audit_spec', 'command_config',
-           'run_keywords', 'stage_config']
+           'side_records', 'side_value_records', 'pair_records', 'gap_summary', 'tidy_records', 'store_part',
+           'audit_spec', 'command_config', 'run_keywords', 'stage_config']
 
 # %% ../nbs/18a_pairing.ipynb #dec10cff
 def last_actions(
@@ -311,6 +311,32 @@ def side_records(
         raise DataError(f"no records of condition {condition!r} tested with history {test!r}")
     return r
 
+# %% ../nbs/18a_pairing.ipynb #a8f3ddde
+def side_value_records(
+    records: pd.DataFrame,  # one side's records of the compared metric (from `side_records`)
+    side: str,  # the side's name: 'oracle' or 'non_oracle'
+    metric: str,  # the metric compared
+    *,
+    factors: dict,  # columns added to every record (e.g. control='matched')
+) -> list[dict]:  # factors, dataset, split, seed, side, condition, test_history, metric, value
+    """One side's per-(split, seed) records of `pair_records`: plain ints and floats, the side
+    named.
+    """
+    return [
+        {
+            **factors,
+            "dataset": x["dataset"],
+            "split": int(x["split"]),
+            "seed": int(x["seed"]),
+            "side": side,
+            "condition": x["condition"],
+            "test_history": x["test_history"],
+            "metric": metric,
+            "value": float(x["value"]),
+        }
+        for x in records.to_dict("records")
+    ]
+
 # %% ../nbs/18a_pairing.ipynb #ae61b97c
 def pair_records(
     records: pd.DataFrame,  # from `engine.audit_records` (every test, with test_history)
@@ -327,20 +353,7 @@ def pair_records(
     for side, spec in (("non_oracle", non_oracle), ("oracle", oracle)):
         r = side_records(records, spec)
         r = r[r["metric"] == metric]
-        out += [
-            {
-                **factors,
-                "dataset": x["dataset"],
-                "split": int(x["split"]),
-                "seed": int(x["seed"]),
-                "side": side,
-                "condition": x["condition"],
-                "test_history": x["test_history"],
-                "metric": metric,
-                "value": float(x["value"]),
-            }
-            for x in r.to_dict("records")
-        ]
+        out += side_value_records(r, side, metric, factors=factors)
         per[side] = r.groupby("split")["value"].mean()
     both = pd.concat(
         [per["oracle"].rename("oracle"), per["non_oracle"].rename("non_oracle")], axis=1
