@@ -66,8 +66,9 @@ from hoi_audit import (
 )
 
 # %% auto #0
-__all__ = ['AUDIT_STAGE', 'STAGE_MODULES', 'audit_command', 'AuditRun', 'audit_stage_run', 'audit_stage_show',
-           'audit_stage_records', 'audit_stage_config', 'audit_stage_companions', 'add_subcommands']
+__all__ = ['AUDIT_STAGE', 'STAGE_MODULES', 'audit_command', 'AuditRun', 'audit_draw_steps', 'audit_draw_config',
+           'audit_stage_run', 'audit_stage_show', 'audit_stage_records', 'audit_stage_config', 'audit_stage_companions',
+           'add_subcommands']
 
 # %% ../nbs/91_commands.ipynb #e3d20739
 def audit_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
@@ -117,6 +118,59 @@ class AuditRun:
     seeds: tuple = ()  # the training seeds (the printed header)
     schedule: str = "boundary"  # the query schedule (the printed header)
 
+# %% ../nbs/91_commands.ipynb #52d5f78d
+def audit_draw_steps(
+    spec: RunSpec,  # splits, seeds, store and workers of the run
+    config: AuditConfig,  # the audit's settings (on the run's device)
+    conditions: Sequence,  # the rows
+) -> dict:  # step name -> function of a drawn dataset: audit, quality, window, pin
+    """The steps of one draw of a drawn dataset's audit (`datasets.draw_records` keeps them as one
+    unit): the audit's records, the histories' quality, Table 3's window accuracy, the data pin.
+    """
+    return {
+        "audit": partial(
+            audit_records,
+            splits=spec.split_list,
+            seeds=spec.seeds,
+            conditions=conditions,
+            store=spec.store,
+            config=config,
+            workers=spec.workers,
+        ),
+        "quality": partial(
+            history_quality,
+            splits=spec.split_list,
+            conditions=conditions,
+            store=spec.store,
+            config=config,
+        ),
+        "window": partial(
+            window_accuracy_records, splits=spec.split_list, store=spec.store, config=config
+        ),
+        "pin": lambda d: pd.DataFrame(
+            {"dataset": [d.name], "layout_sha256": [layout_fingerprint(d.root)]}
+        ),
+    }
+
+# %% ../nbs/91_commands.ipynb #1ca88f8a
+def audit_draw_config(
+    spec: RunSpec,  # the run's splits and seeds
+    config: AuditConfig,  # the audit's settings
+    conditions: Sequence,  # the rows
+) -> dict:  # audit (the settings as a dict), seeds, conditions; splits where the run names them
+    """What a draw's unit of the audit is keyed by besides its draw: the settings, seeds and
+    conditions, and the splits only when the run names them (all splits: as the experiment has
+    always keyed it).
+    """
+    step_config = {
+        "audit": config.as_dict(),
+        "seeds": list(spec.seeds),
+        "conditions": list(conditions),
+    }
+    if spec.splits is not None:
+        step_config["splits"] = spec.split_list
+    return step_config
+
 # %% ../nbs/91_commands.ipynb #5fc95df0
 def audit_stage_run(
     dataset,  # a `ProceduralDataset` with features, or `datasets.SeededDatasets` (one store unit of records per draw)
@@ -134,40 +188,8 @@ def audit_stage_run(
     """
     config = spec.on_device(config)
     if isinstance(dataset, SeededDatasets):
-        steps = {
-            "audit": partial(
-                audit_records,
-                splits=spec.split_list,
-                seeds=spec.seeds,
-                conditions=conditions,
-                store=spec.store,
-                config=config,
-                workers=spec.workers,
-            ),
-            "quality": partial(
-                history_quality,
-                splits=spec.split_list,
-                conditions=conditions,
-                store=spec.store,
-                config=config,
-            ),
-            "window": partial(
-                window_accuracy_records, splits=spec.split_list, store=spec.store, config=config
-            ),
-            "pin": lambda d: pd.DataFrame(
-                {"dataset": [d.name], "layout_sha256": [layout_fingerprint(d.root)]}
-            ),
-        }
-        step_config = {
-            "audit": config.as_dict(),
-            "seeds": list(spec.seeds),
-            "conditions": list(conditions),
-        }
-        if (
-            spec.splits is not None
-            # part of each draw's identity (all splits: as the experiment has always keyed it)
-        ):
-            step_config["splits"] = spec.split_list
+        steps = audit_draw_steps(spec, config, conditions)
+        step_config = audit_draw_config(spec, config, conditions)
         records = draw_records(
             dataset, steps, spec.store, step_config, "four_condition", release=spec.scale == "full"
         )
