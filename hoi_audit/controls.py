@@ -28,8 +28,9 @@ from hoi_audit.pairing import (
 
 # %% auto #0
 __all__ = ['CONTROLS', 'RECOVERY_CONDITIONS', 'CONTROLS_STAGE', 'Control', 'register_control', 'ControlResult', 'run_controls',
-           'boundary_information', 'controls_command', 'ControlsRun', 'controls_stage_run', 'controls_stage_show',
-           'controls_stage_records', 'controls_stage_config', 'add_subcommand']
+           'boundary_recovery_records', 'boundary_table', 'boundary_information', 'controls_command', 'ControlsRun',
+           'controls_stage_run', 'controls_stage_show', 'controls_stage_records', 'controls_stage_config',
+           'add_subcommand']
 
 # %% ../nbs/18b_controls.ipynb #87b679af
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def run_controls(
     table.insert(0, "label", [CONTROLS[c].label for c in table.index.get_level_values("control")])
     return ControlResult(pd.concat(frames, ignore_index=True), pairs, table)
 
-# %% ../nbs/18b_controls.ipynb #f2bfe340
+# %% ../nbs/18b_controls.ipynb #bce1d407
 # Table 11's Act@1 columns
 RECOVERY_CONDITIONS = {
     "bfr": "recognizer_bfr",
@@ -181,6 +182,50 @@ RECOVERY_CONDITIONS = {
 }
 
 
+def boundary_recovery_records(
+    records: pd.DataFrame,  # the boundary schedule's audit records (`engine.audit_records`)
+    # the recognizer's window accuracy (`engine.window_accuracy_records`)
+    window: pd.DataFrame,
+    seed: int,  # the recognizer's seed (the window rows' seed)
+) -> list[dict]:  # control, recovery ('window', 'bfr', 'ba', 'gt'), dataset, split, seed, ..., value
+    """Table 11's tidy records before the drop: the window accuracy per split, then Act@1 per
+    (split, seed) of each recovery's condition.
+    """
+    out = [
+        {**r, "control": "boundary_information", "recovery": "window", "seed": seed}
+        for r in window.drop(columns="n_videos").to_dict("records")
+    ]
+    for kind, cond in RECOVERY_CONDITIONS.items():
+        out += [
+            {
+                "control": "boundary_information",
+                "recovery": kind,
+                **{k: x[k] for k in ("dataset", "split", "seed", "condition")},
+                "metric": "act1",
+                "value": float(x["value"]),
+            }
+            for x in side_records(records, cond).query("metric == 'act1'").to_dict("records")
+        ]
+    return out
+
+# %% ../nbs/18b_controls.ipynb #154f0c88
+def boundary_table(
+    # Table 11's tidy records (`boundary_recovery_records` and the drop)
+    records: pd.DataFrame,
+    drop: dict,  # the BFR - BA drop's record: value, ci_low, ci_high
+    dataset_name: str,  # the row's index
+) -> pd.DataFrame:  # Table 11's row: window, bfr, ba, gt (each with its _std), drop and its interval
+    """Table 11's row: each recovery's mean and std over splits (seeds averaged within a split),
+    and the drop with its interval.
+    """
+    row = {}
+    for kind in ("window", *RECOVERY_CONDITIONS):
+        per = records[records["recovery"] == kind].groupby("split")["value"].mean()
+        row[kind], row[f"{kind}_std"] = mean_std(per)
+    row |= {"drop": drop["value"], "drop_ci_low": drop["ci_low"], "drop_ci_high": drop["ci_high"]}
+    return pd.DataFrame([row], index=pd.Index([dataset_name], name="dataset"))
+
+# %% ../nbs/18b_controls.ipynb #f2bfe340
 def boundary_information(
     dataset,  # a `ProceduralDataset` with features
     splits: Sequence[int] | None = None,  # splits (None: all)
@@ -215,26 +260,7 @@ def boundary_information(
         workers,
     )
     window = window_accuracy_records(dataset, splits, sub, config, history_fn, progress)
-    out = [
-        {
-            **r,
-            "control": "boundary_information",
-            "recovery": "window",
-            "seed": config.recognizer_seed,
-        }
-        for r in window.drop(columns="n_videos").to_dict("records")
-    ]
-    for kind, cond in RECOVERY_CONDITIONS.items():
-        out += [
-            {
-                "control": "boundary_information",
-                "recovery": kind,
-                **{k: x[k] for k in ("dataset", "split", "seed", "condition")},
-                "metric": "act1",
-                "value": float(x["value"]),
-            }
-            for x in side_records(recs, cond).query("metric == 'act1'").to_dict("records")
-        ]
+    out = boundary_recovery_records(recs, window, config.recognizer_seed)
     drop = pair_records(recs, "recognizer_bfr", "recognizer_ba", control="boundary_information")[-1]
     drop = {k: v for k, v in drop.items() if k not in ("oracle", "non_oracle")} | {
         "metric": "drop_act1",
@@ -242,12 +268,7 @@ def boundary_information(
     }
     out.append(drop)  # BFR - BA: what removing the annotated boundaries from recovery costs
     r = pd.DataFrame(out)
-    row = {}
-    for kind in ("window", *RECOVERY_CONDITIONS):
-        per = r[r["recovery"] == kind].groupby("split")["value"].mean()
-        row[kind], row[f"{kind}_std"] = mean_std(per)
-    row |= {"drop": drop["value"], "drop_ci_low": drop["ci_low"], "drop_ci_high": drop["ci_high"]}
-    return r, pd.DataFrame([row], index=pd.Index([dataset.name], name="dataset"))
+    return r, boundary_table(r, drop, dataset.name)
 
 # %% ../nbs/18b_controls.ipynb #f0fdb4a9
 def controls_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
