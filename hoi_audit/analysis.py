@@ -17,8 +17,9 @@ from .conditions import CONDITIONS, HISTORY_SOURCES, AuditConfig, RecognizerHist
 from .engine import split_audit_queries
 
 # %% auto #0
-__all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'RAW_ABLATIONS', 'TrainedConditions', 'train_conditions',
-           'frequency_terciles', 'transition_probabilities', 'error_analysis', 'stream_attribution', 'ablation_table']
+__all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'RAW_ABLATIONS', 'TrainedConditions', 'condition_histories',
+           'train_conditions', 'frequency_terciles', 'transition_probabilities', 'error_analysis', 'stream_attribution',
+           'ablation_table']
 
 # %% ../nbs/21_analysis.ipynb #8f67e1d8
 @dataclass
@@ -33,6 +34,29 @@ class TrainedConditions:
     histories: dict  # source ('gt', 'ba') -> (train, test) histories
     models: dict  # condition name -> trained model (`models.Anticipator`)
     test_blocks: dict  # condition name -> its test blocks
+
+# %% ../nbs/21_analysis.ipynb #71546b15
+def condition_histories(
+    dataset,  # a `ProceduralDataset` with features
+    split: int,  # the split
+    queries: tuple,  # the split's (train, test) audit queries (`engine.split_audit_queries`)
+    *,
+    conditions: Sequence,  # the audit conditions (`CONDITIONS` values): each history they read
+    config: AuditConfig,  # the audit's settings
+    history_fn,  # the recognizer backend (sources without their own recovery)
+) -> dict:  # history source ('gt', 'ba') -> (train, test) histories
+    """Each history source the conditions read, recovered once for the split's train and test
+    queries, as the audit recovers it.
+    """
+    hist = {}
+    for c in conditions:
+        if c.history is None or c.history in hist:
+            continue
+        src = HISTORY_SOURCES[c.history]
+        hist[c.history] = (src.recover or (lambda *a: history_fn(*a[:4], c.history, a[4])))(
+            dataset, split, *queries, config
+        )
+    return hist
 
 # %% ../nbs/21_analysis.ipynb #22cb223d
 def train_conditions(
@@ -52,14 +76,9 @@ def train_conditions(
     conds = [CONDITIONS[c] for c in conditions]
     train_q, test_q = split_audit_queries(dataset, split, config)
     history_fn = history_fn or RecognizerHistories()
-    hist = {}
-    for c in conds:
-        if c.history is None or c.history in hist:
-            continue
-        src = HISTORY_SOURCES[c.history]
-        hist[c.history] = (src.recover or (lambda *a: history_fn(*a[:4], c.history, a[4])))(
-            dataset, split, train_q, test_q, config
-        )
+    hist = condition_histories(
+        dataset, split, (train_q, test_q), conditions=conds, config=config, history_fn=history_fn
+    )
     fit = architecture(config.architecture)
     groups = [dataset.video(v).participant or v for v in train_q["video"]]
     tokens = (
