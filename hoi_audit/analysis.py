@@ -18,8 +18,8 @@ from .engine import split_audit_queries
 
 # %% auto #0
 __all__ = ['START', 'TRANSITION_BINS', 'ABLATIONS', 'RAW_ABLATIONS', 'TrainedConditions', 'condition_histories',
-           'train_conditions', 'frequency_terciles', 'transition_probabilities', 'error_analysis', 'stream_attribution',
-           'ablation_table']
+           'condition_blocks', 'train_conditions', 'frequency_terciles', 'transition_probabilities', 'error_analysis',
+           'stream_attribution', 'ablation_table']
 
 # %% ../nbs/21_analysis.ipynb #8f67e1d8
 @dataclass
@@ -58,6 +58,30 @@ def condition_histories(
         )
     return hist
 
+# %% ../nbs/21_analysis.ipynb #0c57f2c6
+def condition_blocks(
+    dataset,  # a `ProceduralDataset` with features
+    queries: pd.DataFrame,  # one part's audit queries (train or test)
+    condition,  # the audit condition (a `CONDITIONS` value)
+    *,
+    history,  # the part's histories of the condition's source (None: it reads none)
+    tokens,  # the part's video window tokens (read only when the condition sees the video)
+    config: AuditConfig,  # the audit's settings (max_history)
+) -> list:  # the condition's input blocks (`models.input_blocks`)
+    """A condition's input blocks for one part's queries, as the audit builds them: its inputs, its
+    history with that history's provenance source (none: the oracle's), the video's tokens.
+    """
+    return input_blocks(
+        dataset,
+        queries,
+        condition.inputs,
+        history=history if condition.history else None,
+        history_source=HISTORY_SOURCES[condition.history].source if condition.history else "oracle",
+        video_tokens=tokens if "video" in condition.inputs else None,
+        max_history=config.max_history,
+        with_history=condition.history is not None,
+    )
+
 # %% ../nbs/21_analysis.ipynb #22cb223d
 def train_conditions(
     dataset,  # a `ProceduralDataset` with features
@@ -87,17 +111,9 @@ def train_conditions(
     )
 
     def blocks(c, part):
+        h = hist[c.history][part] if c.history else None
         q = (train_q, test_q)[part]
-        return input_blocks(
-            dataset,
-            q,
-            c.inputs,
-            history=hist[c.history][part] if c.history else None,
-            history_source=HISTORY_SOURCES[c.history].source if c.history else "oracle",
-            video_tokens=tokens[part] if "video" in c.inputs else None,
-            max_history=config.max_history,
-            with_history=c.history is not None,
-        )
+        return condition_blocks(dataset, q, c, history=h, tokens=tokens[part], config=config)
 
     models, test_blocks = {}, {}
     for c in conds:
