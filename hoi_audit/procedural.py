@@ -537,6 +537,47 @@ class _FeatureOrientation:
                 )
         return self._dataset_time_axis
 
+# %% ../nbs/10_procedural.ipynb #3bd03251
+def _split_videos(
+    dataset,  # a `ProceduralDataset`
+    splits: Sequence[int] | None,  # split numbers (None: every video, in a bundle or not)
+) -> list[str]:  # sorted video names
+    "The videos that the bundles of `splits` name (a split the dataset lacks names none)."
+    if splits is None:
+        return dataset.videos
+    return sorted(
+        {v for n in splits if n in dataset.splits for vs in dataset.splits[n].values() for v in vs}
+    )
+
+# %% ../nbs/10_procedural.ipynb #4b9a2dbe
+def _feature_dim(
+    video,  # a `Video` of a dataset with features
+    values: bool,  # read every value (a NaN/inf is a `DataError`); False: the file's header only
+) -> int:  # D
+    "The feature dimension of one video, from all its values or only its header."
+    if not values:
+        return video.feature_dim
+    f = video.features()
+    dim = f.shape[1]
+    del f  # the memory map is closed before the next video's
+    return dim
+
+# %% ../nbs/10_procedural.ipynb #0342da9c
+def _video_row(
+    video,  # a `Video`
+    dim: int | None,  # its feature dimension (None: not checked, or no features)
+) -> dict:  # `validate`'s row of the video
+    "One video's summary: frames, segments, feature dimension, and what was trimmed."
+    t = video.trimmed
+    return {
+        "video": video.name,
+        "n_frames": video.n_frames,
+        "n_segments": len(video.segments),
+        "feature_dim": dim,
+        "labels_dropped": t.labels_dropped if t else 0,
+        "features_dropped": t.features_dropped if t else 0,
+    }
+
 # %% ../nbs/10_procedural.ipynb #c8bfdfdd
 class _DatasetChecks:
     "`ProceduralDataset`'s summaries over its videos: what was trimmed, and every problem at once."
@@ -609,43 +650,16 @@ class _DatasetChecks:
         listing every problem, else a per-video summary.
         """
         problems = self._input_problems(splits, needs_features)
-        names = (
-            self.videos
-            if splits is None
-            else sorted(
-                {
-                    v
-                    for n in splits
-                    if n in self.splits
-                    for vs in self.splits[n].values()
-                    for v in vs
-                }
-            )
-        )
+        names = _split_videos(self, splits)
         rows, dims, per_video = [], {}, []
         for name in names:
             v = self.video(name)
             try:
                 dim = None
                 if self.has_features and check_features:
-                    if values:
-                        f = v.features()
-                        dim = f.shape[1]
-                        del f
-                    else:
-                        dim = v.feature_dim
+                    dim = _feature_dim(v, values)
                     dims.setdefault(dim, []).append(name)
-                t = v.trimmed
-                rows.append(
-                    {
-                        "video": name,
-                        "n_frames": v.n_frames,
-                        "n_segments": len(v.segments),
-                        "feature_dim": dim,
-                        "labels_dropped": t.labels_dropped if t else 0,
-                        "features_dropped": t.features_dropped if t else 0,
-                    }
-                )
+                rows.append(_video_row(v, dim))
             except DataError as e:
                 per_video.append(str(e))
         if len(dims) > 1:
@@ -792,6 +806,75 @@ def _dataset_name(
         f"the dataset is named {safe!r} (--name chooses another)"
     )
 
+# %% ../nbs/10_procedural.ipynb #2e67f893
+def _check_read_options(
+    root: Path,  # the dataset folder
+    orientation: str,  # one of ORIENTATIONS
+    length_tolerance,  # frames trimmed at most: a non-negative integer
+) -> None:
+    "`read_mstcn`'s options, checked before any file is read: the folder, orientation, tolerance."
+    if not root.is_dir():
+        raise DataError(f"{root}: dataset folder not found")
+    if orientation not in ORIENTATIONS:
+        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
+    if not isinstance(length_tolerance, (int, np.integer)) or length_tolerance < 0:
+        raise ValueError(
+            "length_tolerance is a number of frames (a non-negative integer), got "
+            f"{length_tolerance!r}"
+        )
+
+# %% ../nbs/10_procedural.ipynb #e4667721
+def _label_videos(
+    root: Path,  # the dataset folder (groundTruth/)
+    splits: dict,  # `read_splits`: split -> part -> video names
+) -> list[str]:  # every video with a label file, sorted
+    """The dataset's videos (its label files, sorted), checked to include every video a bundle
+    names.
+    """
+    gt = root / "groundTruth"
+    if not gt.is_dir():
+        raise DataError(
+            f"{gt}: label folder not found (an MS-TCN folder needs groundTruth/<video>.txt)"
+        )
+    videos = sorted(p[:-4] for p in os.listdir(gt) if p.endswith(".txt"))
+    have = set(videos)
+    for n, parts in splits.items():
+        for part, names in parts.items():
+            missing = [v for v in names if v not in have]
+            if missing:
+                raise DataError(
+                    f"{root / 'splits' / f'{part}.split{n}.bundle'}: {len(missing)} videos have "
+                    f"no label file in {gt}, e.g. {missing[0]}.txt"
+                )
+    return videos
+
+# %% ../nbs/10_procedural.ipynb #dbac4c39
+def _features_folder(
+    root: Path,  # the dataset folder
+    features,  # a features folder elsewhere (None: root/features, if it holds .npy files)
+    videos: Sequence[str],  # the dataset's videos
+) -> Path | None:  # the folder of the feature files (None: a labels-only dataset)
+    """The dataset's features folder, checked to hold a feature file for every video; a folder
+    named explicitly must hold .npy files.
+    """
+    features_dir = Path(features) if features is not None else root / "features"
+    feature_files = (
+        {p[:-4] for p in os.listdir(features_dir) if p.endswith(".npy")}
+        if features_dir.is_dir()
+        else set()
+    )
+    if features is not None and not feature_files:
+        raise DataError(f"{features_dir}: no .npy feature files")
+    if not feature_files:
+        return None
+    missing = sorted(set(videos) - feature_files)
+    if missing:
+        raise DataError(
+            f"{features_dir}: {len(missing)} videos have labels but no feature file, "
+            f"e.g. {missing[0]}.npy"
+        )
+    return features_dir
+
 # %% ../nbs/10_procedural.ipynb #7d9a1364
 def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, optional features/)
                name:str|None=None, # the dataset's name (letters, digits and _.+-); default: the folder's name, made safe (`safe_name`)
@@ -812,50 +895,12 @@ def read_mstcn(root, # the dataset folder (mapping.txt, groundTruth/, splits/, o
     and features on demand.
     """
     root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"{root}: dataset folder not found")
-    if orientation not in ORIENTATIONS:
-        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
-    if not isinstance(length_tolerance, (int, np.integer)) or length_tolerance < 0:
-        raise ValueError(
-            "length_tolerance is a number of frames (a non-negative integer), got "
-            f"{length_tolerance!r}"
-        )
+    _check_read_options(root, orientation, length_tolerance)
     name, note = _dataset_name(root, name)
     classes = read_mapping(root / "mapping.txt")
     splits = read_splits(root / "splits")
-    gt = root / "groundTruth"
-    if not gt.is_dir():
-        raise DataError(
-            f"{gt}: label folder not found (an MS-TCN folder needs groundTruth/<video>.txt)"
-        )
-    videos = sorted(p[:-4] for p in os.listdir(gt) if p.endswith(".txt"))
-    have = set(videos)
-    for n, parts in splits.items():
-        for part, names in parts.items():
-            missing = [v for v in names if v not in have]
-            if missing:
-                raise DataError(
-                    f"{root / 'splits' / f'{part}.split{n}.bundle'}: {len(missing)} videos have "
-                    f"no label file in {gt}, e.g. {missing[0]}.txt"
-                )
-    features_dir = Path(features) if features is not None else root / "features"
-    feature_files = (
-        {p[:-4] for p in os.listdir(features_dir) if p.endswith(".npy")}
-        if features_dir.is_dir()
-        else set()
-    )
-    if features is not None and not feature_files:
-        raise DataError(f"{features_dir}: no .npy feature files")
-    if feature_files:
-        missing = sorted(have - feature_files)
-        if missing:
-            raise DataError(
-                f"{features_dir}: {len(missing)} videos have labels but no feature file, "
-                f"e.g. {missing[0]}.npy"
-            )
-    else:
-        features_dir = None
+    videos = _label_videos(root, splits)
+    features_dir = _features_folder(root, features, videos)
     bg = background_ids(classes, background)
     verb_names, verb_of = verb_map(classes, bg, verbs)
     return ProceduralDataset(
