@@ -20,7 +20,7 @@ from . import stats
 __all__ = ['PUBLISHED', 'RULSTM_COLUMNS', 'EK100_VALIDATION_DURATION_QUANTILES', 'PublishedProtocol', 'get_protocol',
            'read_video_info', 'annotation_layout', 'read_actions', 'protocol_windows', 'protocol_scored',
            'protocol_log', 'lint_published', 'window_positions', 'duration_quantiles', 'sample_durations',
-           'planted_windows', 'anchoring_inflation', 'lint_command', 'add_subcommand']
+           'planted_windows', 'anchoring_inflation', 'check_lint_options', 'lint_command', 'add_subcommand']
 
 # %% ../nbs/47_published.ipynb #1a2bcb71
 @dataclass(frozen=True)
@@ -634,6 +634,47 @@ def anchoring_inflation(
     )
     return pd.DataFrame(rows)
 
+# %% ../nbs/47_published.ipynb #efc2baba
+def check_lint_options(
+    protocol: str | None,  # --protocol (None: your protocol's files)
+    *,
+    windows: str | None,  # --windows
+    scored: str | None,  # --scored
+    video_info: str | None,  # --video-info
+    excluded: str | None,  # --excluded
+    training_log: str | None,  # --training-log
+    reported_split: str | None,  # --reported-split
+    fps: float | None,  # --fps
+) -> None:
+    """`hoi-audit lint`'s two modes, checked before anything is read: your protocol's files need
+    --windows and --scored (and take no --video-info); a published protocol builds its windows,
+    scored set and selection log itself, so takes none of the files that describe them.
+    """
+    if protocol is None:
+        if windows is None or scored is None or video_info is not None:
+            raise HoiAuditError(
+                "lint needs --windows and --scored (your protocol's files), or --protocol NAME "
+                "(a published one, which alone takes --video-info)"
+            )
+        return
+    given = [
+        f"--{k.replace('_', '-')}"
+        for k, v in (
+            ("windows", windows),
+            ("scored", scored),
+            ("excluded", excluded),
+            ("training_log", training_log),
+            ("reported_split", reported_split),
+            ("fps", fps),
+        )
+        if v is not None
+    ]
+    if given:
+        raise HoiAuditError(
+            f"--protocol {protocol} builds the windows, scored set and selection log itself; "
+            f"drop {', '.join(given)}"
+        )
+
 # %% ../nbs/47_published.ipynb #b77e2af4
 def lint_command(*,
                  annotations:str, # the evaluated split's annotation CSV (EPIC-100 layout; with --protocol also RULSTM's header-less one)
@@ -658,12 +699,17 @@ def lint_command(*,
     NAME): window anchoring, class filtering, unrecorded drops, model selection on the reported
     split
     """
+    check_lint_options(
+        protocol,
+        windows=windows,
+        scored=scored,
+        video_info=video_info,
+        excluded=excluded,
+        training_log=training_log,
+        reported_split=reported_split,
+        fps=fps,
+    )
     if protocol is None:
-        if windows is None or scored is None or video_info is not None:
-            raise HoiAuditError(
-                "lint needs --windows and --scored (your protocol's files), or --protocol NAME "
-                "(a published one, which alone takes --video-info)"
-            )
         return _lint_files(
             annotations=annotations,
             windows=windows,
@@ -676,28 +722,9 @@ def lint_command(*,
             fps=fps,
             out=out,
         )
-    given = [
-        f"--{k.replace('_', '-')}"
-        for k, v in (
-            ("windows", windows),
-            ("scored", scored),
-            ("excluded", excluded),
-            ("training_log", training_log),
-            ("reported_split", reported_split),
-            ("fps", fps),
-        )
-        if v is not None
-    ]
-    if given:
-        raise HoiAuditError(
-            f"--protocol {protocol} builds the windows, scored set and selection log itself; "
-            f"drop {', '.join(given)}"
-        )
     paths = CommandOutput.parse(out, "lint")
-    return write_lint_report(
-        lint_published(protocol, annotations, train_annotations, video_info=video_info, gap=gap),
-        paths,
-    )
+    found = lint_published(protocol, annotations, train_annotations, video_info=video_info, gap=gap)
+    return write_lint_report(found, paths)
 
 # %% ../nbs/47_published.ipynb #886ee4c5
 def add_subcommand(subparsers):
