@@ -26,7 +26,8 @@ from hoi_audit.core import (
 )
 
 # %% auto #0
-__all__ = ['SAFE_KEY', 'UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'ExperimentPaths', 'CommandOutput']
+__all__ = ['SAFE_KEY', 'UNIT_STATES', 'Unit', 'stores_below', 'ResultStore', 'pending_units', 'compute_here', 'ExperimentPaths',
+           'CommandOutput']
 
 # %% ../nbs/01_store.ipynb #7ebab6ea
 SAFE_KEY = re.compile(r"^[A-Za-z0-9_.+-]+$")
@@ -445,51 +446,73 @@ class ResultStore(_UnitStates, _UnitFailures, _UnitFiles, _UnitPeers, _StoreGrid
         """
         units = list(units)
         self.plan(units)
-        pending = []
-        for u in units:  # a damaged store is reported before any work is done
-            state, reason = self._inspect(u)
-            if state == "corrupt":
-                raise ManifestError(
-                    f"unit {u.path} in {self.root}: {reason}; delete {self.unit_dir(u)} to "
-                    "recompute it"
-                )
-            if state != "done":
-                pending.append(u)
-        if pending and self.peers is not None:
-            copied = self.adopt(pending)
-            if copied:
-                print(
-                    f"{self.root}: {len(copied)} unit(s) copied from other stores below "
-                    f"{self.peers} (the same key, config and inputs), not computed again",
-                    file=sys.stderr,
-                )
-                pending = [u for u in pending if u.path not in copied]
+        pending = pending_units(self, units)
         if (
             pending and backend is not None
         ):  # the caller chooses it (the backends build on the store: no import here)
             backend.run_units(
                 self, pending, compute, desc=desc or self.root.name, progress=progress
             )
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=len(units),
-            desc=desc or self.root.name,
-            disable=not progress,
-            mininterval=1.0,
-            file=sys.stderr,
-        )
-        deferred = []
-        for u in units:
-            if self._try(u, compute, blocking=False):
-                bar.update()
-            else:
-                deferred.append(u)
-        for u in deferred:
-            self._try(u, compute, blocking=True)
-            bar.update()
-        bar.close()
+        compute_here(self, units, compute, progress=progress, desc=desc or self.root.name)
         return [self.load(u) for u in units]
+
+# %% ../nbs/01_store.ipynb #625ca6d0
+def pending_units(
+    store: ResultStore,  # the store
+    units: Sequence[Unit],  # a run's units
+) -> list:  # the units still to compute, in order
+    """The first step of `ResultStore.run`: every unit's state read before any work is done (a
+    corrupt unit stops the run, saying which folder to delete), then the pending units that a peer
+    store holds done copied in, not computed again.
+    """
+    pending = []
+    for u in units:
+        state, reason = store._inspect(u)
+        if state == "corrupt":
+            raise ManifestError(
+                f"unit {u.path} in {store.root}: {reason}; delete {store.unit_dir(u)} to "
+                "recompute it"
+            )
+        if state != "done":
+            pending.append(u)
+    if pending and store.peers is not None:
+        copied = store.adopt(pending)
+        if copied:
+            print(
+                f"{store.root}: {len(copied)} unit(s) copied from other stores below "
+                f"{store.peers} (the same key, config and inputs), not computed again",
+                file=sys.stderr,
+            )
+            pending = [u for u in pending if u.path not in copied]
+    return pending
+
+# %% ../nbs/01_store.ipynb #739fec02
+def compute_here(
+    store: ResultStore,  # the store
+    units: Sequence[Unit],  # a run's units, done or not
+    # compute(unit, workdir) -> JSON-able result
+    compute: Callable,
+    *,
+    progress: bool = True,  # show a progress bar
+    desc: str,  # its label
+):
+    """The last step of `ResultStore.run`, in this process: each unit not done is computed (one
+    that another process holds is waited for after the others), a progress bar counting every
+    unit.
+    """
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(units), desc=desc, disable=not progress, mininterval=1.0, file=sys.stderr)
+    deferred = []
+    for u in units:
+        if store._try(u, compute, blocking=False):
+            bar.update()
+        else:
+            deferred.append(u)
+    for u in deferred:
+        store._try(u, compute, blocking=True)
+        bar.update()
+    bar.close()
 
 # %% ../nbs/01_store.ipynb #fcf5010a
 @dataclass(frozen=True)
