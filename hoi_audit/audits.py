@@ -11,8 +11,9 @@ from .results import check_results, read_checked, shown_value
 from .conditions import CONDITIONS
 
 # %% auto #0
-__all__ = ['AUDIT_REQUIRED', 'INTERVENTION_REQUIRED', 'AUDIT_CONFIG', 'CONDITION_FIELDS', 'NO_DATASET', 'load_intervention',
-           'recorded_conditions', 'condition_info', 'with_dataset', 'load_audit']
+__all__ = ['AUDIT_REQUIRED', 'INTERVENTION_REQUIRED', 'AUDIT_CONFIG', 'CONDITION_FIELDS', 'NO_DATASET', 'embedded_intervention',
+           'referenced_intervention', 'sibling_intervention', 'load_intervention', 'recorded_conditions',
+           'condition_info', 'with_dataset', 'load_audit']
 
 # %% ../nbs/18d_audits.ipynb #3b3a2255
 def _companions(results: Path, experiment: str) -> list[Path]:
@@ -45,6 +46,110 @@ AUDIT_CONFIG = {
     "cross_fit": "flag",
 }
 
+# %% ../nbs/18d_audits.ipynb #ca27bd70
+def embedded_intervention(
+    payload: dict,  # the audit's results JSON as parsed, with an `intervention` field
+    path: Path,  # the file it came from
+) -> dict:  # payload (checked, records a DataFrame), source (in words), file and sha256 (None)
+    """The 2x2 embedded in the audit's results JSON (`intervention: {"records": [...]}`), checked as
+    a 2x2's results JSON of the audit's scale and config.
+    """
+    iv = payload["intervention"]
+    if not (isinstance(iv, dict) and isinstance(iv.get("records"), list)):
+        raise DataError(
+            f"{path}: field 'intervention' is {shown_value(iv)}; expected an object with "
+            "the 2x2's records"
+        )
+    shell = {
+        "experiment": "intervention_2x2",
+        "scale": payload["scale"],
+        "config": payload["config"],
+        "pins": {},
+    }
+    checked = check_results(
+        shell | {"records": iv["records"]},
+        f"{path} (its embedded 2x2)",
+        "intervention_2x2",
+        INTERVENTION_REQUIRED,
+    )
+    return {
+        "payload": checked | {"records": pd.DataFrame(iv["records"])},
+        "file": None,
+        "sha256": None,
+        "source": f"embedded in {path.name}",
+    }
+
+# %% ../nbs/18d_audits.ipynb #31e8fbff
+def referenced_intervention(
+    payload: dict,  # the audit's results JSON as parsed, with an `intervention_ref` field
+    path: Path,  # the file it came from (the reference resolves beside it)
+) -> dict:  # payload (checked), source (in words), file, sha256
+    """The 2x2 the audit's results JSON references (`intervention_ref: {"path", "sha256"}`): read
+    only when its SHA-256 is the one recorded, then checked.
+    """
+    ref = payload["intervention_ref"]
+    if not (
+        isinstance(ref, dict)
+        and isinstance(ref.get("path"), str)
+        and isinstance(ref.get("sha256"), str)
+    ):
+        raise DataError(
+            f"{path}: field 'intervention_ref' is {shown_value(ref)}; expected "
+            "{'path': the 2x2's results JSON relative to this file, 'sha256': its SHA-256}"
+        )
+    file = path.parent / ref["path"]
+    if not file.is_file():
+        raise DataError(
+            f"{file}: no such file; {path.name} references it as its 2x2 (intervention_ref)"
+        )
+    sha = sha256_file(file)
+    if sha != ref["sha256"].lower():
+        raise DataError(
+            f"{file}: SHA-256 {sha} is not the {ref['sha256']} that {path.name} records for "
+            "its 2x2 (intervention_ref.sha256): the file changed after the audit"
+        )
+    return {
+        "payload": read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG),
+        "file": file,
+        "sha256": sha,
+        "source": f"{ref['path']}, referenced by {path.name}, SHA-256 checked",
+    }
+
+# %% ../nbs/18d_audits.ipynb #82361ca3
+def sibling_intervention(
+    payload: dict,  # the audit's results JSON as parsed (neither embedding nor referencing a 2x2)
+    path: Path,  # the file it came from
+) -> dict:  # payload (checked; None: not found or not read), source (in words), file, sha256
+    """The 2x2 written beside the audit's results JSON (`_companions`, in order), which nothing
+    pins; one of another scale is someone else's and is not read.
+    """
+    candidates = _companions(path, "intervention_2x2")
+    for file in candidates:
+        if not file.is_file():
+            continue
+        iv = read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG)
+        if iv["scale"] != payload["scale"]:
+            return {
+                "payload": None,
+                "file": None,
+                "sha256": None,
+                "source": f"not read: {file.name} beside the results is of scale {iv['scale']}, "
+                f"the audit of scale {payload['scale']}",
+            }
+        return {
+            "payload": iv,
+            "file": file,
+            "sha256": sha256_file(file),
+            "source": f"{file.name} beside {path.name} (the results JSON does not pin it)",
+        }
+    return {
+        "payload": None,
+        "file": None,
+        "sha256": None,
+        "source": f"not found: neither embedded nor referenced in {path.name}, and no "
+        f"{' or '.join(f.name for f in candidates)} beside it",
+    }
+
 # %% ../nbs/18d_audits.ipynb #f0af4136
 def load_intervention(payload:dict, # the audit's results JSON as parsed
                       path, # the file it came from (a reference resolves beside it)
@@ -53,78 +158,11 @@ def load_intervention(payload:dict, # the audit's results JSON as parsed
     sibling file; each checked.
     """
     path = Path(path)
-    none = {"payload": None, "file": None, "sha256": None}
     if "intervention" in payload:
-        iv = payload["intervention"]
-        if not (isinstance(iv, dict) and isinstance(iv.get("records"), list)):
-            raise DataError(
-                f"{path}: field 'intervention' is {shown_value(iv)}; expected an object with "
-                "the 2x2's records"
-            )
-        shell = {
-            "experiment": "intervention_2x2",
-            "scale": payload["scale"],
-            "config": payload["config"],
-            "pins": {},
-        }
-        checked = check_results(
-            shell | {"records": iv["records"]},
-            f"{path} (its embedded 2x2)",
-            "intervention_2x2",
-            INTERVENTION_REQUIRED,
-        )
-        return none | {
-            "payload": checked | {"records": pd.DataFrame(iv["records"])},
-            "source": f"embedded in {path.name}",
-        }
+        return embedded_intervention(payload, path)
     if "intervention_ref" in payload:
-        ref = payload["intervention_ref"]
-        if not (
-            isinstance(ref, dict)
-            and isinstance(ref.get("path"), str)
-            and isinstance(ref.get("sha256"), str)
-        ):
-            raise DataError(
-                f"{path}: field 'intervention_ref' is {shown_value(ref)}; expected "
-                "{'path': the 2x2's results JSON relative to this file, 'sha256': its SHA-256}"
-            )
-        file = path.parent / ref["path"]
-        if not file.is_file():
-            raise DataError(
-                f"{file}: no such file; {path.name} references it as its 2x2 (intervention_ref)"
-            )
-        sha = sha256_file(file)
-        if sha != ref["sha256"].lower():
-            raise DataError(
-                f"{file}: SHA-256 {sha} is not the {ref['sha256']} that {path.name} records for "
-                "its 2x2 (intervention_ref.sha256): the file changed after the audit"
-            )
-        return {
-            "payload": read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG),
-            "file": file,
-            "sha256": sha,
-            "source": f"{ref['path']}, referenced by {path.name}, SHA-256 checked",
-        }
-    candidates = _companions(path, "intervention_2x2")
-    for file in candidates:
-        if not file.is_file():
-            continue
-        iv = read_checked(file, "intervention_2x2", INTERVENTION_REQUIRED, AUDIT_CONFIG)
-        if iv["scale"] != payload["scale"]:
-            return none | {
-                "source": f"not read: {file.name} beside the results is of scale {iv['scale']}, "
-                f"the audit of scale {payload['scale']}"
-            }
-        return {
-            "payload": iv,
-            "file": file,
-            "sha256": sha256_file(file),
-            "source": f"{file.name} beside {path.name} (the results JSON does not pin it)",
-        }
-    return none | {
-        "source": f"not found: neither embedded nor referenced in {path.name}, and no "
-        f"{' or '.join(f.name for f in candidates)} beside it"
-    }
+        return referenced_intervention(payload, path)
+    return sibling_intervention(payload, path)
 
 # %% ../nbs/18d_audits.ipynb #298430a6
 # a results JSON's conditions.<name> field -> (test, what is expected)
