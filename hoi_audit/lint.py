@@ -16,8 +16,9 @@ from .epic import EPIC_COLUMNS, parse_timestamp, read_narrations
 
 # %% auto #0
 __all__ = ['RULES', 'PLANTABLE', 'read_windows', 'read_ids', 'read_exclusions', 'read_training_log', 'check_window_rows',
-           'annotation_fps', 'check_windows', 'check_scored_set', 'selection_splits', 'check_selection', 'LintReport',
-           'lint_frames', 'lint_protocol', 'write_example_protocol', 'write_lint_report', 'lint_command']
+           'annotation_fps', 'check_windows', 'training_filters', 'check_scored_set', 'selection_splits',
+           'check_selection', 'LintReport', 'lint_frames', 'lint_protocol', 'write_example_protocol',
+           'write_lint_report', 'lint_command']
 
 # %% ../nbs/46_lint.ipynb #1fb5e345
 RULES = {
@@ -312,6 +313,39 @@ def _pair_filter(
     )
     return _finding("pair-filter", gone.narration_id[unseen], message), unseen
 
+# %% ../nbs/46_lint.ipynb #d446aa15
+def training_filters(
+    gone: pd.DataFrame,  # annotated actions neither scored nor excluded
+    annotations: pd.DataFrame,  # the evaluated split's annotations
+    scored: list,  # scored narration ids
+    *,
+    train_classes=None,  # verb classes that occur in training (None: unknown)
+    train_nouns=None,  # noun classes that occur in training (None: unknown)
+    # (verb_class, noun_class) pairs that occur in training (None: unknown)
+    train_pairs=None,
+) -> tuple[list[dict], pd.DataFrame]:  # (findings, the unscored actions no filter explains)
+    """The `class-filter`, `noun-filter` and `pair-filter` findings, in that order, each on the
+    unscored actions the filters before it left; a filter runs only where its training classes are
+    known.
+    """
+    out = []
+    filters = [
+        (
+            train_classes,
+            lambda g: _class_filter(g, annotations, scored, train_classes=train_classes),
+        ),
+        (train_nouns, lambda g: _noun_filter(g, train_nouns)),
+        (train_pairs, lambda g: _pair_filter(g, train_pairs)),
+    ]
+    # each names what it filtered; the rest was dropped without a record
+    for train, filter_ in filters:
+        if train is not None and len(gone):
+            finding, unseen = filter_(gone)
+            if finding:
+                out.append(finding)
+                gone = gone[~unseen]
+    return out, gone
+
 # %% ../nbs/46_lint.ipynb #885b5898
 def check_scored_set(
     annotations: pd.DataFrame,  # the evaluated split's annotations
@@ -338,23 +372,15 @@ def check_scored_set(
     gone = annotations[~annotations.narration_id.isin(set(scored) | set(excluded))]
     if len(gone) == 0:
         return out
-    filters = [
-        (
-            train_classes,
-            lambda g: _class_filter(g, annotations, scored, train_classes=train_classes),
-        ),
-        (train_nouns, lambda g: _noun_filter(g, train_nouns)),
-        (train_pairs, lambda g: _pair_filter(g, train_pairs)),
-    ]
-    for (
-        train,
-        filter_,
-    ) in filters:  # each names what it filtered; the rest was dropped without a record
-        if train is not None and len(gone):
-            finding, unseen = filter_(gone)
-            if finding:
-                out.append(finding)
-                gone = gone[~unseen]
+    found, gone = training_filters(
+        gone,
+        annotations,
+        scored,
+        train_classes=train_classes,
+        train_nouns=train_nouns,
+        train_pairs=train_pairs,
+    )
+    out += found
     if len(gone):
         out.append(
             _finding(
