@@ -359,6 +359,66 @@ def _record_problems(i: int, r: dict, required: dict, writing: bool = False) -> 
     said = [f"{where}: field {f!r} missing" for f in need if f not in r]
     return out + [p for p in _interval_problems(where, r) if not p.startswith(tuple(said))]
 
+# %% ../nbs/00a_results.ipynb #3623a77e
+def _section_problems(
+    payload: dict,  # a results JSON with its five sections
+    config: dict | None,  # config key -> FIELD_CHECKS kind, checked where present
+) -> list[str]:  # one line per problem
+    """The problems of a results JSON's scale, config and pins: the scale one of SCALES, config and
+    pins objects, each pin a SHA-256 string (or an object of them by dataset), the named config keys
+    of their kind.
+    """
+    out = []
+    if payload["scale"] not in SCALES:
+        out.append(
+            f"field 'scale' is {shown_value(payload['scale'])}; expected one of {list(SCALES)}"
+        )
+    out += [
+        f"field {k!r} is {shown_value(payload[k])}; expected an object"
+        for k in ("config", "pins")
+        if not isinstance(payload[k], dict)
+    ]
+    if isinstance(payload["pins"], dict):
+        out += [
+            f"pins: field {k!r} is {shown_value(v)}; expected a SHA-256 string, or an object "
+            "of them by dataset"
+            for k, v in payload["pins"].items()
+            if not (
+                isinstance(v, str)
+                or (isinstance(v, dict) and all(isinstance(x, str) for x in v.values()))
+            )
+        ]
+    if isinstance(payload["config"], dict):
+        out += [
+            f"config: field {k!r} is {shown_value(payload['config'][k])}; expected "
+            f"{FIELD_CHECKS[kind][1]}"
+            for k, kind in (config or {}).items()
+            if k in payload["config"] and not FIELD_CHECKS[kind][0](payload["config"][k])
+        ]
+    return out
+
+# %% ../nbs/00a_results.ipynb #c66fd3f9
+def _records_problems(
+    records,  # a results JSON's records, as parsed
+    required: dict | None,  # metric prefix -> fields a reader needs (always: metric, value)
+    writing: bool,  # checked before writing: no records is a result too
+) -> list[str]:  # one line per problem
+    """The problems of a results JSON's records: a list, not empty (unless `writing`), each an
+    object whose problems `_record_problems` lists.
+    """
+    if not isinstance(records, list):
+        return [f"field 'records' is {shown_value(records)}; expected a list of records"]
+    if not records and not writing:
+        return ["field 'records' is []; expected at least one record"]
+    required = {"": ("metric", "value")} | (required or {})
+    out = []
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            out.append(f"record {i} is {shown_value(r)}; expected an object with metric and value")
+            continue
+        out += _record_problems(i, r, required, writing)
+    return out
+
 # %% ../nbs/00a_results.ipynb #c56f28d8
 def results_problems(
     payload,  # a results JSON as parsed (records still a list)
@@ -387,44 +447,8 @@ def results_problems(
         return [
             f"field 'experiment': a results JSON of experiment {name!r}; expected {experiment!r}"
         ]
-    if payload["scale"] not in SCALES:
-        out.append(
-            f"field 'scale' is {shown_value(payload['scale'])}; expected one of {list(SCALES)}"
-        )
-    out += [
-        f"field {k!r} is {shown_value(payload[k])}; expected an object"
-        for k in ("config", "pins")
-        if not isinstance(payload[k], dict)
-    ]
-    if isinstance(payload["pins"], dict):
-        out += [
-            f"pins: field {k!r} is {shown_value(v)}; expected a SHA-256 string, or an object "
-            "of them by dataset"
-            for k, v in payload["pins"].items()
-            if not (
-                isinstance(v, str)
-                or (isinstance(v, dict) and all(isinstance(x, str) for x in v.values()))
-            )
-        ]
-    if isinstance(payload["config"], dict):
-        out += [
-            f"config: field {k!r} is {shown_value(payload['config'][k])}; expected "
-            f"{FIELD_CHECKS[kind][1]}"
-            for k, kind in (config or {}).items()
-            if k in payload["config"] and not FIELD_CHECKS[kind][0](payload["config"][k])
-        ]
-    records = payload["records"]
-    if not isinstance(records, list):
-        return out + [f"field 'records' is {shown_value(records)}; expected a list of records"]
-    if not records and not writing:
-        return out + ["field 'records' is []; expected at least one record"]
-    required = {"": ("metric", "value")} | (required or {})
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            out.append(f"record {i} is {shown_value(r)}; expected an object with metric and value")
-            continue
-        out += _record_problems(i, r, required, writing)
-    return out
+    out += _section_problems(payload, config)
+    return out + _records_problems(payload["records"], required, writing)
 
 # %% ../nbs/00a_results.ipynb #97074731
 MAX_PROBLEMS = 20  # problems listed in one DataError; the rest are counted
