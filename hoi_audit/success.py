@@ -35,8 +35,9 @@ from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 __all__ = ['HORIZONS', 'FEATURE_SETS', 'FEATURE_CONDITIONS', 'SUCCESS_STAGE', 'ProbeInputs', 'probe_inputs', 'summarize_commands',
            'forecast_features', 'feature_blocks', 'assemble', 'make_probe', 'fit_probe', 'hard_test_pairs',
            'hard_test_index', 'seed_mean_metric', 'seed_mean_delta', 'SuccessInput', 'success_input',
-           'success_stage_run', 'success_stage_show', 'success_stage_records', 'success_stage_config',
-           'run_success_probes', 'success_table', 'format_table', 'success_command', 'add_subcommand']
+           'seed_mean_summary', 'success_stage_run', 'success_stage_show', 'success_stage_records',
+           'success_stage_config', 'run_success_probes', 'success_table', 'format_table', 'success_command',
+           'add_subcommand']
 
 # %% ../nbs/43_success.ipynb #32dd3ed4
 HORIZONS = (1, 2, 4)  # bins rolled out
@@ -652,6 +653,30 @@ def success_input(
         train, held, pairs, horizons, fc_config, make, fc_seed, check, forecaster_seed, all_pins
     )
 
+# %% ../nbs/43_success.ipynb #60b6851e
+def seed_mean_summary(
+    data: SuccessInput,  # from `success_input` (the held-out split, its hard pairs)
+    proba: dict,  # (horizon, feature set, seed) -> held-out P(success)
+    *,
+    seeds: Sequence[int],  # probe seeds
+    feature_sets: Sequence[str],  # probe inputs
+    n_boot: int,  # bootstrap replicates of every interval
+) -> tuple[pd.DataFrame, pd.DataFrame]:  # (summary, comparison)
+    """The seed-mean intervals on the full held-out split and on its hard pairs, clustered by the
+    pairs: every metric (summary) and forecast minus context_action (comparison).
+    """
+    tests = (("full", np.arange(len(data.held))), ("hard", data.hard))
+    return _seed_mean_intervals(
+        data.held.success.astype(int),
+        proba,
+        tests,
+        clusters_of=_pair_clusters(data.held, data.pairs, data.hard),
+        seeds=seeds,
+        horizons=data.horizons,
+        feature_sets=feature_sets,
+        n_boot=n_boot,
+    )
+
 # %% ../nbs/43_success.ipynb #924ea3b4
 def success_stage_run(
     data: SuccessInput,  # from `success_input`
@@ -692,16 +717,8 @@ def success_stage_run(
         held_pin=held_pin,
         progress=spec.progress,
     )
-    tests = (("full", np.arange(len(data.held))), ("hard", data.hard))
-    summary, comparison = _seed_mean_intervals(
-        data.held.success.astype(int),
-        proba,
-        tests,
-        clusters_of=_pair_clusters(data.held, data.pairs, data.hard),
-        seeds=seeds,
-        horizons=data.horizons,
-        feature_sets=feature_sets,
-        n_boot=n_boot,
+    summary, comparison = seed_mean_summary(
+        data, proba, seeds=seeds, feature_sets=feature_sets, n_boot=n_boot
     )
     return {
         "probe_records": records,
