@@ -98,6 +98,55 @@ def _frame(rows, horizons, dropped, *, source):
     )
     return df
 
+# %% ../nbs/13_queries.ipynb #84608811
+def _boundary_queries(
+    video,  # a `Video` (its labels)
+    background: set,  # background class ids
+    *,
+    window: int,  # feature frames in the visual window
+    gap: int,  # feature frames between the window's end and the query
+    include_first: bool,  # a query for the first action
+    background_target: bool,  # background segments are targets too
+    background_history: bool,  # background segments enter the history
+    short_window: str,  # 'clip' or 'drop' a window that starts before frame 0
+    horizons: int,  # targets of the next `horizons` actions
+) -> tuple[list, int]:  # (the rows, in QUERY_COLUMNS order plus the horizons' targets; queries dropped)
+    """One video's next-action queries, one at the start of each target segment: its window, its
+    target, the history that ended before it.
+    """
+    n = video.n_frames
+    seg = np.asarray(video.segments)
+    is_bg = np.isin(seg[:, 2], list(background))
+    targets = seg if background_target else seg[~is_bg]
+    history_segments = seg if background_history else seg[~is_bg]
+    action_labels = targets[:, 2]
+    rows, dropped = [], 0
+    for i, (start, end, label) in enumerate(targets):
+        before = history_segments[history_segments[:, 1] <= start]
+        if i == 0 and not include_first:
+            continue
+        w0, w1 = _window(int(start), window, gap)
+        if w1 - w0 < window and short_window == "drop":
+            dropped += 1
+            continue
+        rows.append(
+            [
+                video.name,
+                int(start),
+                int(start),
+                w0,
+                w1,
+                w1 - w0,
+                int(label),
+                tuple(int(x) for x in before[:, 2]),
+                tuple(int(x) for x in before[:, 1]),
+                n,
+                start / n,
+            ]
+            + _horizon_targets(action_labels, i, horizons)
+        )
+    return rows, dropped
+
 # %% ../nbs/13_queries.ipynb #b3bcdeda
 def next_action_queries(
     dataset,  # a `ProceduralDataset` (labels are enough; features are never read)
@@ -118,37 +167,19 @@ def next_action_queries(
     rows, dropped = [], {"short_window": 0}
     background = set(dataset.background)
     for name in _videos_of(dataset, videos):
-        video = dataset.video(name)
-        n = video.n_frames
-        seg = np.asarray(video.segments)
-        is_bg = np.isin(seg[:, 2], list(background))
-        targets = seg if background_target else seg[~is_bg]
-        history_segments = seg if background_history else seg[~is_bg]
-        action_labels = targets[:, 2]
-        for i, (start, end, label) in enumerate(targets):
-            before = history_segments[history_segments[:, 1] <= start]
-            if i == 0 and not include_first:
-                continue
-            w0, w1 = _window(int(start), window, gap)
-            if w1 - w0 < window and short_window == "drop":
-                dropped["short_window"] += 1
-                continue
-            rows.append(
-                [
-                    name,
-                    int(start),
-                    int(start),
-                    w0,
-                    w1,
-                    w1 - w0,
-                    int(label),
-                    tuple(int(x) for x in before[:, 2]),
-                    tuple(int(x) for x in before[:, 1]),
-                    n,
-                    start / n,
-                ]
-                + _horizon_targets(action_labels, i, horizons)
-            )
+        video_rows, short = _boundary_queries(
+            dataset.video(name),
+            background,
+            window=window,
+            gap=gap,
+            include_first=include_first,
+            background_target=background_target,
+            background_history=background_history,
+            short_window=short_window,
+            horizons=horizons,
+        )
+        rows += video_rows
+        dropped["short_window"] += short
     return _frame(rows, horizons, dropped, source="gt")
 
 # %% ../nbs/13_queries.ipynb #d647c94d
