@@ -17,7 +17,7 @@ __all__ = ['DAMAGE_CAUSES', 'DAMAGE_ERR_DETECT', 'BinSpec', 'WindowOutsideVideo'
            'sample_indices', 'nearest_decodable', 'PacketInfo', 'propagate_damage', 'h264_is_idr', 'SubstitutionRecord',
            'summarize_substitutions', 'DecodeTimeout', 'call_with_time_limit', 'DecodeProcess', 'open_decord',
            'decode_with_damage', 'decode_range_pyav', 'scan_damage', 'mp4_lacks_moov', 'ffmpeg_open_error',
-           'VideoDecoder', 'mp4_sample_offsets', 'damage_samples', 'overwrite_runs']
+           'check_video_file', 'open_error', 'VideoDecoder', 'mp4_sample_offsets', 'damage_samples', 'overwrite_runs']
 
 # %% ../nbs/30_decode.ipynb #1c2d014c
 @dataclass(frozen=True)
@@ -669,6 +669,35 @@ def ffmpeg_open_error(
         return re.sub(r":\s*'[^']*'$", "", msg)[:300]
     return None
 
+# %% ../nbs/30_decode.ipynb #d748cd34
+def check_video_file(
+    path: Path,  # the video file
+):
+    "A missing or empty video file, said before any reader tries it."
+    if not path.exists():
+        raise DataError(f"{path}: video file not found")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: the video file is empty (0 bytes)")
+
+# %% ../nbs/30_decode.ipynb #65b18ffb
+def open_error(
+    path: Path,  # a video file the reader could not open
+    error: Exception,  # the reader's error
+) -> str:  # the message of the `DataError` that `VideoDecoder` raises
+    """Why a video cannot be opened, in words: a truncated mp4 said as such, FFmpeg's reason first
+    when it has one, then the reader's (its first line).
+    """
+    msg = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    hint = (
+        " (a truncated mp4: moov atom not found, so it has no index)"
+        if mp4_lacks_moov(path)
+        else ""
+    )
+    cause = ffmpeg_open_error(path)
+    return f"{path}: cannot open the video{hint}: " + (
+        f"{cause} (decord: {msg[:200]})" if cause else msg[:300]
+    )
+
 # %% ../nbs/30_decode.ipynb #b7180982
 class _DecoderCalls:
     """`VideoDecoder`'s decode calls: each under the time limit, in this process or in the child of
@@ -873,10 +902,7 @@ class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
         )
         # frame index -> cause over the whole video, once it has been scanned
         self.damage = None
-        if not self.path.exists():
-            raise DataError(f"{self.path}: video file not found")
-        if self.path.stat().st_size == 0:
-            raise DataError(f"{self.path}: the video file is empty (0 bytes)")
+        check_video_file(self.path)
         self.reader, self._process = (
             None,
             DecodeProcess(self.path, open_reader, decode_range, scan) if isolate else None,
@@ -887,18 +913,9 @@ class VideoDecoder(_DecoderCalls, _FrameCount, _DamageFallback):
             self.close()
             raise
         except Exception as e:
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            hint = (
-                " (a truncated mp4: moov atom not found, so it has no index)"
-                if mp4_lacks_moov(self.path)
-                else ""
-            )
-            cause = ffmpeg_open_error(self.path)
+            message = open_error(self.path, e)
             self.close()
-            raise DataError(
-                f"{self.path}: cannot open the video{hint}: "
-                + (f"{cause} (decord: {msg[:200]})" if cause else msg[:300])
-            ) from e
+            raise DataError(message) from e
         try:
             self._check(verify)
         except BaseException:
