@@ -139,6 +139,29 @@ def _summed(
 
     return np.add(blockwise(0, n), np.float32(0)) if pairwise else one_by_one(0, n)
 
+# %% ../nbs/14_recovery.ipynb #72cbb5f5
+def _phases(
+    past,  # (frames, D) features, any memory order
+    stride: int,  # frames between window starts
+    *,
+    length: int,  # frames per window
+    rows: int,  # rows per phase: windows + (length - 1) // stride
+) -> tuple[np.ndarray, bool]:  # (float32 phases, whether time is their last axis)
+    """The frames of `past` dealt into `min(stride, length)` phases, phase j holding frames j, j +
+    stride, ... (zeros past the last frame); a D x T file's phases are D x rows, not transposed.
+    """
+    D = past.shape[1]
+    # a D x T file: phases keep its order, no transposing copy
+    time_last = D > 1 and len(past) > 1 and abs(past.strides[0]) < abs(past.strides[1])
+    n_phases = min(stride, length)
+    phases = np.empty((n_phases, D, rows) if time_last else (n_phases, rows, D), np.float32)
+    for j in range(n_phases):
+        frames = past[j : j + rows * stride : stride]
+        target = phases[j].T if time_last else phases[j]
+        target[: len(frames)] = frames.astype(np.float64) if frames.dtype == np.float16 else frames
+        target[len(frames) :] = 0  # rows past the last frame, which no window reads
+    return phases, time_last
+
 # %% ../nbs/14_recovery.ipynb #fc9046f4
 def _pooled_grid(
     past,  # (frames, D) features in any memory order (a memory map is fine: only the windows' frames are read)
@@ -158,16 +181,8 @@ def _pooled_grid(
         stride = 1  # one window: all its frames in one phase
     D, lag = past.shape[1], (length - 1) // stride
     rows = count + lag  # window k reads rows k .. k + lag of the phases
-    # a D x T file: phases keep its order, no transposing copy
-    time_last = D > 1 and len(past) > 1 and abs(past.strides[0]) < abs(past.strides[1])
-    n_phases = min(stride, length)
-    phases = np.empty((n_phases, D, rows) if time_last else (n_phases, rows, D), np.float32)
-    for j in range(n_phases):
-        frames = past[j : j + rows * stride : stride]
-        target = phases[j].T if time_last else phases[j]
-        target[: len(frames)] = frames.astype(np.float64) if frames.dtype == np.float16 else frames
-        target[len(frames) :] = 0  # rows past the last frame, which no window reads
-    flat, step = phases.reshape(n_phases, -1), 1 if time_last else D
+    phases, time_last = _phases(past, stride, length=length, rows=rows)
+    flat, step = phases.reshape(len(phases), -1), 1 if time_last else D
     # every term one length: window k's values lie in the first `size` elements
     size = flat.shape[1] - lag * step
 
