@@ -42,10 +42,10 @@ from .commands import add_subcommands
 # %% auto #0
 __all__ = ['PLUGINS_CELL', 'EXIT_STATUS', 'DEBUG_ENV', 'NOT_SETTINGS', 'experiments_dir', 'find_experiments',
            'notebook_parameters', 'parse_param', 'skipped_of', 'backend_in_env', 'device_parameter', 'with_plugins',
-           'run_experiment', 'reproduce', 'store_roots', 'store_status', 'pending_estimate', 'plan_experiment',
-           'labels_in_use', 'backend_of', 'parse_duration', 'reproduce_command', 'status_command', 'plan_command',
-           'build_parser', 'os_error_message', 'rejected_value', 'run_guarded', 'output_claim', 'plugin_args',
-           'load_plugins', 'main']
+           'run_experiment', 'selected_experiments', 'reproduce', 'store_roots', 'store_status', 'pending_estimate',
+           'plan_experiment', 'labels_in_use', 'backend_of', 'parse_duration', 'reproduce_command', 'status_command',
+           'plan_command', 'build_parser', 'os_error_message', 'rejected_value', 'run_guarded', 'output_claim',
+           'plugin_args', 'load_plugins', 'main']
 
 # %% ../nbs/95_runner.ipynb #1570eac8
 def experiments_dir(
@@ -290,6 +290,27 @@ def run_experiment(
         "skipped": skipped_of(results),
     }
 
+# %% ../nbs/95_runner.ipynb #076f0ee6
+def selected_experiments(
+    out,  # the output root (a folder: a .json path is refused)
+    only: Sequence[str] | None = None,  # experiment names to run (default: all)
+    notebooks=None,  # the folder of experiment notebooks
+) -> dict:  # name -> notebook, in the order they run
+    """The first step of `reproduce`, before anything runs: the output is a folder, and every
+    experiment asked for exists (all unknown names said at once).
+    """
+    if Path(out).suffix.lower() == ".json":
+        raise OutputError(
+            f"{out}: reproduce writes several results files; --out takes a folder "
+            "(DIR/results, DIR/figures, ...)"
+        )
+    found = find_experiments(notebooks)
+    names = list(found) if not only else list(only)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
+    return {n: found[n] for n in names}
+
 # %% ../nbs/95_runner.ipynb #85cb9927
 def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw/ below it
               scale:str="small", # "small" (minutes, as in CI) or "full" (the seeds' sizes)
@@ -304,16 +325,8 @@ def reproduce(out=".", # the output root: figures/, results/, runs/, store/, raw
     """Run the experiment notebooks; a killed run (or one whose budget was spent) resumes, skipping
     every finished unit.
     """
-    if Path(out).suffix.lower() == ".json":
-        raise OutputError(
-            f"{out}: reproduce writes several results files; --out takes a folder "
-            "(DIR/results, DIR/figures, ...)"
-        )
-    found = find_experiments(notebooks)
-    names = list(found) if not only else list(only)
-    missing = [n for n in names if n not in found]
-    if missing:
-        raise HoiAuditError(f"unknown experiment(s) {missing}; available: {sorted(found)}")
+    found = selected_experiments(out, only, notebooks)
+    names = list(found)
     from tqdm import tqdm
 
     # once for every notebook, and a bad one said before any
