@@ -48,11 +48,12 @@ from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 
 # %% auto #0
 __all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'EPIC_STAGE', 'parse_timestamp', 'read_narrations', 'find_video',
-           'accounting', 'accounting_lines', 'EpicFeatures', 'extract', 'feature_sets', 'lopo_scores',
-           'AnticipationResult', 'anticipation_protocol', 'seen_class_mask', 'set_metric_rows', 'forecast_delta_rows',
-           'protocol_table', 'protocol_over_seeds', 'seed_mean_table', 'results_records', 'EpicInput', 'epic_input',
-           'epic_stage_run', 'epic_stage_show', 'epic_stage_records', 'epic_stage_config', 'run_epic', 'decode_options',
-           'extract_command', 'epic_command', 'add_subcommand']
+           'accounting', 'accounting_lines', 'EpicFeatures', 'extract', 'read_videos', 'forecast_block', 'feature_sets',
+           'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'seen_class_mask', 'set_metric_rows',
+           'forecast_delta_rows', 'protocol_table', 'protocol_over_seeds', 'seed_mean_table', 'results_records',
+           'EpicInput', 'epic_input', 'epic_stage_run', 'epic_stage_show', 'epic_stage_records', 'epic_stage_config',
+           'run_epic', 'decode_options', 'extraction_arrays', 'extraction_sentence', 'extract_command',
+           'embedded_epic_clips', 'epic_command', 'add_subcommand']
 
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
@@ -557,19 +558,9 @@ def extract(
     options = dict(
         encoder=encoder, spec=spec, with_target=with_target, accept_concealed=accept_concealed
     )
-    # {row index: (record, context, target)}; the videos that could not be used
-    results, failed = {}, []
-    for video_id, rows in df.groupby("video_id", sort=False):
-        got, failures = _read_video(
-            videos_dir,
-            video_id,
-            rows,
-            decoding=decoding,
-            decoder_kwargs=decoder_kwargs,
-            options=options,
-        )
-        results.update(got)
-        failed += failures
+    results, failed = read_videos(
+        videos_dir, df, decoding=decoding, decoder_kwargs=decoder_kwargs, options=options
+    )
     rows = [results[i] for i in range(len(df))]
     records, context, target = ([r[k] for r in rows] for k in range(3))
     return _stack_features(
@@ -582,8 +573,56 @@ def extract(
         failed_videos=failed,
     )
 
+# %% ../nbs/45_epic.ipynb #9fb40d2a
+def read_videos(
+    videos_dir,  # folder of videos (see find_video)
+    df: pd.DataFrame,  # the narrations, indexed 0..N-1
+    *,
+    decoding: dict,  # time_limit, accept_concealed, verify, isolate (see extract)
+    decoder_kwargs: dict | None,  # passed to VideoDecoder
+    options: dict,  # encoder, spec, with_target, accept_concealed (see extract)
+) -> tuple[dict, list]:  # ({row index: (record, context, target)}, the videos that could not be used)
+    "Every video's narrations, decoded (and encoded) video by video, in the narrations' order."
+    results, failed = {}, []
+    for video_id, rows in df.groupby("video_id", sort=False):
+        got, failures = _read_video(
+            videos_dir,
+            video_id,
+            rows,
+            decoding=decoding,
+            decoder_kwargs=decoder_kwargs,
+            options=options,
+        )
+        results.update(got)
+        failed += failures
+    return results, failed
+
 # %% ../nbs/45_epic.ipynb #8cc701d7
 DEPLOYABLE_SETS = ("context", "persistence", "linear", "forecast")
+
+# %% ../nbs/45_epic.ipynb #6753ac9f
+def forecast_block(
+    context: np.ndarray,  # (N, C, D) visible latents
+    forecaster,  # .predict(context) -> (N, D), or a world model (contracts.as_context_forecaster)
+) -> Block:  # the `forecast` block, derived from the context alone
+    """The forecaster's prediction of the target segment's latent from the visible ones, through
+    `call_user` (its errors name the forecaster), with the provenance of a block derived from the
+    context.
+    """
+    adapted = as_context_forecaster(forecaster)
+    pred = call_user(
+        adapted.predict,
+        type(forecaster).__name__,
+        "predict",
+        context.astype(np.float32),
+        rows=(0, len(context) - 1),
+    )
+    return derive_block(
+        "forecast",
+        np.asarray(pred, dtype=float),
+        [Block("context", "video", context)],
+        source="forecast",
+    )
 
 # %% ../nbs/45_epic.ipynb #6d2ebd3e
 def feature_sets(
@@ -602,20 +641,7 @@ def feature_sets(
     visible = Block("context", "video", np.concatenate([context[:, -1], context.mean(1)], axis=1))
     last = Block("persistence", "video", context[:, -1])
     linear = Block("linear", "video", 2 * context[:, -1] - context[:, -2])
-    adapted = as_context_forecaster(forecaster)
-    pred = call_user(
-        adapted.predict,
-        type(forecaster).__name__,
-        "predict",
-        context.astype(np.float32),
-        rows=(0, len(context) - 1),
-    )
-    forecast = derive_block(
-        "forecast",
-        np.asarray(pred, dtype=float),
-        [Block("context", "video", context)],
-        source="forecast",
-    )
+    forecast = forecast_block(context, forecaster)
     out = {
         "context": (Condition("context", {"video"}), [visible]),
         "persistence": (Condition("persistence", {"video"}), [last]),
@@ -1243,6 +1269,37 @@ def decode_options(*,
         "isolate": isolate,
     }
 
+# %% ../nbs/45_epic.ipynb #5203bf66
+def extraction_arrays(
+    feats: EpicFeatures,  # from extract
+) -> dict:  # name -> array, as `hoi-audit extract` writes them (the oracle's target only if decoded)
+    """The arrays `hoi-audit extract` keeps: every narration's causal bins (latents or frames), its
+    id, verb class and whether it is usable; the target segment when it was decoded.
+    """
+    arrays = {
+        "context": feats.context,
+        "narration_id": feats.narrations.narration_id.to_numpy(str),
+        "verb_class": feats.labels,
+        "ok": feats.ok,
+    }
+    if feats.target is not None:
+        arrays["target_oracle"] = feats.target
+    return arrays
+
+# %% ../nbs/45_epic.ipynb #d50488bc
+def extraction_sentence(
+    summary: dict,  # EpicFeatures.summary
+) -> str:
+    """What `hoi-audit extract` substituted and met, in one sentence: the frames, the damage, the
+    rule.
+    """
+    return (
+        f"{summary['actions']} narrations: {summary['actions_affected']} with substituted frames "
+        f"({summary['substitutions']} frames, largest offset {summary['max_offset']}); "
+        f"{summary['actions_with_damage']} met damaged frames ({summary['undecodable_frames']} "
+        f"undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']})"
+    )
+
 # %% ../nbs/45_epic.ipynb #c7de8fac
 def extract_command(*,
                     # folder: DIR/<video_id>.MP4 or DIR/<participant_id>/videos/<video_id>.MP4
@@ -1267,14 +1324,7 @@ def extract_command(*,
     spec = decode.pop("spec")
     paths = CommandOutput.parse(out, "epic_extract")
     feats = extract(videos, narrations, model, spec=spec, with_target=with_target, **decode)
-    arrays = {
-        "context": feats.context,
-        "narration_id": feats.narrations.narration_id.to_numpy(str),
-        "verb_class": feats.labels,
-        "ok": feats.ok,
-    }
-    if feats.target is not None:
-        arrays["target_oracle"] = feats.target
+    arrays = extraction_arrays(feats)
     paths.wrote(
         write_npz(paths.raw / ("latents.npz" if model is not None else "bins.npz"), **arrays)
     )
@@ -1289,16 +1339,27 @@ def extract_command(*,
             },
         )
     )
-    print(
-        f"{summary['actions']} narrations: {summary['actions_affected']} with substituted frames "
-        f"({summary['substitutions']} frames, largest offset {summary['max_offset']}); "
-        f"{summary['actions_with_damage']} met damaged frames ({summary['undecodable_frames']} "
-        f"undecodable, {summary['concealed_frames']} concealed, rule {summary['rule']})"
-    )
+    print(extraction_sentence(summary))
     for line in accounting_lines(summary, feats.records):
         print(line)
     paths.report()
     return 1 if summary["actions_excluded"] else 0
+
+# %% ../nbs/45_epic.ipynb #aff4d238
+def embedded_epic_clips(
+    paths: CommandOutput,  # `hoi-audit epic`'s output (the clips go below its raw folder)
+    size: str,  # the clips' size: "tiny" or "small"
+) -> tuple:  # (videos folder, narrations CSV)
+    """Write the embedded EPIC-like clips below the output's raw folder and say so: a first try of
+    a model needs no videos of one's own.
+    """
+    from hoi_audit.clips import write_epic_like
+
+    data = write_epic_like(paths.raw / f"epic_like_{size}", size, seed=0)
+    for f in sorted(p for p in (paths.raw / f"epic_like_{size}").rglob("*") if p.is_file()):
+        paths.wrote(f)
+    print(f"embedded EPIC-like clips ({size}) in {data['folder']}")
+    return data["folder"], data["narrations"]
 
 # %% ../nbs/45_epic.ipynb #59b0dd48
 def epic_command(*,
@@ -1329,13 +1390,7 @@ def epic_command(*,
         )
     # the embedded clips: a first try of a model needs no videos of one's own
     if videos is None:
-        from hoi_audit.clips import write_epic_like
-
-        data = write_epic_like(paths.raw / f"epic_like_{size}", size, seed=0)
-        videos, narrations = data["folder"], data["narrations"]
-        for f in sorted(p for p in (paths.raw / f"epic_like_{size}").rglob("*") if p.is_file()):
-            paths.wrote(f)
-        print(f"embedded EPIC-like clips ({size}) in {videos}")
+        videos, narrations = embedded_epic_clips(paths, size)
     # the epic stage: prints, writes, says what it wrote
     run_epic(
         videos,
