@@ -589,6 +589,45 @@ def _slurm_round(
     _log_jobs(store, [log(j, state, ended(r)) for j, (state, r) in zip(jobs, outcome)])
     return jobs, outcome
 
+# %% ../nbs/04_cluster.ipynb #b206fa8c
+def _write_payload(
+    store: ResultStore,  # the result store
+    units: Sequence[Unit],  # the units its array tasks compute
+    compute: Callable,  # compute(unit, workdir) -> JSON-able result
+) -> Path:  # the payload file, named after its bytes' SHA-256
+    """What every array task of a run reads: `_pack`'s bytes, written once below the store's
+    `.cluster/payloads/` (the same units and compute: the same file).
+    """
+    blob = _pack(units, compute)
+    return write_bytes(
+        store.root / ".cluster" / "payloads" / f"{sha256_bytes(blob)[:24]}.pkl", blob
+    )
+
+# %% ../nbs/04_cluster.ipynb #8aa7dc76
+def _check_requeues(
+    store: ResultStore,  # the result store
+    jobs: list,  # the last array's jobs
+    outcome: list,  # each one's (state, result) from `_wait_for_tasks`
+    *,
+    left: int,  # how many units are still not done
+    rounds: int,  # the last submission's number (0: the first)
+    cfg: ClusterConfig,  # the stage's executor parameters (its `max_requeues`)
+):
+    """Give up once the units left are not done after `1 + max_requeues` submissions: the error
+    names each task of the last array that did not finish, and its log.
+    """
+    if left and rounds == cfg.max_requeues:
+        dead = [
+            f"  job {j.job_id} ({state}): {j.paths.stderr}"
+            for j, (state, _) in zip(jobs, outcome)
+            if state != "completed"
+        ]
+        raise HoiAuditError(
+            f"{store.root}: {left} unit(s) not done after {rounds + 1} "
+            "submission(s); the last array's tasks that did not finish, and their "
+            "logs:\n" + "\n".join(dead)
+        )
+
 # %% ../nbs/04_cluster.ipynb #5788c800
 @dataclass(frozen=True)
 class SlurmBackend:
@@ -615,10 +654,7 @@ class SlurmBackend:
         from tqdm import tqdm
 
         units, cfg = list(units), self.config.for_stage(stage or store.root.name)
-        blob = _pack(units, compute)
-        payload = write_bytes(
-            store.root / ".cluster" / "payloads" / f"{sha256_bytes(blob)[:24]}.pkl", blob
-        )
+        payload = _write_payload(store, units, compute)
         executor = _executor(cfg, Path(cfg.folder or store.root / ".cluster" / "logs"))
         todo, failed, rounds = list(range(len(units))), [], 0
         bar = tqdm(
@@ -638,17 +674,7 @@ class SlurmBackend:
             )
             failed += [p for state, r in outcome if state == "completed" for p in r["failed"]]
             todo = _pending_after(store, units, todo, failed=failed)
-            if todo and rounds == cfg.max_requeues:
-                dead = [
-                    f"  job {j.job_id} ({state}): {j.paths.stderr}"
-                    for j, (state, _) in zip(jobs, outcome)
-                    if state != "completed"
-                ]
-                raise HoiAuditError(
-                    f"{store.root}: {len(todo)} unit(s) not done after {rounds + 1} "
-                    "submission(s); the last array's tasks that did not finish, and their "
-                    "logs:\n" + "\n".join(dead)
-                )
+            _check_requeues(store, jobs, outcome, left=len(todo), rounds=rounds, cfg=cfg)
             rounds += 1
         bar.close()
         _raise_failures(store, units, failed)
