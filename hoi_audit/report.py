@@ -496,6 +496,46 @@ def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> s
         f"is averaged across datasets.</p>{body}{dataset_sections}</body></html>\n"
     )
 
+# %% ../nbs/19b_report.ipynb #ba1dba8e
+def _figure_html(
+    png: bytes | None,  # `_figure_png`'s PNG, or None (no Act@1 to plot)
+) -> str:  # the figure section's HTML
+    "The figure, embedded as a data URL so the page is one self-contained file."
+    import base64
+
+    if not png:
+        return "<p>No Act@1 scores to plot.</p>"
+    return (
+        f'<img alt="Act@1 per condition, one panel per dataset" src="data:image/png;base64,'
+        f'{base64.b64encode(png).decode()}">'
+    )
+
+# %% ../nbs/19b_report.ipynb #f0c89821
+def _dataset_body(
+    audit: dict,  # from `load_audit`
+    dataset: str,  # one of its datasets
+    *,
+    info: dict,  # `condition_info` of the audited conditions
+    table: pd.DataFrame,  # `table1_intervals` of every dataset
+    facts: dict,  # the dataset's verdict facts (`verdicts`)
+    fingerprint,  # (fingerprint, how it was found): the dataset's entry of `data_fingerprints`
+) -> dict:  # DATASET_SECTIONS id -> its HTML, for `_dataset_section`
+    """One dataset's sections of the report, each from that dataset's records alone (nothing is
+    averaged across datasets).
+    """
+    records = audit["records"]
+    r, iv = records[records["dataset"] == dataset], intervention_of(audit, dataset)
+    pinned = audit["intervention_file"] is None or "referenced" in audit["intervention_source"]
+    return {
+        "audited": _audited_section(r, info, fingerprint),
+        "table1": _table1_section(table[table["dataset"] == dataset]),
+        "gap": _gap_section(r[r["metric"].astype(str).str.startswith("gap_")]),
+        "intervention": _intervention_section(iv, audit["intervention_source"]),
+        "recovery": _recovery_section(r),
+        "controls": _controls_section(list(r["condition"].dropna().unique()), iv is not None),
+        "checklist": _checklist_section(r, audit["payload"], facts, fingerprint, info, pinned),
+    }
+
 # %% ../nbs/19b_report.ipynb #9a8f6221
 def report_html(
     audit: dict,  # from `load_audit`
@@ -505,48 +545,25 @@ def report_html(
     """The audit report: pins, a verdict per dataset, the figure, the shared setup, then one section
     per dataset.
     """
-    import base64
-
     records = audit["records"]
     info = condition_info(audited_conditions(records), audit["recorded_conditions"])
     table = table1_intervals(records, conditions=info)
     facts, fps = verdicts(audit), data_fingerprints(audit, data_fingerprint)
     datasets = list(facts)
-    png = _figure_png(table, info)
-    figure = (
-        f'<img alt="Act@1 per condition, one panel per dataset" src="data:image/png;base64,'
-        f'{base64.b64encode(png).decode()}">'
-        if png
-        else "<p>No Act@1 scores to plot.</p>"
-    )
+    figure = _figure_html(_figure_png(table, info))
     s = {
         "pins": _pins_section(pin_rows(audit, data_fingerprint)),
         "verdict": _verdict_section(facts),
         "figure": figure,
         "setup": _setup_section(audit["payload"]),
     }
-    parts = []
-    for ds in datasets:
-        r, iv = records[records["dataset"] == ds], intervention_of(audit, ds)
-        pinned = audit["intervention_file"] is None or "referenced" in audit["intervention_source"]
-        parts.append(
-            _dataset_section(
-                ds,
-                {
-                    "audited": _audited_section(r, info, fps[ds]),
-                    "table1": _table1_section(table[table["dataset"] == ds]),
-                    "gap": _gap_section(r[r["metric"].astype(str).str.startswith("gap_")]),
-                    "intervention": _intervention_section(iv, audit["intervention_source"]),
-                    "recovery": _recovery_section(r),
-                    "controls": _controls_section(
-                        list(r["condition"].dropna().unique()), iv is not None
-                    ),
-                    "checklist": _checklist_section(
-                        r, audit["payload"], facts[ds], fps[ds], info, pinned
-                    ),
-                },
-            )
+    parts = [
+        _dataset_section(
+            ds,
+            _dataset_body(audit, ds, info=info, table=table, facts=facts[ds], fingerprint=fps[ds]),
         )
+        for ds in datasets
+    ]
     return _html_page(audit, datasets, s, "".join(parts))
 
 # %% ../nbs/19b_report.ipynb #22247e45
