@@ -1000,6 +1000,85 @@ def _planted_blocks(n: int, n_classes: int, seed: int, source: str = "oracle") -
     }
     return blocks, y
 
+# %% ../nbs/15_models.ipynb #606f39d7
+def _check_shapes(
+    out: np.ndarray,  # the logits of every test query
+    fail: Callable,  # fail(check, why): raises
+    *,
+    n_test: int,  # test queries
+    n_classes: int,  # classes
+) -> tuple:  # the logits' shape
+    "Shapes: one row of finite logits per query, one column per class."
+    if out.shape != (n_test, n_classes):
+        fail("shapes", f"predict_logits gave {out.shape}, expected ({n_test}, {n_classes})")
+    if not np.isfinite(out).all():
+        fail("shapes", "predict_logits gave NaN/inf logits")
+    return out.shape
+
+# %% ../nbs/15_models.ipynb #9f9f0ade
+def _check_seeding(
+    run: Callable,  # run(inputs, seed): a fitted model
+    logits: Callable,  # logits(model, inputs): its test logits
+    fail: Callable,  # fail(check, why): raises
+    *,
+    every: tuple,  # every input
+    out: np.ndarray,  # the logits of the model of seed 42
+) -> str:  # what the report says
+    """Determinism and seeding: seed 42 again gives the same logits bit for bit, seed 43 other
+    ones.
+    """
+    again, other = logits(run(every, 42), every), logits(run(every, 43), every)
+    if out.tobytes() != again.tobytes():
+        fail(
+            "determinism",
+            f"the same seed gave different logits (max difference {np.abs(out - again).max():.3g})",
+        )
+    if np.array_equal(out, other):
+        fail("seeding", "seeds 42 and 43 gave identical logits: the seed does not reach the model")
+    return "bit-identical for seed 42; differs for 43"
+
+# %% ../nbs/15_models.ipynb #8b45e64d
+def _check_batch(
+    logits: Callable,  # logits(model, inputs, rows=...): the logits of some test queries
+    model,  # the fitted model
+    fail: Callable,  # fail(check, why): raises
+    *,
+    every: tuple,  # every input
+    out: np.ndarray,  # the model's logits of every test query, in one batch
+) -> float:  # the largest difference
+    """Batch independence: the first five queries' logits, each alone in its batch, are those of
+    the whole batch (to 1e-4).
+    """
+    one = np.concatenate([logits(model, every, rows=slice(i, i + 1)) for i in range(5)])
+    if not np.allclose(one, out[:5], atol=1e-4, rtol=1e-4):
+        fail(
+            "batch independence",
+            "a query's logits change with the other queries in its batch (max difference "
+            f"{np.abs(one - out[:5]).max():.3g})",
+        )
+    return float(np.abs(one - out[:5]).max())
+
+# %% ../nbs/15_models.ipynb #c0450863
+def _check_learning(
+    out: np.ndarray,  # the logits of every test query
+    y_test: np.ndarray,  # their targets
+    fail: Callable,  # fail(check, why): raises
+    *,
+    n_classes: int,  # classes (chance: 100 / n_classes)
+    min_act1: float,  # the Act@1 (%) a model must reach
+) -> float:  # Act@1 (%)
+    """Learning: Act@1 on the planted task (its target is the latest history item) of at least
+    `min_act1`.
+    """
+    act1 = 100 * float(np.mean(out.argmax(1) == y_test))
+    if act1 < min_act1:
+        fail(
+            "learning",
+            f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance "
+            f"{100 / n_classes:.0f}%; needs {min_act1:.0f}%)",
+        )
+    return act1
+
 # %% ../nbs/15_models.ipynb #5e7d1d79
 def _check_behaviour(
     run: Callable,
@@ -1014,46 +1093,20 @@ def _check_behaviour(
     seeding, batch independence, reading, learning.
     """
     every = ("video", "history", "state")
-    report = {}
     first = run(every, 42)
     out = logits(first, every)
-    n_test = len(y_test)
-    if out.shape != (n_test, n_classes):
-        fail("shapes", f"predict_logits gave {out.shape}, expected ({n_test}, {n_classes})")
-    if not np.isfinite(out).all():
-        fail("shapes", "predict_logits gave NaN/inf logits")
-    report["shapes"] = out.shape
-    again, other = logits(run(every, 42), every), logits(run(every, 43), every)
-    if out.tobytes() != again.tobytes():
-        fail(
-            "determinism",
-            f"the same seed gave different logits (max difference {np.abs(out - again).max():.3g})",
-        )
-    if np.array_equal(out, other):
-        fail("seeding", "seeds 42 and 43 gave identical logits: the seed does not reach the model")
-    report["determinism"] = "bit-identical for seed 42; differs for 43"
-    one = np.concatenate([logits(first, every, rows=slice(i, i + 1)) for i in range(5)])
-    if not np.allclose(one, out[:5], atol=1e-4, rtol=1e-4):
-        fail(
-            "batch independence",
-            "a query's logits change with the other queries in its batch (max difference "
-            f"{np.abs(one - out[:5]).max():.3g})",
-        )
-    report["batch_independence"] = float(np.abs(one - out[:5]).max())
+    report = {"shapes": _check_shapes(out, fail, n_test=len(y_test), n_classes=n_classes)}
+    report["determinism"] = _check_seeding(run, logits, fail, every=every, out=out)
+    report["batch_independence"] = _check_batch(logits, first, fail, every=every, out=out)
     moved = {
         **test,
         "history": Block("history", "oracle", np.roll(test["history"].data, 1, axis=0)),
     }
     if np.array_equal(logits(first, every, moved), out):
         fail("reads its inputs", "logits do not change when the history changes")
-    act1 = 100 * float(np.mean(out.argmax(1) == y_test))
-    if act1 < min_act1:
-        fail(
-            "learning",
-            f"Act@1 {act1:.1f}% on a task whose target is the latest history item (chance "
-            f"{100 / n_classes:.0f}%; needs {min_act1:.0f}%)",
-        )
-    report["act1_planted"] = act1
+    report["act1_planted"] = _check_learning(
+        out, y_test, fail, n_classes=n_classes, min_act1=min_act1
+    )
     return report
 
 # %% ../nbs/15_models.ipynb #dc743a1d
