@@ -187,9 +187,9 @@ class _UnitFiles:
     committed atomically.
     """
 
-    def load(self, unit: Unit):
-        """The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not
-        done.
+    def checked_state(self, unit: Unit) -> tuple[str, str]:
+        """A unit's (state, reason); a corrupt unit is a `ManifestError` that says which folder to
+        delete.
         """
         state, reason = self._inspect(unit)
         if state == "corrupt":
@@ -197,6 +197,13 @@ class _UnitFiles:
                 f"unit {unit.path} in {self.root}: {reason}; delete {self.unit_dir(unit)} to "
                 "recompute it"
             )
+        return state, reason
+
+    def load(self, unit: Unit):
+        """The stored result of a done unit; a `ManifestError` for a corrupt one, `KeyError` if not
+        done.
+        """
+        state, reason = self.checked_state(unit)
         if state != "done":
             raise KeyError(f"unit {unit.path} is {state}: {reason}")
         return json.loads((self.unit_dir(unit) / self.RESULT).read_text(encoding="utf-8"))
@@ -467,13 +474,7 @@ def pending_units(
     """
     pending = []
     for u in units:
-        state, reason = store._inspect(u)
-        if state == "corrupt":
-            raise ManifestError(
-                f"unit {u.path} in {store.root}: {reason}; delete {store.unit_dir(u)} to "
-                "recompute it"
-            )
-        if state != "done":
+        if store.checked_state(u)[0] != "done":
             pending.append(u)
     if pending and store.peers is not None:
         copied = store.adopt(pending)
