@@ -49,11 +49,11 @@ from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 # %% auto #0
 __all__ = ['NOTE_KINDS', 'DEPLOYABLE_SETS', 'METRICS', 'EPIC_STAGE', 'parse_timestamp', 'read_narrations', 'find_video',
            'accounting', 'accounting_lines', 'EpicFeatures', 'extract', 'read_videos', 'forecast_block', 'feature_sets',
-           'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'seen_class_mask', 'set_metric_rows',
-           'forecast_delta_rows', 'protocol_table', 'protocol_over_seeds', 'seed_mean_table', 'results_records',
-           'EpicInput', 'epic_input', 'epic_stage_run', 'epic_stage_show', 'epic_stage_records', 'epic_stage_config',
-           'run_epic', 'decode_options', 'extraction_arrays', 'extraction_sentence', 'extract_command',
-           'embedded_epic_clips', 'epic_command', 'add_subcommand']
+           'lopo_scores', 'AnticipationResult', 'anticipation_protocol', 'seen_class_mask', 'ProtocolSubset',
+           'set_metric_rows', 'forecast_delta_rows', 'protocol_table', 'protocol_over_seeds', 'seed_mean_table',
+           'results_records', 'EpicInput', 'epic_input', 'epic_stage_run', 'epic_stage_show', 'epic_stage_records',
+           'epic_stage_config', 'run_epic', 'decode_options', 'extraction_arrays', 'extraction_sentence',
+           'extract_command', 'embedded_epic_clips', 'epic_command', 'add_subcommand']
 
 # %% ../nbs/45_epic.ipynb #fd5f00a2
 _TIMESTAMP = re.compile(r"^(\d+):([0-5]\d):(\d+(?:\.\d+)?)$")
@@ -752,16 +752,13 @@ def anticipation_protocol(sets:dict, # from feature_sets
             scores[name], _ = lopo_scores(X, y, participants, n_classes=n_classes, C=C)
     seen = seen_class_mask(y, participants)
     report = list(sets) if report is None else list(report)
-    boot = dict(n_classes=n_classes, n_boot=n_boot, seed=seed)
     rows = []
     for subset, mask in (("all", np.ones(len(y), bool)), ("seen_classes", seen)):
         if not mask.any():
             continue
-        at = dict(subset=subset, mask=mask)
-        rows += set_metric_rows(sets, y, participants, scores, names=report, **at, **boot)
-        rows += forecast_delta_rows(
-            sets, y, participants, scores, baselines=baselines, **at, **boot
-        )
+        at = ProtocolSubset(subset, mask, n_classes=n_classes, n_boot=n_boot, seed=seed)
+        rows += set_metric_rows(sets, y, participants, scores, names=report, at=at)
+        rows += forecast_delta_rows(sets, y, participants, scores, baselines=baselines, at=at)
     table = protocol_table(pd.DataFrame(rows), report)
     rows.append({"metric": "seen_class_fraction", "value": float(seen.mean())})
     return AnticipationResult(pd.DataFrame(rows), table, float(seen.mean()), scores)
@@ -782,6 +779,18 @@ def seen_class_mask(
         seen[test] = np.isin(y[test], y[train])
     return seen
 
+# %% ../nbs/45_epic.ipynb #af399695
+@dataclass(frozen=True)
+class ProtocolSubset:
+    """The examples one block of the protocol's records is computed on (the subset's name and
+    mask), the classes and the bootstrap."""
+
+    name: str  # the subset's name in the records
+    mask: np.ndarray  # (N,) bool: the examples of the subset
+    n_classes: int  # classes (top-5 falls back to top-n_classes below 5)
+    n_boot: int  # bootstrap replicates
+    seed: int  # bootstrap seed
+
 # %% ../nbs/45_epic.ipynb #2dba9ea2
 def set_metric_rows(
     sets: dict,  # from feature_sets (the Condition says whether a set is deployable)
@@ -791,31 +800,27 @@ def set_metric_rows(
     scores: dict,
     *,
     names: Sequence[str],  # the sets whose metrics are recorded
-    subset: str,  # the subset's name in the records
-    mask: np.ndarray,  # (N,) bool: the examples of the subset
-    n_classes: int,  # classes (top-5 falls back to top-n_classes below 5)
-    n_boot: int,  # bootstrap replicates
-    seed: int,  # bootstrap seed
+    at: ProtocolSubset,  # the examples and the bootstrap
 ) -> list:  # one record per set and metric
-    """Every metric of each named feature set on the examples of `mask`: the estimate and its
+    """Every metric of each named feature set on the examples of the subset: the estimate and its
     participant-cluster bootstrap interval.
     """
     rows = []
     for name in names:
         for metric in METRICS:
             iv = stats.cluster_bootstrap(
-                _metric(metric, n_classes),
-                y[mask],
-                scores[name][mask],
-                clusters=participants[mask],
-                n_boot=n_boot,
-                seed=seed,
+                _metric(metric, at.n_classes),
+                y[at.mask],
+                scores[name][at.mask],
+                clusters=participants[at.mask],
+                n_boot=at.n_boot,
+                seed=at.seed,
             )
             rows.append(
                 {
                     "feature_set": name,
                     "deployable": sets[name][0].deployable,
-                    "subset": subset,
+                    "subset": at.name,
                     "metric": metric,
                     "value": iv.estimate,
                     "ci_low": iv.low,
@@ -833,13 +838,9 @@ def forecast_delta_rows(
     scores: dict,
     *,
     baselines: Sequence[str],  # the forecast is compared with those of these that are in `sets`
-    subset: str,  # the subset's name in the records
-    mask: np.ndarray,  # (N,) bool: the examples of the subset
-    n_classes: int,  # classes (top-5 falls back to top-n_classes below 5)
-    n_boot: int,  # bootstrap replicates
-    seed: int,  # bootstrap seed
+    at: ProtocolSubset,  # the examples and the bootstrap
 ) -> list:  # one record per baseline and metric
-    """The forecast minus each baseline, metric by metric, on the examples of `mask`: the paired
+    """The forecast minus each baseline, metric by metric, on the examples of the subset: the paired
     participant-cluster bootstrap of the difference.
     """
     if "forecast" not in sets:
@@ -850,19 +851,19 @@ def forecast_delta_rows(
             continue
         for metric in METRICS:
             iv = stats.paired_bootstrap_delta(
-                _metric(metric, n_classes),
-                y[mask],
-                scores["forecast"][mask],
-                scores[base][mask],
-                n_boot=n_boot,
-                seed=seed,
-                clusters=participants[mask],
+                _metric(metric, at.n_classes),
+                y[at.mask],
+                scores["forecast"][at.mask],
+                scores[base][at.mask],
+                n_boot=at.n_boot,
+                seed=at.seed,
+                clusters=participants[at.mask],
             )
             rows.append(
                 {
                     "feature_set": "forecast",
                     "comparison": f"forecast-{base}",
-                    "subset": subset,
+                    "subset": at.name,
                     "metric": f"delta_{metric}",
                     "value": iv.estimate,
                     "ci_low": iv.low,
