@@ -829,6 +829,46 @@ def _floats(text: str) -> tuple:
     except ValueError:
         raise HoiAuditError(f"cannot parse {text!r} as fractions") from None
 
+# %% ../nbs/22_lta.ipynb #59c37836
+def _print_folder_score(
+    data_dir: str,  # the MS-TCN folder whose ground truth scores the files
+    name: str | None,  # the dataset's name (None: the folder's)
+    folder: str,  # one prediction file per video (`<video>.txt`)
+    *,
+    observed: float,  # the observed fraction the files were made with
+) -> None:
+    """`hoi-audit lta --score`: print the MoC of a prediction folder, its classes with support and
+    frames.
+    """
+    dataset = read_for_command(data_dir, name, None, needs_features=False)
+    moc, counts = score_prediction_folder(dataset, folder, observed)
+    print(
+        f"{folder}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support "
+        f"({int(counts[1].sum())} frames)"
+    )
+
+# %% ../nbs/22_lta.ipynb #ea90f6dc
+def _config_overrides(
+    *,
+    epochs: int | None,  # training epochs (None: LTAConfig's)
+    hidden: int | None,  # GRU width (None: LTAConfig's)
+    convention: str | None,  # horizon end (None: LTAConfig's)
+    observe: str | None,  # observed fractions, comma- or space-separated (None: LTAConfig's)
+    predict: str | None,  # predicted fractions (None: LTAConfig's)
+) -> dict:  # the LTAConfig fields the options set
+    "The `LTAConfig` fields that `hoi-audit lta`'s options set; the fractions parsed from text."
+    return {
+        k: v
+        for k, v in {
+            "epochs": epochs,
+            "hidden": hidden,
+            "convention": convention,
+            "observe": _floats(observe) if observe else None,
+            "predict": _floats(predict) if predict else None,
+        }.items()
+        if v is not None
+    }
+
 # %% ../nbs/22_lta.ipynb #127a47bc
 def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits/, features/
                 *, name:str|None=None, # the dataset's name in the results and the store's keys (letters, digits and _.+-); default: the folder's name, made safe
@@ -857,26 +897,13 @@ def lta_command(data_dir:str, # MS-TCN folder: mapping.txt, groundTruth/, splits
     folder
     """
     if score:
-        dataset = read_for_command(data_dir, name, None, needs_features=False)
-        moc, counts = score_prediction_folder(dataset, score, observed)
-        print(
-            f"{score}: MoC {moc:.2f} over {int((counts[1] > 0).sum())} classes with support "
-            f"({int(counts[1].sum())} frames)"
-        )
+        _print_folder_score(data_dir, name, score, observed=observed)
         return 0
     if not out:
         raise HoiAuditError("--out is required (unless --score)")
-    kw = {
-        k: v
-        for k, v in {
-            "epochs": epochs,
-            "hidden": hidden,
-            "convention": convention,
-            "observe": _floats(observe) if observe else None,
-            "predict": _floats(predict) if predict else None,
-        }.items()
-        if v is not None
-    }
+    kw = _config_overrides(
+        epochs=epochs, hidden=hidden, convention=convention, observe=observe, predict=predict
+    )
     # the GRU trains on the CPU
     spec = RunSpec.from_options(
         splits=splits, seeds=seeds, scale=scale, device="cpu", progress=progress, store=store
