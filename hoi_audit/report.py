@@ -4,15 +4,22 @@
 
 # %% ../nbs/19b_report.ipynb #5bf7919e
 from __future__ import annotations
-import json, math, re
+import json, math
 from html import escape
 from pathlib import Path
 import numpy as np
 import pandas as pd
 from . import __version__
 from .core import DataError, OutputError, sha256_folder, write_text
-from .results import field_kind, is_number, read_checked
-from .stages import STAGES
+from .results import read_checked
+from hoi_audit.pages import (
+    PAGE_STYLE,
+    html_table,
+    pins_section,
+    html_id,
+    stage_for,
+    stage_page_html,
+)
 from .cli import add_command
 from .procedural import layout_fingerprint
 from .tables import METRICS
@@ -35,8 +42,8 @@ from hoi_audit.verdict import (
 )
 
 # %% auto #0
-__all__ = ['REPORT_SECTIONS', 'DATASET_SECTIONS', 'PAGE_STYLE', 'report_html', 'report_path', 'stage_for', 'stage_page_html',
-           'write_report', 'report_command', 'add_subcommand']
+__all__ = ['REPORT_SECTIONS', 'DATASET_SECTIONS', 'report_html', 'report_path', 'write_report', 'report_command',
+           'add_subcommand']
 
 # %% ../nbs/19b_report.ipynb #f8b0fefb
 # page-level section id -> heading, in order
@@ -57,48 +64,6 @@ DATASET_SECTIONS = {
     "controls": "Controls run and not run",
     "checklist": "Checklist",
 }
-
-# %% ../nbs/19b_report.ipynb #92390f3e
-def _cell(v, integer: bool = False, digits: int = 1) -> str:
-    """One table cell: missing as a dash, a flag as yes/no, a whole count as an integer, a
-    measurement with `digits` decimals.
-    """
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if is_number(v):
-        return str(int(v)) if integer and float(v).is_integer() else f"{v:.{digits}f}"
-    return str(v)
-
-# %% ../nbs/19b_report.ipynb #7065e6ff
-def _html_table(df: pd.DataFrame, digits: int = 1) -> str:
-    """A table of the page: counts, splits and seeds (by `field_kind`) as integers, other numbers
-    with `digits` decimals.
-    """
-    integer = {c: field_kind(str(c)) in ("count", "integer", "split") for c in df.columns}
-    formatters = {c: (lambda v, i=integer[c]: _cell(v, i, digits)) for c in df.columns}
-    return df.to_html(
-        index=False, formatters=formatters, na_rep="–", border=0, classes="t", escape=True
-    )
-
-# %% ../nbs/19b_report.ipynb #38425a08
-def _slug(dataset: str) -> str:
-    "A dataset's name as part of an HTML id."
-    return re.sub(r"[^\w.+-]", "_", dataset)
-
-# %% ../nbs/19b_report.ipynb #a74ddc47
-def _pins_section(rows: list) -> str:
-    "The header's list of pins (`pin_rows`)."
-    item = lambda what, value, note: (
-        f"<li><b>{escape(what)}</b>: "
-        + (f"<code>{escape(value)}</code>" if value is not None else "<em>not recorded</em>")
-        + (f" ({escape(note)})" if note else "")
-        + "</li>"
-    )
-    return '<ul class="pins">' + "".join(item(*r) for r in rows) + "</ul>"
 
 # %% ../nbs/19b_report.ipynb #b847608c
 def _summary_table(facts: dict) -> pd.DataFrame:
@@ -146,7 +111,7 @@ def _verdict_section(facts: dict) -> str:
         blocks
         + "<h3>Summary across datasets</h3><p>One row per dataset, each copied from its verdict "
         "above; no number here is averaged across datasets.</p>"
-        + _html_table(_summary_table(facts), 1)
+        + html_table(_summary_table(facts), 1)
     )
 
 # %% ../nbs/19b_report.ipynb #fa498b3a
@@ -267,7 +232,7 @@ def _audited_section(
         f"fingerprint: "
         + (f"<code>{escape(fp)}</code> ({escape(how)})" if fp else f"<em>{escape(how)}</em>")
         + ".</p>"
-        + _html_table(rows)
+        + html_table(rows)
     )
 
 # %% ../nbs/19b_report.ipynb #05d1f75b
@@ -305,7 +270,7 @@ def _table1_section(
     return (
         "<p>Mean over units (splits, or generator seeds x splits where the data were drawn more "
         f"than once) of the seed-averaged score, with its 95% Student-t interval {over}.</p>"
-        + _html_table(shown)
+        + html_table(shown)
     )
 
 # %% ../nbs/19b_report.ipynb #a49fedb4
@@ -322,7 +287,7 @@ def _gap_section(
         "<p>Differences of matched conditions (same inputs, history provenance differs), paired "
         "by unit (split, or generator seed x split), with their 95% Student-t interval. The gap "
         "is <em>estimator-relative</em>: it belongs to this recognizer, this model and this "
-        "budget.</p>" + _html_table(g, 2)
+        "budget.</p>" + html_table(g, 2)
     )
 
 # %% ../nbs/19b_report.ipynb #38d2b62e
@@ -355,8 +320,8 @@ def _intervention_section(
         f"both (read from {escape(source)}). A large test-time contrast for the "
         "recognizer-trained checkpoint means its score is limited by the history it is given at "
         "inference, not by what it learned.</p>"
-        + _html_table(cells.reset_index(names="checkpoint"))
-        + _html_table(con, 2)
+        + html_table(cells.reset_index(names="checkpoint"))
+        + html_table(con, 2)
     )
 
 # %% ../nbs/19b_report.ipynb #42163098
@@ -386,7 +351,7 @@ def _recovery_section(
         "annotated ones (a boundary-free recognizer over-segments). "
         "<code>history_item_acc</code> is the share of annotated items recovered in order. The "
         "window accuracy is the recognizer's, where it was measured.</p>"
-        + _html_table(table.reset_index(), 3)
+        + html_table(table.reset_index(), 3)
     )
 
 # %% ../nbs/19b_report.ipynb #189084ff
@@ -457,7 +422,7 @@ def _dataset_section(
     """One dataset's section: its heading, then each of DATASET_SECTIONS under a heading that names
     the dataset.
     """
-    slug = _slug(dataset)
+    slug = html_id(dataset)
     inner = "".join(
         f'<section id="{slug}-{k}"><h3>{escape(h)} — {escape(dataset)}</h3>{body[k]}</section>'
         for k, h in DATASET_SECTIONS.items()
@@ -466,18 +431,6 @@ def _dataset_section(
         f'<section id="dataset-{slug}" class="dataset" data-dataset="{escape(dataset)}">'
         f"<h2>Dataset: {escape(dataset)}</h2>{inner}</section>"
     )
-
-# %% ../nbs/19b_report.ipynb #9d80a9aa
-# every report page's CSS (the audit's and any stage's)
-PAGE_STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:62em;margin:2em auto;padding:0 "
-    "1em;line-height:1.45}table.t{border-collapse:collapse;margin:.6em 0}table.t td,table.t "
-    "th{padding:.2em .6em;border-bottom:1px solid "
-    "#ddd;text-align:left}code{background:#f4f4f4;padding:0 "
-    ".2em;word-break:break-all}img{max-width:100%}div.verdict{border-left:4px solid "
-    "#2c7fb8;padding:0 1em;margin:1em 0;background:#f7fbff}section.dataset{border-top:3px solid "
-    "#333;margin-top:2.5em}ul.pins{font-size:.9em}"
-)
 
 # %% ../nbs/19b_report.ipynb #d1ff1cb4
 def _html_page(audit: dict, datasets: list, s: dict, dataset_sections: str) -> str:
@@ -552,7 +505,7 @@ def report_html(
     datasets = list(facts)
     figure = _figure_html(_figure_png(table, info))
     s = {
-        "pins": _pins_section(pin_rows(audit, data_fingerprint)),
+        "pins": pins_section(pin_rows(audit, data_fingerprint)),
         "verdict": _verdict_section(facts),
         "figure": figure,
         "setup": _setup_section(audit["payload"]),
@@ -571,64 +524,6 @@ def report_path(results) -> Path:
     "Where the report of a results JSON goes: beside it, <stem>.report.html."
     results = Path(results)
     return results.with_name(f"{results.stem}.report.html")
-
-# %% ../nbs/19b_report.ipynb #24264e1d
-def stage_for(
-    experiment: str,  # a results JSON's `experiment`
-    path=None,  # the file (named in the error)
-):
-    "The registered stage that writes `experiment`'s results JSON (`Stage.results_name`)."
-    found = [s for s in STAGES.values() if s.results_name == experiment]
-    if not found:
-        known = ", ".join(sorted(s.results_name for s in STAGES.values())) or "none"
-        raise DataError(
-            f"{path or experiment}: no registered stage writes experiment {experiment!r} (the "
-            f"stages' results: {known}); a plug-in's stage needs its plug-in: hoi-audit --plugin "
-            "FILE report ..."
-        )
-    return found[0]
-
-# %% ../nbs/19b_report.ipynb #e8412e2f
-def _flat(d: dict, prefix: str = "") -> list:
-    "(dotted key, value) of a nested mapping, in its order."
-    out = []
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out += _flat(v, key + ".") if isinstance(v, dict) and v else [(key, v)]
-    return out
-
-
-def stage_page_html(
-    payload: dict,  # the results JSON, checked (`results.read_checked`)
-    path,  # its file
-    stage,  # its `stages.Stage`
-    data_fingerprint: str | None = None,  # SHA-256 of the data folder it read (optional)
-) -> str:  # one self-contained HTML page
-    """The report page of any stage's results: what pins it, the settings it records, then the
-    stage's section.
-    """
-    path = Path(path)
-    pins = _flat(payload["pins"]) + (
-        [("data folder", data_fingerprint)] if data_fingerprint else []
-    )
-    pin_list = (
-        "".join(f"<li><b>{escape(k)}</b>: <code>{escape(str(v))}</code></li>" for k, v in pins)
-        or "<li><em>none recorded</em></li>"
-    )
-    settings = "".join(
-        f"<tr><td>{escape(k)}</td><td><code>{escape(json.dumps(v))}</code></td></tr>"
-        for k, v in _flat(payload["config"])
-    )
-    title = escape(f"{payload['experiment']} ({payload['scale']} scale)")
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>hoi_audit report: {title}</title>'
-        f"<style>{PAGE_STYLE}</style></head><body><h1>hoi_audit report: {title}</h1>"
-        f"<p>Generated by hoi_audit {escape(__version__)} from <code>{escape(path.name)}</code>, the results of the "
-        f"<code>{escape(stage.name)}</code> stage; regenerate with <code>hoi-audit report {escape(path.name)}</code>.</p>"
-        f'<section id="pins"><h2>Pinned inputs</h2><ul class="pins">{pin_list}</ul></section>'
-        f'<section id="settings"><h2>Settings</h2><table class="t">{settings}</table></section>'
-        f'<section id="stage-{escape(stage.name)}"><h2>{escape(stage.name)}</h2>{stage.section(payload)}</section></body></html>\n'
-    )
 
 # %% ../nbs/19b_report.ipynb #e7d99a34
 def _experiment_of(results) -> str | None:
