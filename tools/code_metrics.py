@@ -71,6 +71,11 @@ def static() -> dict:
     }
 
 
+# the functions whose direct calls are the audit's path: the handler, and the one stage path it hands over to (an older tree has
+# only the handler; the stage path's own functions count as steps too, so the two trees' paths compare)
+PATH_OWNERS = {"audit_command", "run_stage", "run_datasets", "stage_setup", "write_stage"}
+
+
 def trace() -> dict:
     "Run `hoi-audit audit` on a tiny planted folder (one split, one seed, two epochs) and record the modules its calls enter, in order."
     from hoi_audit.synthetic import synthetic_dataset, write_synthetic
@@ -86,7 +91,7 @@ def trace() -> dict:
         if not mod.startswith("hoi_audit."): return
         if not seq or seq[-1] != mod: seq.append(mod)
         caller = frame.f_back
-        if caller is not None and caller.f_code.co_name == "audit_command" and not frame.f_code.co_name.startswith("<"):
+        if caller is not None and caller.f_code.co_name in PATH_OWNERS and not frame.f_code.co_name.startswith("<"):
             steps.append(f"{mod.removeprefix('hoi_audit.')}.{frame.f_code.co_name}")
 
     sys.setprofile(prof)
@@ -100,7 +105,7 @@ def trace() -> dict:
     returns = len(seq) - len(first)   # entries into a module after having left it
     path = [st.split(".")[0] for st in steps]
     path = [m for i, m in enumerate(path) if i == 0 or path[i - 1] != m]
-    return {"the audit handler's steps, in order": steps,
+    return {"the audit's steps (the handler's and the stage path's direct calls), in order": steps,
             "its modules, in order": path, "its returns to a module it left": len(path) - len(dict.fromkeys(path)),
             "modules any call enters, in order of first entry": first, "cross-module calls": len(seq) - 1,
             "cross-module calls into a module entered before": returns}
