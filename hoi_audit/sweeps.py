@@ -53,6 +53,30 @@ def _sweep_records(
         ["dataset", "split", "seed", "condition", *extra, factor, "metric", "value"]
     ].reset_index(drop=True)
 
+# %% ../nbs/18c_sweeps.ipynb #a908f7ab
+def _boundary_sweep(
+    dataset,  # a `ProceduralDataset` with features
+    conds: dict,  # condition name -> its value of the sweep's factor
+    factor: str,  # the factor's column ('history_length', 'probe_input')
+    *,
+    history: str,  # the history source the conditions read
+    splits, seeds, store, config, history_fn, progress, workers,  # as the sweep takes them
+) -> pd.DataFrame:
+    """One history source's sweep at the action boundaries: its conditions audited (one store part,
+    `sweep=boundary`, shared by every sweep), then each one's matched records with the factor."""
+    recs = audit_records(
+        dataset,
+        splits,
+        seeds,
+        list(conds),
+        store_part(store, "sweep=boundary"),
+        replace(config, schedule="boundary", cross_test=()),
+        history_fn,
+        progress,
+        workers,
+    )
+    return _sweep_records(recs, factor, conds, history=history)
+
 # %% ../nbs/18c_sweeps.ipynb #ca07c136
 def history_dose(dataset, # a `ProceduralDataset` with features
                  # history lengths H (0: the video-only row)
@@ -75,18 +99,21 @@ def history_dose(dataset, # a `ProceduralDataset` with features
     frames = []
     for h in histories:
         conds = {dose_condition(h, n).name: int(n) for n in lengths}
-        recs = audit_records(
-            dataset,
-            splits,
-            seeds,
-            list(conds),
-            store_part(store, "sweep=boundary"),
-            replace(config, schedule="boundary", cross_test=()),
-            history_fn,
-            progress,
-            workers,
+        frames.append(
+            _boundary_sweep(
+                dataset,
+                conds,
+                "history_length",
+                history=h,
+                splits=splits,
+                seeds=seeds,
+                store=store,
+                config=config,
+                history_fn=history_fn,
+                progress=progress,
+                workers=workers,
+            )
         )
-        frames.append(_sweep_records(recs, "history_length", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
 # %% ../nbs/18c_sweeps.ipynb #70e2344a
@@ -189,18 +216,21 @@ def context_probes(
     history_fn, frames = history_fn or ControlHistories(), []
     for h in histories:
         conds = {probe_condition(p, h).name: p for p in probe_inputs}
-        recs = audit_records(
-            dataset,
-            splits,
-            seeds,
-            list(conds),
-            store_part(store, "sweep=boundary"),
-            replace(config, schedule="boundary", cross_test=()),
-            history_fn,
-            progress,
-            workers,
+        frames.append(
+            _boundary_sweep(
+                dataset,
+                conds,
+                "probe_input",
+                history=h,
+                splits=splits,
+                seeds=seeds,
+                store=store,
+                config=config,
+                history_fn=history_fn,
+                progress=progress,
+                workers=workers,
+            )
         )
-        frames.append(_sweep_records(recs, "probe_input", conds, history=h))
     return pd.concat(frames, ignore_index=True)
 
 # %% ../nbs/18c_sweeps.ipynb #3fd80a41
