@@ -150,7 +150,9 @@ def test_every_subcommand_is_covered():
     "A new subcommand must get an output-convention test here (or an entry in ELSEWHERE naming its test)."
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) == COVERED | set(ELSEWHERE), set(sub.choices) ^ (COVERED | set(ELSEWHERE))
+    # the toy protocol of nbs/96_new_protocol.ipynb is a subcommand only where hoi_audit.new_protocol was imported (tested end to end there)
+    shown = set(sub.choices) - {"toy"}
+    assert shown == COVERED | set(ELSEWHERE), shown ^ (COVERED | set(ELSEWHERE))
 
 def test_every_handler_reads_its_docments_as_fastcore_does():
     "cli.parameter_docs (the library's reader: fastcore is dev-only) agrees with fastcore's docments on every subcommand's handler."

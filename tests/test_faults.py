@@ -979,9 +979,9 @@ def test_missing_section_is_refused(tmp_path, capsys):
     assert rc == 2 and str(path) in err and "missing ['scale']" in err
 
 def test_wrong_experiment_is_refused(tmp_path, capsys):
-    "another experiment's results JSON -> exit 2 naming field 'experiment' and both names"
-    rc, err, path = _report(tmp_path, capsys, lambda p: p.update(experiment="lta"))
-    assert rc == 2 and str(path) in err and "field 'experiment'" in err and "'lta'" in err and "expected 'four_condition'" in err
+    "results JSON of an experiment no registered stage writes -> exit 2 naming the file, the experiment and the stages' results"
+    rc, err, path = _report(tmp_path, capsys, lambda p: p.update(experiment="nobody"))
+    assert rc == 2 and str(path) in err and "no registered stage writes experiment 'nobody'" in err and "four_condition" in err
 
 def test_config_train_not_an_object_is_refused(tmp_path, capsys):
     "config.train a list (the report reads its settings) -> exit 2 naming config field 'train'"
