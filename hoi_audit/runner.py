@@ -428,7 +428,8 @@ def pending_estimate(
 # %% ../nbs/95_runner.ipynb #9ea65ecb
 def plan_experiment(
     name: str,  # an experiment notebook's name
-    out=".",  # the output root whose store/<name>/ the plan reads and extends
+    # the output root whose store of <name> (ExperimentPaths.stores) the plan reads and extends
+    out=".",
     scale: str = "small",  # one of SCALES
     *,
     params: dict | None = None,  # the experiment's parameters, as for `reproduce`
@@ -466,7 +467,8 @@ def plan_experiment(
                     f"experiment {name} failed while planning ({e.ename}: {e.evalue})"
                 ) from None
             complete = False
-    store = out / "store" / name
+    # at the full scale the store is below results/full (ExperimentPaths.stores)
+    store = ExperimentPaths(out, name, scale).stores / name
     stores = stores_below(store)
     if not stores:
         raise HoiAuditError(f"experiment {name} declared no units in {store}")
@@ -663,7 +665,7 @@ def plan_command(
     )
     print(
         f"{experiment}: {len(table)} units ({counts}); {where}; store "
-        f"{Path(out) / 'store' / experiment}"
+        f"{ExperimentPaths(out, experiment, scale).stores / experiment}"
     )
     return 0
 

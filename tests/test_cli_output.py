@@ -136,12 +136,14 @@ ELSEWHERE = {"extract": "tests/test_epic.py::test_cli_out_convention_writes_only
              "horizons": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out",
              "context-probes": "tests/test_controls.py::test_cli_results_are_deterministic_and_stay_below_out"}
 
-def test_plan_writes_only_its_store_below_out(tmp_path):
-    "`hoi-audit plan` lists the grid without computing: it writes nothing but the store's plan (and locks) below --out, and says where."
+@pytest.mark.parametrize("scale,below", [("small", "store"), ("full", "results/full/store")])
+def test_plan_writes_only_its_store_below_out(tmp_path, scale, below):
+    """`hoi-audit plan` lists the grid without computing: it writes nothing but the store's plan (and locks) below --out, and says
+    where; at the full scale that is the committed store below results/full (issue 50: plan read DIR/store there and found nothing)."""
     out = tmp_path / "o"
-    r, changed = run_in_sandbox(tmp_path, "plan", "demo_provenance", "--out", str(out))
+    r, changed = run_in_sandbox(tmp_path, "plan", "demo_provenance", "--out", str(out), "--scale", scale)
     assert r.returncode == 0, r.stderr[-3000:]
-    store = out / "store" / "demo_provenance"
+    store = out / below / "demo_provenance"
     assert store / "plan.json" in changed and all(p.is_relative_to(store) for p in changed), changed
     assert not any(p.parent.name == "done" or p.suffix == ".pkl" for p in changed), "plan computed units"
     assert f"48 units (48 pending)" in r.stdout and str(store) in r.stdout, r.stdout
