@@ -32,3 +32,16 @@ def test_every_target_is_measured(board):
     assert len(board) == len(AUDIT_TARGETS)
     unmeasured = board[board["measured"].isna()]
     assert unmeasured["predates"].all(), unmeasured
+
+def test_before_after_table_has_a_row_per_target(capsys):
+    "tools/before_after.py (the note's before/after table): one row per target, and a folder against itself shows the same value twice."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("before_after", REPO / "tools" / "before_after.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--before", str(FULL), "--after", str(FULL)]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert len(rows) == len(AUDIT_TARGETS)
+    cells = [r.split(" | ") for r in rows]
+    assert all(c[4] == c[5] for c in cells), [c for c in cells if c[4] != c[5]]
+    assert sum(c[4] == "-" for c in cells) == full_scale_scoreboard(FULL)["measured"].isna().sum()
