@@ -98,7 +98,9 @@ def test_slurm_array_requeue_kill_and_failure(slurm, tmp_path, reference):
     msg = str(e.value)
     assert "unit {'split': 1, 'seed': 44}: ValueError: unit split=1/seed=44 diverged" in msg and "_log.err" in msg   # key and the task's log
     assert Path(msg.split("log: ")[1].split()[0]).exists()
-    assert st.status()["state"].value_counts().to_dict() == {"done": 5, "failed": 1}
+    status = st.status()
+    # a second failure names its reason (seen once on a machine loaded beyond CI's own two workers: a unit recorded failed)
+    assert status["state"].value_counts().to_dict() == {"done": 5, "failed": 1}, status[status["state"] != "done"].to_dict("records")
     st.run(units(), Tricky(tmp_path), progress=False, backend=SlurmBackend(cfg))
     assert result_bytes(st, units()) == reference
     assert finished(tmp_path) == sorted(u.path for u in units())          # every unit finished exactly once, across every requeue
