@@ -187,7 +187,9 @@ def _context_control(oracle: str) -> str | None:
     (its context-only row); None where none is.
     """
     o = CONDITIONS.get(oracle)
-    if o is None:
+    # a condition that reads no video has no context-only row of its own: a probe registered
+    # with its inputs (the context-probes stage registers one) is not its control
+    if o is None or "video" not in o.inputs:
         return None
     inputs = tuple(i for i in o.inputs if i != "video")
     return next(
