@@ -25,10 +25,10 @@ from .stages import RunSpec, Stage, add_stage_command, register_stage, run_stage
 from .pairing import audit_spec
 
 # %% auto #0
-__all__ = ['SCOPES', 'CARD_FILE', 'SCOPE_CONDITIONS', 'PAPER_SCOPE', 'SCOPE_STAGE', 'DatasetCard', 'read_card', 'write_card',
-           'scope_row', 'ScopeResult', 'ScopeSetting', 'scope_settings', 'scope_stage_run', 'scope_result',
-           'scope_table', 'format_scope_table', 'scope_results_records', 'scope_command', 'scope_stage_show',
-           'scope_stage_records', 'scope_stage_config', 'add_subcommand']
+__all__ = ['SCOPES', 'CARD_FILE', 'SCOPE_CONDITIONS', 'SCOPE_STAGE', 'DatasetCard', 'read_card', 'write_card', 'scope_row',
+           'ScopeResult', 'ScopeSetting', 'scope_settings', 'scope_stage_run', 'scope_result', 'scope_table',
+           'format_scope_table', 'scope_results_records', 'scope_command', 'scope_stage_show', 'scope_stage_records',
+           'scope_stage_config', 'add_subcommand']
 
 # %% ../nbs/23_scope.ipynb #8716db7e
 SCOPES = ("primary", "next-action", "diagnostic")  # Table 4's scope labels
@@ -316,87 +316,6 @@ def scope_table(datasets, # MS-TCN folders or ProceduralDatasets, or a mapping s
         }
     )
 
-# %% ../nbs/23_scope.ipynb #ebb9ab85
-PAPER_SCOPE = pd.DataFrame(
-    [  # Table 13 (Act@1 %, mean±std over splits) and Table 4's intervals and scope labels
-        dict(
-            setting="Breakfast",
-            backbone="I3D",
-            n_classes=47,
-            video=21.7,
-            ba=30.3,
-            ba_std=3.1,
-            bfr=26.3,
-            bfr_std=0.9,
-            gt=62.3,
-            gt_std=2.6,
-            gap_ba=32.0,
-            gap_ba_low=24.1,
-            gap_ba_high=39.8,
-            gap_bfr=36.0,
-            scope="primary",
-        ),
-        dict(
-            setting="50 Salads",
-            backbone="I3D",
-            n_classes=19,
-            video=40.7,
-            ba=46.0,
-            ba_std=3.5,
-            bfr=43.2,
-            bfr_std=4.3,
-            gt=53.7,
-            gt_std=2.4,
-            gap_ba=7.7,
-            gap_ba_low=5.4,
-            gap_ba_high=9.9,
-            gap_bfr=10.5,
-            scope="next-action",
-        ),
-        dict(
-            setting="GTEA",
-            backbone="I3D",
-            n_classes=11,
-            video=67.3,
-            ba=70.2,
-            ba_std=4.2,
-            bfr=66.2,
-            bfr_std=2.7,
-            gt=74.2,
-            gt_std=3.8,
-            gap_ba=4.0,
-            gap_ba_low=1.4,
-            gap_ba_high=6.6,
-            gap_bfr=8.0,
-            scope="diagnostic",
-        ),
-        dict(
-            setting="Assembly101",
-            backbone="TSM",
-            n_classes=86,
-            video=21.3,
-            ba=18.9,
-            ba_std=4.4,
-            gt=19.4,
-            gt_std=3.9,
-            gap_ba=0.4,
-            gap_ba_low=-3.4,
-            gap_ba_high=4.2,
-            scope="diagnostic",
-        ),
-        dict(
-            setting="EPIC-100",
-            backbone="TSN",
-            n_classes=331,
-            video=14.4,
-            ba=14.7,
-            gt=15.0,
-            gap_ba=0.3,
-            scope="diagnostic",
-        ),
-    ]
-).set_index("setting")
-
 # %% ../nbs/23_scope.ipynb #0abecb19
 def _pm(m, s, digits):
     if m is None or pd.isna(m):
@@ -415,7 +334,7 @@ def _gap(g, lo, hi, digits):
 
 # %% ../nbs/23_scope.ipynb #784e89fe
 def format_scope_table(
-    table: pd.DataFrame,  # from `scope_table` (or PAPER_SCOPE)
+    table: pd.DataFrame,  # from `scope_table` (or paper.TABLE13)
     digits: int = 1,  # decimals
 ) -> pd.DataFrame:
     "Tables 4 / 13 as the paper prints them: one string column per quantity."
