@@ -14,11 +14,11 @@ TORCH := torch==2.13.0
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: settings.ini setup.py
+$(VENV)/.installed: settings.ini setup.py tools/constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c tools/constraints.txt -e ".[dev]"
 	touch $@
 
 ## make reproduce: every experiment notebook at the small scale -> figures/, results/, runs/, store/ (the same as hoi-audit reproduce --out .)

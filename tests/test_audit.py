@@ -265,10 +265,14 @@ def test_committed_full_scale_results_against_the_planted_ceiling_and_a_referenc
     assert row["context_only_elapsed_fraction"] - row["context_only"] >= 2.0  # the oracle length is worth points: the old leak
     target, tol = PAPER_TARGETS[("breakfast", "video_only_act1")]
     assert abs(row["video_only"] - target) <= tol
-    diff = (per_split.loc["gt_history"] - per_split.loc["recognizer_ba"]).values
-    lo, hi = st.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=st.sem(diff))
+    # the gap leads with the draws (stats.LEAD_WITH_DRAWS): per (draw, split) unit the seeds' mean, per draw the units' mean, and the
+    # Student-t interval over the draws' means
+    unit = recs.query("metric == 'act1' and seed == seed").groupby(["condition", "generator_seed", "split"])["value"].mean()
+    per_draw = (unit.loc["gt_history"] - unit.loc["recognizer_ba"]).groupby("generator_seed").mean().values
+    assert len(per_draw) == len(r["config"]["generator_seeds"]) >= 2
+    lo, hi = st.t.interval(0.95, len(per_draw) - 1, loc=per_draw.mean(), scale=st.sem(per_draw))
     gap = recs.query("metric == 'gap_act1' and condition == 'gt_history-recognizer_ba'").iloc[0]
-    assert (gap["value"], gap["ci_low"], gap["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-6)
+    assert (gap["value"], gap["ci_low"], gap["ci_high"], gap["n"]) == pytest.approx((per_draw.mean(), lo, hi, len(per_draw)), abs=1e-6)
 
 def test_device_cpu_is_the_default_and_a_missing_gpu_is_named_before_any_unit(tiny, tmp_path):
     "--device cpu writes the bytes no flag writes (a CPU config keeps its identity); --device cuda without a GPU is a clear error, nothing written."

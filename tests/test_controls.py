@@ -11,7 +11,7 @@ from hoi_audit.pairing import *
 from hoi_audit.controls import *
 from hoi_audit.sweeps import *
 from hoi_audit.core import DataError, HoiAuditError, ProvenanceError
-from hoi_audit.results import read_results
+from hoi_audit.results import predating, read_results
 from hoi_audit.provenance import Block
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
@@ -212,6 +212,12 @@ def test_sweep_cli_takes_the_stage_path_and_writes_what_it_wrote_before(tiny, tm
                            pins={"config": sha256_json(cfg)})
     assert out.read_bytes() == before.read_bytes()
 
+def same_protocol_or_xfail(root, names):
+    """A check across two committed full-scale files holds only when one code made both: where either predates the code (issue 50's
+    regeneration goes file by file), the test stops here as an expected failure that names the file, after its own-file checks."""
+    old = [f"{r['name']}.json (protocol {r['protocol']})" for r in predating(root, names)]
+    if old: pytest.xfail(f"{', '.join(old)} predates the code: its units are not the regenerated files' until it is regenerated too")
+
 def test_committed_full_scale_context_probes_against_the_planted_bayes_accuracies_and_four_condition():
     """results/full/context_probes.json (Table 17 at the paper's sizes): on the preset, history only sits under the exact Bayes accuracy
     of the full history and state only reaches that of the completed-action set (the state holds that set); history + state is the
@@ -225,6 +231,7 @@ def test_committed_full_scale_context_probes_against_the_planted_bayes_accuracie
     row = per.loc["synthetic_breakfast"].groupby(level="probe_input").mean()
     assert full - 2.5 <= row["history"] <= full + 1.0          # history tokens only: the full history's Bayes accuracy is the ceiling
     assert completed - 2.5 <= row["state"] <= full + 1.0       # the completed-action multi-hot (plus count and clock) reaches its own Bayes
+    same_protocol_or_xfail(root, ["context_probes", "four_condition"])
     four = read_results(root / "four_condition.json")["records"]
     ctx = four.query("metric == 'act1' and condition == 'context_only' and seed == seed").groupby(["dataset", "split"])["value"].mean()
     both = per.xs("history+state", level="probe_input")
@@ -261,6 +268,7 @@ def test_committed_full_scale_controls_against_a_reference_interval_the_planted_
     for control in ("matched", "no_video_provenance"):   # GT history (+ video) and GT context only: the full history's Bayes is the ceiling
         assert bayes - 2.5 <= syn[(control, "oracle")] <= bayes + 1.0
     assert syn[("matched", "non_oracle")] < syn[("matched", "oracle")] - 15     # recovered histories lose at least 15 points of it
+    same_protocol_or_xfail(root, ["controls", "four_condition"])
     four = read_results(root / "four_condition.json")["records"].query("metric == 'act1' and seed == seed and dataset == 'synthetic_breakfast'")
     matched = {}
     for side, condition in (("non_oracle", "recognizer_ba"), ("oracle", "gt_history")):  # the preset's features are the same file in both

@@ -5,6 +5,7 @@ import numpy as np, pandas as pd, pytest
 from hoi_audit import report, verdict
 from hoi_audit.conditions import CONDITIONS
 from hoi_audit.tables import METRICS
+from hoi_audit.stats import LEAD_WITH_DRAWS
 from conftest import REPO
 
 COMMITTED = [REPO / "results" / "four_condition.json", REPO / "results" / "full" / "four_condition.json"]
@@ -91,12 +92,15 @@ def test_the_verdict_is_the_records(page):
         expected = [f"{gap['value']:+.1f}", f"{act1('gt_history'):.1f}", f"{act1('recognizer_ba'):.1f}",
                     f"{gap['ci_low']:+.1f}", f"{gap['ci_high']:+.1f}", f"{act1('context_only'):.1f}",
                     f"{test('history_edit_rate'):.3f}", f"{test('history_item_acc'):.3f}"]
-        drawn = "n_generator_seeds" in gap and gap["n_generator_seeds"] == gap["n_generator_seeds"] and gap["n_generator_seeds"] > 1
-        if drawn: expected += [f"{gap['ci_low_draws']:+.1f}", f"{gap['ci_high_draws']:+.1f}"]   # the interval over the draws' means
+        k = int(gap["n_generator_seeds"]) if "n_generator_seeds" in gap and gap["n_generator_seeds"] == gap["n_generator_seeds"] else 1
+        # 2 draws: the interval over the (draw, split) units, and the one over the draws' means beside it; from LEAD_WITH_DRAWS draws
+        # on, the gap's interval is the draws' (printed once) and n counts the draws
+        if 1 < k < LEAD_WITH_DRAWS: expected += [f"{gap['ci_low_draws']:+.1f}", f"{gap['ci_high_draws']:+.1f}"]
         assert sorted(re.findall(r"[-+]?\d+\.\d+", text)) == sorted(expected), ds
         excludes = gap["ci_low"] > 0 or gap["ci_high"] < 0
-        k = int(gap["n_generator_seeds"]) if drawn else None
-        n = f"n = {int(gap['n'])} units ({k} generator seeds x {int(gap['n']) // k} splits)" if drawn else f"n = {int(gap['n'])} splits"
+        n = (f"n = {int(gap['n'])} splits" if k == 1 else f"n = {int(gap['n'])} units ({k} generator seeds x {int(gap['n']) // k} splits)"
+             if k < LEAD_WITH_DRAWS else f"n = {k} generator seeds (a unit is a draw's mean over its splits)")
+        assert k < LEAD_WITH_DRAWS or int(gap["n"]) == k
         assert f"the interval {'excludes' if excludes else 'includes'} 0" in text and n in text
         ran = set(r["condition"])
         run, not_run = re.search(r"Controls run: (.*?)\. Not run: (.*?)\. ", text).groups()
