@@ -39,6 +39,13 @@ def shared_labels() -> Path:
     if not SHARED_LABELS.is_dir(): pytest.skip(f"{SHARED_LABELS} is absent: nothing to compare the shipped labels with")
     return SHARED_LABELS
 
+def same_protocol_or_xfail(root, names):
+    """A check across two committed full-scale files holds only when one code made both: where either predates the code (issue 50's
+    regeneration goes file by file), the test stops here as an expected failure that names the file, after its own-file checks."""
+    from hoi_audit.results import predating
+    old = [f"{r['name']}.json (protocol {r['protocol']})" for r in predating(root, names)]
+    if old: pytest.xfail(f"{', '.join(old)} predates the code: its units are not the regenerated files' until it is regenerated too")
+
 def descendants(pid: int) -> list[int]:
     "Every process below `pid` (papermill's kernel runs in its own session, so a process-group kill misses it)."
     children = {}

@@ -75,7 +75,8 @@ def test_committed_full_scale_table19_against_the_planted_ceiling_a_reference_in
     exact Bayes accuracy, every gap is the paired Student-t interval of its own per-split records (scipy as the reference), and the
     transformer's rows are four_condition's (the same units, trained again in another store: the same numbers)."""
     from scipy import stats as st
-    from hoi_audit.results import predating, read_results
+    from hoi_audit.results import read_results
+    from conftest import same_protocol_or_xfail
     from hoi_audit.grammar import bayes_accuracy
     from hoi_audit.synthetic import synthetic_dataset
     r = read_results(REPO / "results" / "full" / "architectures.json")
@@ -92,8 +93,7 @@ def test_committed_full_scale_table19_against_the_planted_ceiling_a_reference_in
         lo, hi = st.t.interval(0.95, len(diff) - 1, loc=diff.mean(), scale=st.sem(diff))
         gap = recs.query("metric == 'gap_act1' and architecture == @name").iloc[0]
         assert (gap["value"], gap["ci_low"], gap["ci_high"]) == pytest.approx((diff.mean(), lo, hi), abs=1e-6), name
-    old = [f"{o['name']}.json (protocol {o['protocol']})" for o in predating(REPO / "results" / "full", ["architectures", "four_condition"])]
-    if old: pytest.xfail(f"{', '.join(old)} predates the code: its units are not the regenerated files' until it is regenerated too")
+    same_protocol_or_xfail(REPO / "results" / "full", ["architectures", "four_condition"])
     four = read_results(REPO / "results" / "full" / "four_condition.json")["records"]
     four = four.query("dataset == 'synthetic_breakfast' and metric == 'act1' and seed == seed")
     theirs = four.groupby(["condition", "split"])["value"].mean()

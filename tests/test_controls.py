@@ -11,7 +11,8 @@ from hoi_audit.pairing import *
 from hoi_audit.controls import *
 from hoi_audit.sweeps import *
 from hoi_audit.core import DataError, HoiAuditError, ProvenanceError
-from hoi_audit.results import predating, read_results
+from hoi_audit.results import read_results
+from conftest import same_protocol_or_xfail
 from hoi_audit.provenance import Block
 from hoi_audit.store import ResultStore
 from hoi_audit.models import TrainConfig
@@ -211,12 +212,6 @@ def test_sweep_cli_takes_the_stage_path_and_writes_what_it_wrote_before(tiny, tm
     before = write_results(tmp_path / "before.json", "context_probes", tidy_records(r), scale="full", config=cfg,
                            pins={"config": sha256_json(cfg)})
     assert out.read_bytes() == before.read_bytes()
-
-def same_protocol_or_xfail(root, names):
-    """A check across two committed full-scale files holds only when one code made both: where either predates the code (issue 50's
-    regeneration goes file by file), the test stops here as an expected failure that names the file, after its own-file checks."""
-    old = [f"{r['name']}.json (protocol {r['protocol']})" for r in predating(root, names)]
-    if old: pytest.xfail(f"{', '.join(old)} predates the code: its units are not the regenerated files' until it is regenerated too")
 
 def test_committed_full_scale_context_probes_against_the_planted_bayes_accuracies_and_four_condition():
     """results/full/context_probes.json (Table 17 at the paper's sizes): on the preset, history only sits under the exact Bayes accuracy
